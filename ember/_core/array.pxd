@@ -1,0 +1,40 @@
+# The array object: storage + offset + shape/strides + dtype (+ autograd slots).
+from ember._core.storage cimport Storage
+
+cdef enum:
+    MAXDIM = 32
+
+cdef class ndarray:
+    cdef Storage storage
+    cdef char* data                  # storage.ptr + offset: the first element
+    cdef Py_ssize_t offset           # bytes from storage.ptr
+    cdef int ndim
+    cdef int tcode                   # dtype code (ember._core.dtypes)
+    cdef Py_ssize_t itemsize
+    cdef Py_ssize_t size
+    cdef bint c_contig
+    cdef Py_ssize_t shape[MAXDIM]
+    cdef Py_ssize_t strides[MAXDIM]  # in bytes, may be negative or zero
+    cdef object _shape_tuple         # cached .shape
+    # slots the autograd engine uses
+    cdef bint _requires_grad
+    cdef public object grad
+    cdef public object grad_fn
+    cdef public object _grad_meta    # hooks, retain_grad flag... (autograd owns it)
+    cdef object __weakref__
+
+ctypedef object (*binary_hook_t)(int op, object a, object b, object out)
+ctypedef object (*unary_hook_t)(int op, object a, object out)
+
+cdef void set_elementwise_hooks(binary_hook_t b, unary_hook_t u) noexcept
+cdef ndarray new_empty(int tcode, int ndim, const Py_ssize_t* shape)
+cdef ndarray new_view(ndarray base, int ndim, const Py_ssize_t* shape,
+                      const Py_ssize_t* strides, Py_ssize_t offset, int tcode)
+cdef ndarray wrap_numpy(object arr)
+cdef object numpy_view(ndarray x)
+cdef ndarray as_ndarray(object obj)
+cdef void update_flags(ndarray x) noexcept
+cdef bint is_c_contiguous(int ndim, const Py_ssize_t* shape, const Py_ssize_t* strides, Py_ssize_t itemsize) noexcept
+cdef object shape_tuple(ndarray x)
+cdef int normalize_axis(Py_ssize_t axis, int ndim, str opname) except -1
+cdef object parse_shape(object shape, str opname)

@@ -1,0 +1,975 @@
+"""ember.ndarray: the array object.
+
+An array is a view on a Storage: a byte offset, a shape, byte strides and a
+dtype code.  Views (basic indexing, reshape, transpose...) share the storage
+and so its version counter.  Operators go straight from the number slots to
+the elementwise dispatcher (C calls, no Python frames); methods that are not
+on a hot path forward to the Python-level functions of the ``ember``
+namespace.
+"""
+cimport cython
+cimport numpy as cnp
+from cpython.ref cimport Py_INCREF
+from cpython.object cimport PyObject
+from cpython.slice cimport PySlice_GetIndicesEx
+from cpython.buffer cimport PyObject_CheckBuffer
+from libc.string cimport memcpy
+
+from ember._core.storage cimport Storage, new_storage, wrap_pointer, wrap_buffer
+from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, T_BOOL, T_INT64,
+                                 T_FLOAT64, T_COMPLEX128, code_of, code_of_numpy_dtype,
+                                 default_float, default_complex, scalar_default_code)
+from ember._core.opcodes cimport *
+
+import numpy as _np
+import operator as _operator
+
+cnp.import_array()
+
+cdef extern from "numpy/arrayobject.h":
+    object PyArray_NewFromDescr(void* subtype, void* descr, int nd, cnp.npy_intp* dims,
+                                cnp.npy_intp* strides, void* data, int flags, void* obj)
+
+cdef object _E = None          # the ember namespace, set by ember/__init__.py
+cdef binary_hook_t _binary = NULL
+cdef unary_hook_t _unary = NULL
+cdef object _assign = None     # assign(dst, src): broadcast + cast copy, set by elementwise
+
+
+def _set_namespace(ns, assign):
+    global _E, _assign
+    _E = ns
+    _assign = assign
+
+
+cdef void set_elementwise_hooks(binary_hook_t b, unary_hook_t u) noexcept:
+    global _binary, _unary
+    _binary = b
+    _unary = u
+
+
+# ---------------------------------------------------------------- devices
+
+@cython.final
+cdef class Device:
+    """A device: ``Device('cpu')`` or ``Device('cuda', 0)``; compares equal to its string."""
+    cdef readonly str type
+    cdef readonly object index
+
+    def __init__(self, type="cpu", index=None):
+        if isinstance(type, Device):
+            self.type, self.index = (<Device>type).type, (<Device>type).index
+            return
+        if not isinstance(type, str):
+            raise TypeError(f"device must be a string or ember.Device, got {type!r}")
+        if ":" in type:
+            type, idx = type.split(":", 1)
+            index = int(idx)
+        if type not in ("cpu", "cuda"):
+            raise ValueError(f"unknown device type {type!r}; expected 'cpu' or 'cuda'")
+        self.type = type
+        self.index = index
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = Device(other)
+            except (ValueError, TypeError):
+                return False
+        if not isinstance(other, Device):
+            return NotImplemented
+        o = <Device>other
+        if self.type != o.type:
+            return False
+        return self.index == o.index or self.type == "cpu" or (
+            (self.index or 0) == (o.index or 0))
+
+    def __hash__(self):
+        return hash((self.type, self.index if self.type != "cpu" else None))
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device(type='{self.type}')" if self.index is None else \
+            f"device(type='{self.type}', index={self.index})"
+
+
+CPU = Device("cpu")
+
+
+def check_device(device, opname="ember"):
+    """Validate a ``device=`` argument; only the CPU holds arrays in this build."""
+    if device is None or device is CPU:
+        return CPU
+    d = device if isinstance(device, Device) else Device(device)
+    if d.type != "cpu":
+        raise RuntimeError(
+            f"{opname}: device {d} is not available (CUDA support needs the GPU backend, "
+            f"which is not built into this installation)")
+    return CPU
+
+
+# ---------------------------------------------------------------- helpers
+
+cdef bint is_c_contiguous(int ndim, const Py_ssize_t* shape, const Py_ssize_t* strides,
+                          Py_ssize_t itemsize) noexcept:
+    cdef Py_ssize_t expected = itemsize
+    cdef int i
+    for i in range(ndim - 1, -1, -1):
+        if shape[i] == 0:
+            return True
+        if shape[i] != 1:
+            if strides[i] != expected:
+                return False
+            expected *= shape[i]
+    return True
+
+
+cdef void update_flags(ndarray x) noexcept:
+    cdef Py_ssize_t n = 1
+    cdef int i
+    for i in range(x.ndim):
+        n *= x.shape[i]
+    x.size = n
+    x.c_contig = is_c_contiguous(x.ndim, x.shape, x.strides, x.itemsize)
+    x.data = x.storage.ptr + x.offset
+    x._shape_tuple = None
+
+
+cdef object shape_tuple(ndarray x):
+    cdef int i
+    if x._shape_tuple is None:
+        x._shape_tuple = tuple([x.shape[i] for i in range(x.ndim)])
+    return x._shape_tuple
+
+
+cdef int normalize_axis(Py_ssize_t axis, int ndim, str opname) except -1:
+    if axis < -ndim or axis >= ndim or (ndim == 0 and axis != 0 and axis != -1):
+        raise _np.exceptions.AxisError(
+            f"{opname}: axis {axis} is out of bounds for array of dimension {ndim}")
+    if ndim == 0:
+        return 0
+    return <int>(axis + ndim if axis < 0 else axis)
+
+
+cdef object parse_shape(object shape, str opname):
+    """An int or a sequence of ints -> tuple of non-negative ints."""
+    if isinstance(shape, int) or hasattr(shape, "__index__") and not hasattr(shape, "__len__"):
+        shape = (_operator.index(shape),)
+    else:
+        try:
+            shape = tuple([_operator.index(s) for s in shape])
+        except TypeError:
+            raise TypeError(f"{opname}: shape must be an int or a sequence of ints, got {shape!r}") from None
+    if len(shape) > MAXDIM:
+        raise ValueError(f"{opname}: ember supports at most {MAXDIM} dimensions, got {len(shape)}")
+    for s in shape:
+        if s < 0:
+            raise ValueError(f"{opname}: negative dimensions are not allowed, got shape {shape}")
+    return shape
+
+
+cdef ndarray new_empty(int tcode, int ndim, const Py_ssize_t* shape):
+    """A fresh C-contiguous array from the caching allocator."""
+    cdef ndarray x = ndarray.__new__(ndarray)
+    cdef Py_ssize_t itemsize = ITEMSIZE[tcode]
+    cdef Py_ssize_t n = 1, stride = itemsize
+    cdef int i
+    if ndim > MAXDIM:
+        raise ValueError(f"ember supports at most {MAXDIM} dimensions, got {ndim}")
+    for i in range(ndim - 1, -1, -1):
+        x.shape[i] = shape[i]
+        x.strides[i] = stride
+        stride *= shape[i] if shape[i] > 0 else 1
+        n *= shape[i]
+    x.ndim = ndim
+    x.tcode = tcode
+    x.itemsize = itemsize
+    x.size = n
+    x.c_contig = True
+    x.storage = new_storage(n * itemsize)
+    x.offset = 0
+    x.data = x.storage.ptr
+    return x
+
+
+cdef ndarray new_view(ndarray base, int ndim, const Py_ssize_t* shape,
+                      const Py_ssize_t* strides, Py_ssize_t offset, int tcode):
+    """A view of `base`'s storage (offset in bytes from the storage start)."""
+    cdef ndarray x = ndarray.__new__(ndarray)
+    cdef int i
+    for i in range(ndim):
+        x.shape[i] = shape[i]
+        x.strides[i] = strides[i]
+    x.ndim = ndim
+    x.tcode = tcode
+    x.itemsize = ITEMSIZE[tcode]
+    x.storage = base.storage
+    x.offset = offset
+    update_flags(x)
+    return x
+
+
+cdef ndarray wrap_numpy(object obj):
+    """Wrap a NumPy array's memory without copying; the array stays alive."""
+    cdef cnp.ndarray arr = <cnp.ndarray>obj
+    cdef int tcode, i, nd
+    cdef Py_ssize_t lo = 0, hi = 0, extent
+    cdef char* data
+    dt = arr.dtype
+    if not dt.isnative:
+        arr = arr.astype(dt.newbyteorder("="))
+        dt = arr.dtype
+    tcode = code_of_numpy_dtype(dt)
+    if not cnp.PyArray_ISALIGNED(arr):
+        arr = arr.copy()
+    nd = cnp.PyArray_NDIM(arr)
+    if nd > MAXDIM:
+        raise ValueError(f"asarray: ember supports at most {MAXDIM} dimensions, got {nd}")
+    cdef ndarray x = ndarray.__new__(ndarray)
+    data = <char*>cnp.PyArray_DATA(arr)
+    for i in range(nd):
+        x.shape[i] = cnp.PyArray_DIMS(arr)[i]
+        x.strides[i] = cnp.PyArray_STRIDES(arr)[i]
+        if x.shape[i] == 0:
+            lo = hi = 0
+        extent = (x.shape[i] - 1) * x.strides[i]
+        if extent < 0:
+            lo += extent
+        else:
+            hi += extent
+    x.ndim = nd
+    x.tcode = tcode
+    x.itemsize = ITEMSIZE[tcode]
+    x.storage = wrap_pointer(data + lo, hi - lo + x.itemsize, arr,
+                             not cnp.PyArray_ISWRITEABLE(arr))
+    x.offset = -lo
+    update_flags(x)
+    return x
+
+
+cdef object numpy_view(ndarray x):
+    """A NumPy array viewing x's memory (no copy); it keeps x alive."""
+    cdef int flags = cnp.NPY_ARRAY_ALIGNED
+    dt = DTYPE_OBJS[x.tcode]
+    if not x.storage.readonly:
+        flags |= cnp.NPY_ARRAY_WRITEABLE
+    Py_INCREF(dt)
+    arr = PyArray_NewFromDescr(<void*>_np.ndarray, <void*>dt, x.ndim, <cnp.npy_intp*>x.shape,
+                                   <cnp.npy_intp*>x.strides, <void*>x.data, flags, NULL)
+    Py_INCREF(x)
+    cnp.PyArray_SetBaseObject(<cnp.ndarray>arr, x)
+    return arr
+
+
+cdef inline bint _is_python_scalar(object o):
+    return isinstance(o, (int, float, complex))   # bool is an int
+
+
+cdef object _first_leaf(object obj):
+    cdef int depth = 0
+    while isinstance(obj, (list, tuple)) and len(obj) > 0 and depth < 64:
+        obj = obj[0]
+        depth += 1
+    return obj
+
+
+cdef ndarray as_ndarray(object obj):
+    """Anything array-like -> ember array; zero-copy where the memory allows."""
+    cdef int code
+    if isinstance(obj, ndarray):
+        return <ndarray>obj
+    if isinstance(obj, _np.ndarray):
+        return wrap_numpy(obj)
+    if _is_python_scalar(obj):
+        code = scalar_default_code(obj)
+        return wrap_numpy(_np.asarray(obj, dtype=DTYPE_OBJS[code]))
+    if isinstance(obj, _np.generic):
+        return wrap_numpy(_np.asarray(obj))
+    if hasattr(obj, "__dlpack__") and not isinstance(obj, (list, tuple)) and \
+            not hasattr(obj, "__array__") and not hasattr(obj, "__array_interface__"):
+        return wrap_numpy(_np.from_dlpack(obj))
+    if isinstance(obj, (list, tuple)):
+        leaf = _first_leaf(obj)
+        arr = _np.asarray(obj)
+        if arr.dtype.kind in "OUSV":
+            raise TypeError(f"asarray: cannot convert {type(obj).__name__} of "
+                            f"{type(leaf).__name__} to a numeric array")
+        if _is_python_scalar(leaf) and not isinstance(leaf, _np.generic):
+            # Python floats and complexes take ember's default dtypes.
+            if arr.dtype == _np.float64:
+                arr = arr.astype(DTYPE_OBJS[default_float])
+            elif arr.dtype == _np.complex128:
+                arr = arr.astype(DTYPE_OBJS[default_complex])
+        elif arr.dtype == _np.float64 and len(arr.shape) and arr.size == 0:
+            arr = arr.astype(DTYPE_OBJS[default_float])
+        return wrap_numpy(arr)
+    if PyObject_CheckBuffer(obj) and not hasattr(obj, "__array__"):
+        return wrap_numpy(_np.asarray(memoryview(obj)))
+    arr = _np.asarray(obj)
+    if arr.dtype.kind in "OUSV":
+        raise TypeError(f"asarray: cannot convert object of type {type(obj).__name__} to an array")
+    return wrap_numpy(arr)
+
+
+def _wrap(obj):
+    """Python entry: NumPy array / array-like -> ember array (zero-copy when possible)."""
+    return as_ndarray(obj)
+
+
+def _numpy(ndarray x):
+    """Python entry: a zero-copy NumPy view of an ember array."""
+    return numpy_view(x)
+
+
+def _empty(shape, dtype=None):
+    cdef Py_ssize_t dims[MAXDIM]
+    cdef int i, code
+    shape = parse_shape(shape, "empty")
+    code = default_float if dtype is None else code_of(dtype)
+    for i in range(len(shape)):
+        dims[i] = shape[i]
+    return new_empty(code, len(shape), dims)
+
+
+def _as_strided(ndarray base, shape, strides, Py_ssize_t offset_bytes, dtype=None):
+    """A raw view of base's storage (strides and offset in bytes); for library code."""
+    cdef Py_ssize_t dims[MAXDIM]
+    cdef Py_ssize_t st[MAXDIM]
+    cdef int i, n = len(shape)
+    cdef int code = base.tcode if dtype is None else code_of(dtype)
+    if n > MAXDIM:
+        raise ValueError(f"ember supports at most {MAXDIM} dimensions, got {n}")
+    for i in range(n):
+        dims[i] = shape[i]
+        st[i] = strides[i]
+    return new_view(base, n, dims, st, offset_bytes, code)
+
+
+def _storage_offset_bytes(ndarray x):
+    return x.offset
+
+
+# ---------------------------------------------------------------- indexing
+
+cdef object _basic_view(ndarray x, tuple key):
+    """The view for a key made only of ints, slices, None and Ellipsis; None if
+    the key needs advanced indexing."""
+    cdef Py_ssize_t new_shape[MAXDIM]
+    cdef Py_ssize_t new_strides[MAXDIM]
+    cdef int consumed = 0, n_ellipsis = 0, out = 0, src = 0, i, j, rest
+    cdef Py_ssize_t offset = x.offset, start, stop, step, length, idx, n
+    for k in key:
+        if k is None:
+            continue
+        if k is Ellipsis:
+            n_ellipsis += 1
+        elif isinstance(k, slice):
+            consumed += 1
+        elif isinstance(k, int) and not isinstance(k, bool):
+            consumed += 1
+        elif isinstance(k, _np.integer):
+            consumed += 1
+        else:
+            return None
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, "
+                         f"but {consumed} were indexed")
+    for k in key:
+        if k is None:
+            if out >= MAXDIM:
+                raise IndexError(f"indexing: ember supports at most {MAXDIM} dimensions")
+            new_shape[out] = 1
+            new_strides[out] = 0
+            out += 1
+        elif k is Ellipsis:
+            rest = x.ndim - consumed
+            for j in range(rest):
+                new_shape[out] = x.shape[src]
+                new_strides[out] = x.strides[src]
+                out += 1
+                src += 1
+        elif isinstance(k, slice):
+            n = x.shape[src]
+            PySlice_GetIndicesEx(k, n, &start, &stop, &step, &length)
+            new_shape[out] = length
+            new_strides[out] = x.strides[src] * step
+            if length > 0:
+                offset += start * x.strides[src]
+            out += 1
+            src += 1
+        else:
+            idx = _operator.index(k)
+            n = x.shape[src]
+            if idx < -n or idx >= n:
+                raise IndexError(f"index {idx} is out of bounds for axis {src} with size {n}")
+            if idx < 0:
+                idx += n
+            offset += idx * x.strides[src]
+            src += 1
+        if out > MAXDIM:
+            raise IndexError(f"indexing: ember supports at most {MAXDIM} dimensions")
+    while src < x.ndim:
+        new_shape[out] = x.shape[src]
+        new_strides[out] = x.strides[src]
+        out += 1
+        src += 1
+    return new_view(x, out, new_shape, new_strides, offset, x.tcode)
+
+
+cdef inline ndarray _index_int(ndarray x, Py_ssize_t idx):
+    cdef Py_ssize_t n
+    if x.ndim == 0:
+        raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
+    n = x.shape[0]
+    if idx < -n or idx >= n:
+        raise IndexError(f"index {idx} is out of bounds for axis 0 with size {n}")
+    if idx < 0:
+        idx += n
+    return new_view(x, x.ndim - 1, &x.shape[1], &x.strides[1], x.offset + idx * x.strides[0], x.tcode)
+
+
+# ---------------------------------------------------------------- the array
+
+cdef inline object _bin(int op, object a, object b):
+    return _binary(op, a, b, None)
+
+
+cdef inline object _inplace(int op, ndarray a, object b):
+    _binary(op, a, b, a)
+    return a
+
+
+@cython.freelist(256)
+cdef class ndarray:
+    """ember's n-dimensional array (alias ``ember.Tensor``).
+
+    Create arrays with ``ember.asarray``, ``ember.zeros``, ``ember.arange``...;
+    the constructor itself is not meant to be called.
+
+    >>> import ember
+    >>> x = ember.asarray([[1.0, 2.0], [3.0, 4.0]])
+    >>> (x.T @ x).sum().item()
+    54.0
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("ember.ndarray cannot be constructed directly; use ember.asarray, "
+                        "ember.empty, ember.zeros ...")
+
+    # ------------------------------------------------------------ attributes
+    @property
+    def shape(self):
+        """The array's dimensions as a tuple of ints."""
+        return shape_tuple(self)
+
+    @property
+    def ndim(self):
+        return self.ndim
+
+    @property
+    def size(self):
+        """The number of elements (NumPy's meaning; ``numel()`` is PyTorch's)."""
+        return self.size
+
+    @property
+    def dtype(self):
+        return DTYPE_OBJS[self.tcode]
+
+    @property
+    def device(self):
+        return CPU
+
+    @property
+    def itemsize(self):
+        return self.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
+
+    @property
+    def strides(self):
+        """Strides in bytes, as NumPy reports them."""
+        cdef int i
+        return tuple([self.strides[i] for i in range(self.ndim)])
+
+    @property
+    def storage(self):
+        """The Storage this array is a view of (shared with every view)."""
+        return self.storage
+
+    @property
+    def _version(self):
+        return self.storage.version
+
+    def _bump_version(self):
+        self.storage.version += 1
+
+    @property
+    def is_contiguous_c(self):
+        return self.c_contig
+
+    def is_contiguous(self):
+        """True if the array is C-contiguous (PyTorch's spelling)."""
+        return self.c_contig
+
+    def data_ptr(self):
+        """Address of the first element."""
+        return <size_t>self.data
+
+    @property
+    def flags(self):
+        return numpy_view(self).flags
+
+    @property
+    def base(self):
+        return None
+
+    @property
+    def T(self):
+        """The array with its axes reversed (a view)."""
+        cdef Py_ssize_t sh[MAXDIM]
+        cdef Py_ssize_t st[MAXDIM]
+        cdef int i
+        for i in range(self.ndim):
+            sh[i] = self.shape[self.ndim - 1 - i]
+            st[i] = self.strides[self.ndim - 1 - i]
+        return new_view(self, self.ndim, sh, st, self.offset, self.tcode)
+
+    @property
+    def mT(self):
+        """The last two axes swapped (a view); needs ndim >= 2."""
+        cdef Py_ssize_t sh[MAXDIM]
+        cdef Py_ssize_t st[MAXDIM]
+        cdef int i
+        if self.ndim < 2:
+            raise ValueError(f"mT: array must have at least 2 dimensions, got shape {self.shape}")
+        for i in range(self.ndim):
+            sh[i] = self.shape[i]
+            st[i] = self.strides[i]
+        sh[self.ndim - 1], sh[self.ndim - 2] = sh[self.ndim - 2], sh[self.ndim - 1]
+        st[self.ndim - 1], st[self.ndim - 2] = st[self.ndim - 2], st[self.ndim - 1]
+        return new_view(self, self.ndim, sh, st, self.offset, self.tcode)
+
+    @property
+    def real(self):
+        return _E.real(self)
+
+    @property
+    def imag(self):
+        return _E.imag(self)
+
+    # ------------------------------------------------------------ autograd slots
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        value = bool(value)
+        if value and KIND[self.tcode] != b'f' and KIND[self.tcode] != b'c':
+            raise RuntimeError(f"only arrays of floating point or complex dtype can require "
+                               f"gradients, got {DTYPE_OBJS[self.tcode]}")
+        self._requires_grad = value
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    # ------------------------------------------------------------ conversion
+    def __array__(self, dtype=None, copy=None):
+        arr = numpy_view(self)
+        if dtype is not None and _np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"__array__: cannot convert {arr.dtype} to {dtype} without a copy")
+            return arr.astype(dtype)
+        if copy:
+            return arr.copy()
+        return arr
+
+    def numpy(self):
+        """A NumPy array sharing this array's memory (no copy)."""
+        return numpy_view(self)
+
+    def __array_namespace__(self, api_version=None):
+        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12"):
+            raise ValueError(f"__array_namespace__: unsupported API version {api_version!r}")
+        return _E
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if stream is not None:
+            raise BufferError("__dlpack__: stream must be None for CPU arrays")
+        if dl_device is not None and tuple(dl_device) != (1, 0):
+            raise BufferError(f"__dlpack__: cannot export a cpu array to device {dl_device}")
+        arr = numpy_view(self)
+        if copy:
+            arr = arr.copy()
+        kw = {}
+        if max_version is not None:
+            kw["max_version"] = max_version
+        try:
+            return arr.__dlpack__(**kw)
+        except TypeError:
+            return arr.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def to_device(self, device, /, *, stream=None):
+        check_device(device, "to_device")
+        return self
+
+    def to(self, *args, **kwargs):
+        """``x.to(device)``, ``x.to(dtype)`` or ``x.to(device, dtype)`` (PyTorch's spelling)."""
+        dtype = kwargs.pop("dtype", None)
+        device = kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        if kwargs:
+            raise TypeError(f"to: unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, (str, Device)):
+                device = a
+            else:
+                dtype = a
+        if device is not None:
+            check_device(device, "to")
+        if dtype is not None and code_of(dtype) != self.tcode:
+            return self.astype(dtype)
+        return self.copy() if copy else self
+
+    def cpu(self):
+        return self
+
+    def tolist(self):
+        return numpy_view(self).tolist()
+
+    def item(self, *args):
+        """The value of a one-element array as a Python scalar."""
+        if args:
+            return numpy_view(self).item(*args)
+        if self.size != 1:
+            raise ValueError(f"item: can only convert an array of size 1 to a Python scalar, "
+                             f"got shape {self.shape}")
+        return numpy_view(self).item()
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(f"The truth value of an array with more than one element is "
+                             f"ambiguous (shape {self.shape}). Use a.any() or a.all()")
+        return bool(numpy_view(self).item())
+
+    def __int__(self):
+        if self.size != 1:
+            raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {self.shape}")
+        return int(numpy_view(self).reshape(()).item().real if KIND[self.tcode] == b'c' else numpy_view(self).item())
+
+    def __float__(self):
+        if self.size != 1:
+            raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {self.shape}")
+        v = numpy_view(self).item()
+        if isinstance(v, complex):
+            raise TypeError("float: cannot convert a complex array to float; take .real first")
+        return float(v)
+
+    def __complex__(self):
+        if self.size != 1:
+            raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {self.shape}")
+        return complex(numpy_view(self).item())
+
+    def __index__(self):
+        if self.ndim != 0 or not (KIND[self.tcode] == b'i' or KIND[self.tcode] == b'u' or self.tcode == T_BOOL):
+            raise TypeError(f"only integer 0-d arrays can be used as an index, got "
+                            f"{DTYPE_OBJS[self.tcode]} array of shape {self.shape}")
+        return int(numpy_view(self).item())
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object (0-d array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        cdef Py_ssize_t i
+        return (_index_int(self, i) for i in range(self.shape[0]))
+
+    def __repr__(self):
+        r = repr(numpy_view(self))
+        if self._requires_grad or self.grad_fn is not None:
+            r = r[:-1] + (f", grad_fn=<{type(self.grad_fn).__name__}>)" if self.grad_fn is not None
+                          else ", requires_grad=True)")
+        return r
+
+    def __str__(self):
+        return str(numpy_view(self))
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(numpy_view(self).item(), spec)
+        return format(str(self), spec)
+
+    def __reduce__(self):
+        return (_E.asarray, (numpy_view(self).copy(),))
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    __hash__ = None
+
+    # ------------------------------------------------------------ indexing
+    def __getitem__(self, key):
+        cdef object v
+        if isinstance(key, int) and not isinstance(key, bool):
+            return _index_int(self, key)
+        if isinstance(key, tuple):
+            v = _basic_view(self, <tuple>key)
+        elif key is None or key is Ellipsis or isinstance(key, slice) or isinstance(key, _np.integer):
+            v = _basic_view(self, (key,))
+        else:
+            v = None
+        if v is not None:
+            return v
+        return _E._getitem_advanced(self, key)
+
+    def __setitem__(self, key, value):
+        cdef object v
+        if self.storage.readonly:
+            raise ValueError("assignment destination is read-only")
+        if isinstance(key, int) and not isinstance(key, bool):
+            v = _index_int(self, key)
+        elif isinstance(key, tuple):
+            v = _basic_view(self, <tuple>key)
+        elif key is None or key is Ellipsis or isinstance(key, slice) or isinstance(key, _np.integer):
+            v = _basic_view(self, (key,))
+        else:
+            v = None
+        if v is None:
+            _E._setitem_advanced(self, key, value)
+        else:
+            _assign(v, value)
+        self.storage.version += 1
+
+    # ------------------------------------------------------------ operators
+    def __add__(self, other): return _bin(OP_ADD, self, other)
+    def __radd__(self, other): return _bin(OP_ADD, other, self)
+    def __iadd__(self, other): return _inplace(OP_ADD, self, other)
+    def __sub__(self, other): return _bin(OP_SUBTRACT, self, other)
+    def __rsub__(self, other): return _bin(OP_SUBTRACT, other, self)
+    def __isub__(self, other): return _inplace(OP_SUBTRACT, self, other)
+    def __mul__(self, other): return _bin(OP_MULTIPLY, self, other)
+    def __rmul__(self, other): return _bin(OP_MULTIPLY, other, self)
+    def __imul__(self, other): return _inplace(OP_MULTIPLY, self, other)
+    def __truediv__(self, other): return _bin(OP_DIVIDE, self, other)
+    def __rtruediv__(self, other): return _bin(OP_DIVIDE, other, self)
+    def __itruediv__(self, other): return _inplace(OP_DIVIDE, self, other)
+    def __floordiv__(self, other): return _bin(OP_FLOOR_DIVIDE, self, other)
+    def __rfloordiv__(self, other): return _bin(OP_FLOOR_DIVIDE, other, self)
+    def __ifloordiv__(self, other): return _inplace(OP_FLOOR_DIVIDE, self, other)
+    def __mod__(self, other): return _bin(OP_REMAINDER, self, other)
+    def __rmod__(self, other): return _bin(OP_REMAINDER, other, self)
+    def __imod__(self, other): return _inplace(OP_REMAINDER, self, other)
+    def __pow__(self, other, mod=None): return _bin(OP_POWER, self, other)
+    def __rpow__(self, other, mod=None): return _bin(OP_POWER, other, self)
+    def __ipow__(self, other): return _inplace(OP_POWER, self, other)
+    def __and__(self, other): return _bin(OP_BITWISE_AND, self, other)
+    def __rand__(self, other): return _bin(OP_BITWISE_AND, other, self)
+    def __iand__(self, other): return _inplace(OP_BITWISE_AND, self, other)
+    def __or__(self, other): return _bin(OP_BITWISE_OR, self, other)
+    def __ror__(self, other): return _bin(OP_BITWISE_OR, other, self)
+    def __ior__(self, other): return _inplace(OP_BITWISE_OR, self, other)
+    def __xor__(self, other): return _bin(OP_BITWISE_XOR, self, other)
+    def __rxor__(self, other): return _bin(OP_BITWISE_XOR, other, self)
+    def __ixor__(self, other): return _inplace(OP_BITWISE_XOR, self, other)
+    def __lshift__(self, other): return _bin(OP_LEFT_SHIFT, self, other)
+    def __rlshift__(self, other): return _bin(OP_LEFT_SHIFT, other, self)
+    def __ilshift__(self, other): return _inplace(OP_LEFT_SHIFT, self, other)
+    def __rshift__(self, other): return _bin(OP_RIGHT_SHIFT, self, other)
+    def __rrshift__(self, other): return _bin(OP_RIGHT_SHIFT, other, self)
+    def __irshift__(self, other): return _inplace(OP_RIGHT_SHIFT, self, other)
+    def __matmul__(self, other): return _E.matmul(self, other)
+    def __rmatmul__(self, other): return _E.matmul(other, self)
+    def __imatmul__(self, other):
+        res = _E.matmul(self, other)
+        _assign(self, res)
+        self.storage.version += 1
+        return self
+    def __divmod__(self, other): return (_bin(OP_FLOOR_DIVIDE, self, other), _bin(OP_REMAINDER, self, other))
+    def __rdivmod__(self, other): return (_bin(OP_FLOOR_DIVIDE, other, self), _bin(OP_REMAINDER, other, self))
+
+    def __neg__(self): return _unary(OP_NEGATIVE, self, None)
+    def __pos__(self): return _unary(OP_POSITIVE, self, None)
+    def __abs__(self): return _unary(OP_ABSOLUTE, self, None)
+    def __invert__(self): return _unary(OP_INVERT, self, None)
+
+    def __eq__(self, other):
+        try:
+            return _bin(OP_EQUAL, self, other)
+        except TypeError:
+            return NotImplemented
+    def __ne__(self, other):
+        try:
+            return _bin(OP_NOT_EQUAL, self, other)
+        except TypeError:
+            return NotImplemented
+    def __lt__(self, other): return _bin(OP_LESS, self, other)
+    def __le__(self, other): return _bin(OP_LESS_EQUAL, self, other)
+    def __gt__(self, other): return _bin(OP_GREATER, self, other)
+    def __ge__(self, other): return _bin(OP_GREATER_EQUAL, self, other)
+
+    # ------------------------------------------------------------ NumPy protocols
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _E._array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _E._array_function(func, types, args, kwargs)
+
+    # ------------------------------------------------------------ methods
+    def astype(self, dtype, copy=True, *, device=None):
+        """A copy cast to `dtype` (``copy=False`` returns self when nothing changes)."""
+        cdef int code = code_of(dtype)
+        if device is not None:
+            check_device(device, "astype")
+        if code == self.tcode and not copy:
+            return self
+        out = new_empty(code, self.ndim, self.shape)
+        _assign(out, self)
+        return out
+
+    def copy(self, order="C"):
+        """A C-contiguous copy in fresh memory."""
+        out = new_empty(self.tcode, self.ndim, self.shape)
+        _assign(out, self)
+        return out
+
+    def clone(self):
+        return self.copy()
+
+    def contiguous(self):
+        return self if self.c_contig else self.copy()
+
+    def fill(self, value):
+        """Set every element to `value`, in place."""
+        if self.storage.readonly:
+            raise ValueError("fill: assignment destination is read-only")
+        _assign(self, value)
+        self.storage.version += 1
+
+    def numel(self):
+        return self.size
+
+    def dim(self):
+        return self.ndim
+
+    def nelement(self):
+        return self.size
+
+    def element_size(self):
+        return self.itemsize
+
+    def reshape(self, *shape, order="C", copy=None):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return _E.reshape(self, shape, order=order, copy=copy)
+
+    def view(self, *args, dtype=None):
+        """``x.view(shape...)`` reshapes without copying (PyTorch); ``x.view(dtype)``
+        reinterprets the bytes (NumPy)."""
+        if dtype is None and len(args) == 1 and not isinstance(args[0], (int, tuple, list)):
+            dtype = args[0]
+            args = ()
+        if dtype is not None:
+            return _E._view_dtype(self, dtype)
+        if len(args) == 1 and not isinstance(args[0], int):
+            args = args[0]
+        return _E.reshape(self, args, copy=False)
+
+    def transpose(self, *axes):
+        """NumPy's transpose: reverse the axes, or permute them as given."""
+        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+            axes = axes[0]
+        if not axes:
+            axes = None
+        return _E.transpose(self, axes)
+
+    def permute(self, *dims):
+        if len(dims) == 1 and not isinstance(dims[0], int):
+            dims = dims[0]
+        return _E.permute_dims(self, tuple(dims))
+
+    def swapaxes(self, axis1, axis2): return _E.swapaxes(self, axis1, axis2)
+    def squeeze(self, axis=None, *, dim=None): return _E.squeeze(self, axis if dim is None else dim)
+    def unsqueeze(self, dim): return _E.expand_dims(self, dim)
+    def flatten(self, order="C"): return _E.reshape(self, (-1,), order=order, copy=True)
+    def ravel(self, order="C"): return _E.ravel(self, order=order)
+    def expand(self, *shape):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        shape = tuple(self.shape[i - len(shape) + self.ndim] if s == -1 else s
+                      for i, s in enumerate(shape))
+        return _E.broadcast_to(self, shape)
+    def repeat(self, repeats, axis=None): return _E.repeat(self, repeats, axis=axis)
+    def take(self, indices, axis=None): return _E.take(self, indices, axis=axis)
+    def clip(self, min=None, max=None): return _E.clip(self, min, max)
+    def round(self, decimals=0): return _E.round(self, decimals=decimals)
+    def conj(self): return _E.conj(self)
+    def conjugate(self): return _E.conj(self)
+    def nonzero(self): return _E.nonzero(self)
+    def diagonal(self, offset=0, axis1=0, axis2=1): return _E.diagonal(self, offset=offset, axis1=axis1, axis2=axis2)
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None): return _E.trace(self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype)
+    def dot(self, other): return _E.dot(self, other)
+    def argsort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True):
+        return _E.argsort(self, axis=axis, descending=descending, stable=stable)
+    def sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True):
+        """Sort in place along `axis` (NumPy's method semantics)."""
+        res = _E.sort(self, axis=axis, descending=descending, stable=stable)
+        _assign(self, res)
+        self.storage.version += 1
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        return _E.sum(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
+                      keepdims=keepdims if keepdim is None else keepdim)
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        return _E.prod(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
+                       keepdims=keepdims if keepdim is None else keepdim)
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        return _E.mean(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
+                       keepdims=keepdims if keepdim is None else keepdim)
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, dim=None, keepdim=None):
+        return _E.var(self, axis=axis if dim is None else dim, dtype=dtype, out=out, ddof=ddof,
+                      keepdims=keepdims if keepdim is None else keepdim, correction=correction)
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, dim=None, keepdim=None):
+        return _E.std(self, axis=axis if dim is None else dim, dtype=dtype, out=out, ddof=ddof,
+                      keepdims=keepdims if keepdim is None else keepdim, correction=correction)
+    def min(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        return _E.min(self, axis=axis if dim is None else dim, out=out,
+                      keepdims=keepdims if keepdim is None else keepdim)
+    def max(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        return _E.max(self, axis=axis if dim is None else dim, out=out,
+                      keepdims=keepdims if keepdim is None else keepdim)
+    def argmin(self, axis=None, out=None, *, keepdims=False, dim=None, keepdim=None):
+        return _E.argmin(self, axis=axis if dim is None else dim, out=out,
+                         keepdims=keepdims if keepdim is None else keepdim)
+    def argmax(self, axis=None, out=None, *, keepdims=False, dim=None, keepdim=None):
+        return _E.argmax(self, axis=axis if dim is None else dim, out=out,
+                         keepdims=keepdims if keepdim is None else keepdim)
+    def all(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        return _E.all(self, axis=axis if dim is None else dim, out=out,
+                      keepdims=keepdims if keepdim is None else keepdim)
+    def any(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        return _E.any(self, axis=axis if dim is None else dim, out=out,
+                      keepdims=keepdims if keepdim is None else keepdim)
+    def cumsum(self, axis=None, dtype=None, out=None, *, dim=None):
+        return _E.cumsum(self, axis=axis if dim is None else dim, dtype=dtype, out=out)
+    def cumprod(self, axis=None, dtype=None, out=None, *, dim=None):
+        return _E.cumprod(self, axis=axis if dim is None else dim, dtype=dtype, out=out)

@@ -1,0 +1,159 @@
+"""dtypes: the table behind ember's type promotion.
+
+ember's dtype objects *are* NumPy's (``ember.float32 is numpy.float32`` and
+``x.dtype`` is a ``numpy.dtype``), so dtypes compare and print exactly as
+NumPy users expect.  Internally each dtype is a small integer code that
+indexes the promotion table and the kernel tables.
+"""
+import numpy as _np
+import threading
+
+_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+          "uint32", "uint64", "float16", "float32", "float64", "complex64",
+          "complex128")
+
+DTYPE_OBJS = [_np.dtype(n) for n in _NAMES]
+cdef dict _code_by_dtype = {}
+cdef int _i, _j
+for _i in range(NTYPES):
+    _code_by_dtype[DTYPE_OBJS[_i]] = _i
+    KIND[_i] = ord(DTYPE_OBJS[_i].kind)
+    ITEMSIZE[_i] = DTYPE_OBJS[_i].itemsize
+for _i in range(NTYPES):
+    for _j in range(NTYPES):
+        PROMOTE[_i][_j] = _code_by_dtype[_np.promote_types(DTYPE_OBJS[_i], DTYPE_OBJS[_j])]
+
+default_float = T_FLOAT32
+default_complex = T_COMPLEX64
+
+SCALAR_TYPES = tuple(_np.dtype(n).type for n in _NAMES)
+
+
+cdef int code_of_numpy_dtype(object dt) except -1:
+    cdef object c = _code_by_dtype.get(dt)
+    if c is None:
+        raise TypeError(f"ember does not support dtype {dt!r}; supported: {', '.join(_NAMES)}")
+    return <int>c
+
+
+cdef int code_of(object dtype) except -1:
+    cdef object c
+    if dtype is float:
+        return default_float
+    if dtype is complex:
+        return default_complex
+    if dtype is int:
+        return T_INT64
+    if dtype is bool:
+        return T_BOOL
+    c = _code_by_dtype.get(dtype)
+    if c is not None:
+        return <int>c
+    if isinstance(dtype, str) and dtype in ("float", "complex", "int", "bool"):
+        return code_of({"float": float, "complex": complex, "int": int, "bool": bool}[dtype])
+    try:
+        dt = _np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"data type {dtype!r} not understood") from None
+    return code_of_numpy_dtype(dt)
+
+
+cdef int scalar_default_code(object s) except -1:
+    """dtype code for a lone Python scalar (no array to follow)."""
+    if isinstance(s, bool):
+        return T_BOOL
+    if isinstance(s, int):
+        return T_INT64
+    if isinstance(s, float):
+        return default_float
+    if isinstance(s, complex):
+        return default_complex
+    raise TypeError(f"unsupported scalar type {type(s).__name__}")
+
+
+cdef int weak_result(int a, object s) except -1:
+    """Result code of array(code a) OP python-scalar s (NumPy 2 weak-scalar rule)."""
+    cdef char k = KIND[a]
+    if isinstance(s, bool):
+        return a
+    if isinstance(s, int):
+        if k == b'b':
+            return T_INT64
+        if k == b'i' or k == b'u':
+            info = _np.iinfo(DTYPE_OBJS[a])
+            if s < info.min or s > info.max:
+                raise OverflowError(f"Python integer {s} out of bounds for {DTYPE_OBJS[a]}")
+        return a
+    if isinstance(s, float):
+        if k == b'b' or k == b'i' or k == b'u':
+            return default_float
+        return a
+    if isinstance(s, complex):
+        if k == b'c':
+            return a
+        if a == T_FLOAT64:
+            return T_COMPLEX128
+        if k == b'f':
+            return T_COMPLEX64
+        return default_complex
+    raise TypeError(f"unsupported operand type {type(s).__name__}")
+
+
+# ---------------------------------------------------------------- public
+
+def _code(dtype):
+    return code_of(dtype)
+
+
+def set_default_dtype(dtype):
+    """Set the floating dtype used for Python floats and float-valued results
+    of integer inputs (``float32`` unless changed; ``float64`` is the other choice).
+
+    >>> import ember
+    >>> ember.set_default_dtype(ember.float64)
+    >>> ember.asarray([1.5]).dtype
+    dtype('float64')
+    >>> ember.set_default_dtype(ember.float32)
+    """
+    global default_float, default_complex
+    cdef int c = code_of(dtype)
+    if c == T_FLOAT32:
+        default_float, default_complex = T_FLOAT32, T_COMPLEX64
+    elif c == T_FLOAT64:
+        default_float, default_complex = T_FLOAT64, T_COMPLEX128
+    else:
+        raise TypeError(f"set_default_dtype: only float32 and float64 are supported, got {DTYPE_OBJS[c]}")
+
+
+def get_default_dtype():
+    """The current default floating dtype (``float32`` unless changed).
+
+    >>> import ember
+    >>> ember.get_default_dtype()
+    dtype('float32')
+    """
+    return DTYPE_OBJS[default_float]
+
+
+def default_float_dtype():
+    return DTYPE_OBJS[default_float]
+
+
+def default_complex_dtype():
+    return DTYPE_OBJS[default_complex]
+
+
+def dtype_from_code(int c):
+    return DTYPE_OBJS[c]
+
+
+def promote_codes(int a, int b):
+    return PROMOTE[a][b]
+
+
+def weak_result_code(int a, s):
+    return weak_result(a, s)
+
+
+def scalar_code(s):
+    return scalar_default_code(s)

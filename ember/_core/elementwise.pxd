@@ -1,0 +1,24 @@
+# The elementwise dispatcher: promotion, broadcasting, axis merging and the
+# (OpenMP) N-d loop driver around the generated inner loops.
+from ember._core.array cimport ndarray, MAXDIM
+
+ctypedef void (*loop_fn)(char** args, const Py_ssize_t* steps, Py_ssize_t n) noexcept nogil
+
+cdef struct NdIter:
+    int ndim
+    int nargs
+    Py_ssize_t shape[MAXDIM]
+    Py_ssize_t strides[3][MAXDIM]
+    char* ptrs[3]
+
+cdef loop_fn get_loop(int op, int tcode) noexcept
+cdef loop_fn get_cast(int src, int dst) noexcept
+cdef int broadcast_shapes2(ndarray a, ndarray b, int* ndim, Py_ssize_t* shape, str opname) except -1
+cdef void simplify(NdIter* it) noexcept nogil
+cdef void run(NdIter* it, loop_fn f) noexcept nogil
+cdef int setup_operand(NdIter* it, int k, ndarray x, int ndim) except -1
+cdef object binary(int op, object a, object b, object out)
+cdef object unary(int op, object a, object out)
+cdef int assign(ndarray dst, object src) except -1
+cdef ndarray cast(ndarray x, int tcode)
+cdef int num_threads() noexcept nogil

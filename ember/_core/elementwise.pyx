@@ -1,0 +1,688 @@
+"""Elementwise dispatch: from operands to a typed inner loop.
+
+binary()/unary() pick the loop dtype by the promotion table (NumPy 2 rules,
+Python scalars weak), cast operands that differ, broadcast, allocate the
+result from the caching allocator, merge contiguous axes so strided inputs
+still get long inner loops, and run the generated inner loop, split across
+OpenMP threads above a size threshold with the GIL released.
+
+An (op, dtype) pair with no generated loop runs NumPy's ufunc on zero-copy
+views of the same memory, so the result still lands in ember's storage.
+"""
+cimport cython
+from cython.parallel cimport prange
+from libc.string cimport memcpy, memcmp
+from libc.stdint cimport uint8_t, uint16_t, int64_t, uint64_t
+
+from ember._core.array cimport (ndarray, MAXDIM, new_empty, new_view, as_ndarray, numpy_view,
+                                set_elementwise_hooks, shape_tuple)
+from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, PROMOTE, T_BOOL,
+                                 T_INT64, T_FLOAT16, T_FLOAT32, T_FLOAT64, T_COMPLEX64,
+                                 T_COMPLEX128, default_float, weak_result, scalar_default_code)
+from ember._core.opcodes cimport *
+
+import numpy as _np
+from ember._kernels.cpu import _loops
+from ember._core import array as _array_mod
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    static int ember_omp_max_threads(void) { return omp_get_max_threads(); }
+    #else
+    static int ember_omp_max_threads(void) { return 1; }
+    #endif
+    """
+    int ember_omp_max_threads() noexcept nogil
+
+# ---------------------------------------------------------------- tables
+
+cdef loop_fn LOOPS[NOPS][NTYPES]
+cdef loop_fn CASTS[NTYPES][NTYPES]
+cdef char OPCLASS[NOPS]
+cdef list OPNAMES = list(_loops.OP_NAMES)
+cdef list NPUFUNCS = [getattr(_np, n) for n in OPNAMES]
+
+cdef int _i, _j
+for _i in range(NOPS):
+    for _j in range(NTYPES):
+        LOOPS[_i][_j] = NULL
+for _name, _code, _addr in _loops.loop_addresses():
+    LOOPS[OPNAMES.index(_name)][_code] = <loop_fn><size_t>_addr
+for _s, _d, _addr in _loops.cast_addresses():
+    CASTS[_s][_d] = <loop_fn><size_t>_addr
+
+if len(OPNAMES) != NOPS or OPNAMES.index("signbit") != OP_SIGNBIT or OPNAMES.index("add") != OP_ADD:
+    raise ImportError("ember: opcodes.pxd is out of date with gen_loops.OPS")
+
+# How an op picks its loop dtype from the promoted input dtype:
+#   'a' arithmetic: the promoted dtype;  'f' float-valued: integers go to the
+#   default float dtype;  'c' comparison/logical: promoted, output bool;
+#   'i' integer/bool only.
+_FLOAT_OPS = {"divide", "arctan2", "hypot", "copysign", "nextafter", "logaddexp",
+              "logaddexp2", "heaviside", "reciprocal", "sqrt", "cbrt", "exp", "exp2",
+              "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin",
+              "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+              "arctanh", "deg2rad", "rad2deg", "rint"}
+_INT_OPS = {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"}
+for _i, _name in enumerate(OPNAMES):
+    if _loops.OP_BOOL_OUT[_name]:
+        OPCLASS[_i] = b'c'
+    elif _name in _FLOAT_OPS:
+        OPCLASS[_i] = b'f'
+    elif _name in _INT_OPS:
+        OPCLASS[_i] = b'i'
+    else:
+        OPCLASS[_i] = b'a'
+
+cdef loop_fn get_loop(int op, int tcode) noexcept:
+    return LOOPS[op][tcode]
+
+cdef loop_fn get_cast(int src, int dst) noexcept:
+    return CASTS[src][dst]
+
+# ---------------------------------------------------------------- threads
+
+cdef int _nthreads = ember_omp_max_threads()
+# Below this many elements one thread is faster than waking the others.
+cdef Py_ssize_t PAR_MIN = 65536
+# Above this many elements the GIL is released while the loop runs.
+cdef Py_ssize_t NOGIL_MIN = 8192
+
+cdef int num_threads() noexcept nogil:
+    return _nthreads
+
+def set_num_threads(int n):
+    """Set how many threads ember's CPU kernels use (at least 1).
+
+    >>> import ember
+    >>> ember.set_num_threads(1); ember.get_num_threads()
+    1
+    """
+    global _nthreads
+    if n < 1:
+        raise ValueError(f"set_num_threads: need a positive number of threads, got {n}")
+    _nthreads = n
+
+def get_num_threads():
+    """How many threads ember's CPU kernels use."""
+    return _nthreads
+
+def _set_parallel_threshold(Py_ssize_t n):
+    global PAR_MIN
+    PAR_MIN = n
+
+# ---------------------------------------------------------------- iteration
+
+cdef int setup_operand(NdIter* it, int k, ndarray x, int ndim) except -1:
+    """Operand k's strides broadcast against the iteration shape it.shape[:ndim]."""
+    cdef int i, j
+    cdef int off = ndim - x.ndim
+    it.ptrs[k] = x.data
+    for i in range(ndim):
+        j = i - off
+        if j < 0 or x.shape[j] == 1:
+            it.strides[k][i] = 0
+        else:
+            it.strides[k][i] = x.strides[j]
+    return 0
+
+
+cdef void simplify(NdIter* it) noexcept nogil:
+    """Drop length-1 axes and merge axes that are contiguous for every operand."""
+    cdef int i, k, n = 0
+    cdef bint ok
+    # drop length-1 axes
+    for i in range(it.ndim):
+        if it.shape[i] != 1:
+            it.shape[n] = it.shape[i]
+            for k in range(it.nargs):
+                it.strides[k][n] = it.strides[k][i]
+            n += 1
+    if n == 0:
+        it.shape[0] = 1
+        for k in range(it.nargs):
+            it.strides[k][0] = 0
+        n = 1
+    it.ndim = n
+    # merge axis i into i+1 where stride[i] == stride[i+1] * shape[i+1] for all
+    n = 0
+    for i in range(1, it.ndim):
+        ok = True
+        for k in range(it.nargs):
+            if it.strides[k][n] != it.strides[k][i] * it.shape[i]:
+                ok = False
+                break
+        if ok:
+            it.shape[n] *= it.shape[i]
+            for k in range(it.nargs):
+                it.strides[k][n] = it.strides[k][i]
+        else:
+            n += 1
+            it.shape[n] = it.shape[i]
+            for k in range(it.nargs):
+                it.strides[k][n] = it.strides[k][i]
+    it.ndim = n + 1
+
+
+cdef void _run_range(NdIter* it, loop_fn f, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+    """Run outer iterations [start, stop) of an N-d iteration (inner = last axis)."""
+    cdef Py_ssize_t idx[MAXDIM]
+    cdef char* p[3]
+    cdef Py_ssize_t steps[3]
+    cdef int nd = it.ndim, k, d
+    cdef Py_ssize_t r = start, inner = it.shape[nd - 1], count
+    for k in range(it.nargs):
+        p[k] = it.ptrs[k]
+        steps[k] = it.strides[k][nd - 1]
+    for d in range(nd - 2, -1, -1):
+        idx[d] = r % it.shape[d]
+        r = r // it.shape[d]
+        for k in range(it.nargs):
+            p[k] += idx[d] * it.strides[k][d]
+    count = start
+    while count < stop:
+        f(p, steps, inner)
+        count += 1
+        d = nd - 2
+        while d >= 0:
+            idx[d] += 1
+            for k in range(it.nargs):
+                p[k] += it.strides[k][d]
+            if idx[d] < it.shape[d]:
+                break
+            for k in range(it.nargs):
+                p[k] -= it.strides[k][d] * it.shape[d]
+            idx[d] = 0
+            d -= 1
+
+
+cdef void _run_chunk_1d(NdIter* it, loop_fn f, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+    cdef char* p[3]
+    cdef Py_ssize_t steps[3]
+    cdef int k
+    for k in range(it.nargs):
+        p[k] = it.ptrs[k] + start * it.strides[k][0]
+        steps[k] = it.strides[k][0]
+    f(p, steps, stop - start)
+
+
+cdef void run(NdIter* it, loop_fn f) noexcept nogil:
+    """Run a simplified iteration, on several threads when it is large."""
+    cdef Py_ssize_t outer = 1, inner, total, chunk, c, nchunks, lo, hi
+    cdef int d, nt = _nthreads
+    for d in range(it.ndim - 1):
+        outer *= it.shape[d]
+    inner = it.shape[it.ndim - 1]
+    total = outer * inner
+    if total == 0:
+        return
+    if it.ndim == 1:
+        if nt > 1 and total >= PAR_MIN:
+            chunk = (total + nt - 1) // nt
+            chunk = (chunk + 63) & ~(<Py_ssize_t>63)
+            nchunks = (total + chunk - 1) // chunk
+            for c in prange(nchunks, schedule="static", num_threads=nt):
+                lo = c * chunk
+                hi = lo + chunk
+                if hi > total:
+                    hi = total
+                _run_chunk_1d(it, f, lo, hi)
+        else:
+            _run_chunk_1d(it, f, 0, total)
+        return
+    if nt > 1 and total >= PAR_MIN and outer >= nt:
+        chunk = (outer + nt - 1) // nt
+        for c in prange(nt, schedule="static", num_threads=nt):
+            lo = c * chunk
+            hi = lo + chunk
+            if hi > outer:
+                hi = outer
+            if lo < hi:
+                _run_range(it, f, lo, hi)
+    else:
+        _run_range(it, f, 0, outer)
+
+
+cdef inline void run_maybe_nogil(NdIter* it, loop_fn f, Py_ssize_t size):
+    if size >= NOGIL_MIN:
+        with nogil:
+            run(it, f)
+    else:
+        run(it, f)
+
+# ---------------------------------------------------------------- shapes
+
+cdef str _shape_str(ndarray x):
+    return str(shape_tuple(x)).replace(" ", "")
+
+
+cdef int broadcast_shapes2(ndarray a, ndarray b, int* ndim, Py_ssize_t* shape, str opname) except -1:
+    cdef int n = a.ndim if a.ndim > b.ndim else b.ndim
+    cdef int i, ia, ib
+    cdef Py_ssize_t sa, sb
+    for i in range(n):
+        ia = i - (n - a.ndim)
+        ib = i - (n - b.ndim)
+        sa = a.shape[ia] if ia >= 0 else 1
+        sb = b.shape[ib] if ib >= 0 else 1
+        if sa == sb or sb == 1:
+            shape[i] = sa
+        elif sa == 1:
+            shape[i] = sb
+        else:
+            raise ValueError(f"{opname}: operands could not be broadcast together with shapes "
+                             f"{_shape_str(a)} {_shape_str(b)}")
+    ndim[0] = n
+    return 0
+
+# ---------------------------------------------------------------- scalars
+
+cdef double complex _as_complex(object v):
+    return complex(v)
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* float -> IEEE binary16, round to nearest even (same rule as the loops' f2h) */
+    static inline void ember_store_half(char* p, double v) {
+        float f = (float)v; uint32_t bits; memcpy(&bits, &f, 4);
+        uint32_t sign = (bits >> 16) & 0x8000; int ex = (bits >> 23) & 0xff;
+        uint32_t mant = bits & 0x7fffff; uint16_t h;
+        if (ex == 0xff) { h = (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0)); }
+        else {
+            int e = ex - 112;
+            if (e >= 31) h = (uint16_t)(sign | 0x7c00);
+            else if (e <= 0) {
+                if (e < -10) h = (uint16_t)sign;
+                else {
+                    mant |= 0x800000; int shift = 14 - e;
+                    uint32_t hm = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+                    if (rem > half || (rem == half && (hm & 1))) hm += 1;
+                    h = (uint16_t)(sign | hm);
+                }
+            } else {
+                uint32_t hh = sign | ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fff;
+                if (rem > 0x1000 || (rem == 0x1000 && (hh & 1))) hh += 1;
+                h = (uint16_t)hh;
+            }
+        }
+        memcpy(p, &h, 2);
+    }
+    """
+    void ember_store_half(char* p, double v) noexcept nogil
+
+
+cdef int write_scalar(char* buf, int code, object v) except -1:
+    """Store Python scalar v into buf as dtype `code` (range already checked)."""
+    cdef char k = KIND[code]
+    cdef int64_t iv
+    cdef uint64_t uv
+    cdef double dv
+    cdef double complex cv
+    cdef float complex fcv
+    if code == T_BOOL:
+        (<uint8_t*>buf)[0] = 1 if v else 0
+    elif k == b'i':
+        if isinstance(v, float):
+            iv = <int64_t>(<double>v)
+        else:
+            iv = v
+        if code == 1: (<signed char*>buf)[0] = <signed char>iv
+        elif code == 2: (<short*>buf)[0] = <short>iv
+        elif code == 3: (<int*>buf)[0] = <int>iv
+        else: (<int64_t*>buf)[0] = iv
+    elif k == b'u':
+        uv = <uint64_t>(v if v >= 0 else v + (1 << 64))
+        if code == 5: (<uint8_t*>buf)[0] = <uint8_t>uv
+        elif code == 6: (<uint16_t*>buf)[0] = <uint16_t>uv
+        elif code == 7: (<unsigned int*>buf)[0] = <unsigned int>uv
+        else: (<uint64_t*>buf)[0] = uv
+    elif k == b'f':
+        if isinstance(v, complex):
+            v = v.real
+        dv = float(v)
+        if code == T_FLOAT16:
+            ember_store_half(buf, dv)
+        elif code == T_FLOAT32:
+            (<float*>buf)[0] = <float>dv
+        else:
+            (<double*>buf)[0] = dv
+    else:
+        cv = _as_complex(v)
+        if code == T_COMPLEX64:
+            fcv = <float complex>cv
+            memcpy(buf, &fcv, 8)
+        else:
+            memcpy(buf, &cv, 16)
+    return 0
+
+
+cdef inline bint _is_scalar(object o):
+    return isinstance(o, (int, float, complex))
+
+# ---------------------------------------------------------------- casting / copying
+
+cdef ndarray cast(ndarray x, int tcode):
+    """A C-contiguous copy of x in dtype tcode."""
+    cdef ndarray out = new_empty(tcode, x.ndim, x.shape)
+    assign(out, x)
+    return out
+
+
+cdef bint _overlaps(ndarray a, ndarray b):
+    """True if writing a could change what b reads (same storage, not the same view)."""
+    if a.storage is not b.storage:
+        return False
+    if a.data == b.data and a.ndim == b.ndim and \
+            memcmp(a.strides, b.strides, a.ndim * sizeof(Py_ssize_t)) == 0:
+        return False
+    return True
+
+
+cdef int assign(ndarray dst, object src) except -1:
+    """dst[...] = src: broadcast src to dst's shape, cast to dst's dtype."""
+    cdef NdIter it
+    cdef ndarray s
+    cdef char sbuf[16]
+    cdef int i
+    cdef loop_fn f
+    if _is_scalar(src):
+        write_scalar(sbuf, dst.tcode, src)
+        it.nargs = 2
+        it.ndim = dst.ndim
+        for i in range(dst.ndim):
+            it.shape[i] = dst.shape[i]
+            it.strides[0][i] = 0
+        it.ptrs[0] = sbuf
+        setup_operand(&it, 1, dst, dst.ndim)
+        simplify(&it)
+        run_maybe_nogil(&it, CASTS[dst.tcode][dst.tcode], dst.size)
+        return 0
+    s = as_ndarray(src)
+    if s.ndim > dst.ndim:
+        # NumPy allows leading length-1 axes on the source
+        for i in range(s.ndim - dst.ndim):
+            if s.shape[i] != 1:
+                raise ValueError(f"could not broadcast input array from shape "
+                                 f"{_shape_str(s)} into shape {_shape_str(dst)}")
+        i = s.ndim - dst.ndim
+        s = new_view(s, dst.ndim, &s.shape[i], &s.strides[i], s.offset, s.tcode)
+    for i in range(s.ndim):
+        if s.shape[s.ndim - 1 - i] != 1 and s.shape[s.ndim - 1 - i] != dst.shape[dst.ndim - 1 - i]:
+            raise ValueError(f"could not broadcast input array from shape "
+                             f"{_shape_str(s)} into shape {_shape_str(dst)}")
+    if dst.size == 0:
+        return 0
+    if _overlaps(dst, s):
+        s = cast(s, s.tcode)
+    it.nargs = 2
+    it.ndim = dst.ndim
+    for i in range(dst.ndim):
+        it.shape[i] = dst.shape[i]
+    setup_operand(&it, 0, s, dst.ndim)
+    setup_operand(&it, 1, dst, dst.ndim)
+    simplify(&it)
+    run_maybe_nogil(&it, CASTS[s.tcode][dst.tcode], dst.size)
+    return 0
+
+
+def _assign(dst, src):
+    assign(<ndarray?>dst, src)
+
+# ---------------------------------------------------------------- dispatch
+
+cdef int _loop_dtype(int op, int promoted, str name) except -1:
+    cdef char cls = OPCLASS[op]
+    cdef char k = KIND[promoted]
+    if cls == b'f' and (k == b'b' or k == b'i' or k == b'u'):
+        return default_float
+    if cls == b'i' and (k == b'f' or k == b'c'):
+        raise TypeError(f"{name}: not supported for floating point or complex input "
+                        f"(dtype {DTYPE_OBJS[promoted]}); it needs integer or boolean arrays")
+    return promoted
+
+
+cdef int _out_dtype(int op, int loop_t) noexcept:
+    if OPCLASS[op] == b'c':
+        return T_BOOL
+    if op == OP_ABSOLUTE and KIND[loop_t] == b'c':
+        return T_FLOAT32 if loop_t == T_COMPLEX64 else T_FLOAT64
+    return loop_t
+
+
+cdef int _check_out(ndarray out, int tout, int ndim, Py_ssize_t* shape, str name) except -1:
+    cdef int i
+    if out.ndim != ndim or memcmp(out.shape, shape, ndim * sizeof(Py_ssize_t)) != 0:
+        raise ValueError(f"{name}: output array has shape {_shape_str(out)}, but the result "
+                         f"has shape {tuple([shape[i] for i in range(ndim)])}")
+    if out.storage.readonly:
+        raise ValueError(f"{name}: output array is read-only")
+    if out.tcode != tout and not _np.can_cast(DTYPE_OBJS[tout], DTYPE_OBJS[out.tcode], "same_kind"):
+        raise TypeError(f"{name}: cannot cast the result from {DTYPE_OBJS[tout]} to the output's "
+                        f"dtype {DTYPE_OBJS[out.tcode]} with casting rule 'same_kind'")
+    return 0
+
+
+cdef object _fallback(int op, list inputs, int tloop, int tout, object out, str name):
+    """Run NumPy's ufunc on views of ember memory (for pairs with no generated loop)."""
+    cdef list np_in = []
+    for x in inputs:
+        if isinstance(x, ndarray):
+            np_in.append(numpy_view(<ndarray>x))
+        else:
+            np_in.append(x)
+    uf = NPUFUNCS[op]
+    try:
+        if out is None:
+            res = uf(*np_in, dtype=DTYPE_OBJS[tloop] if OPCLASS[op] != b'c' and tloop == tout else None)
+            if not isinstance(res, _np.ndarray):
+                res = _np.asarray(res)
+            if res.dtype != DTYPE_OBJS[tout]:
+                res = res.astype(DTYPE_OBJS[tout])
+            return as_ndarray(res)
+        uf(*np_in, out=numpy_view(<ndarray>out), casting="same_kind")
+        (<ndarray>out).storage.version += 1
+        return out
+    except TypeError as e:
+        dts = ", ".join(str(DTYPE_OBJS[(<ndarray>x).tcode]) if isinstance(x, ndarray)
+                        else type(x).__name__ for x in inputs)
+        raise TypeError(f"{name}: not supported for input dtype(s) {dts}") from None
+    except ValueError as e:
+        msg = str(e)
+        if "broadcast" in msg:
+            shapes = " ".join(str(shape_tuple(<ndarray>x)).replace(" ", "") if isinstance(x, ndarray)
+                              else "()" for x in inputs)
+            raise ValueError(f"{name}: operands could not be broadcast together with shapes {shapes}") from None
+        raise ValueError(f"{name}: {msg}") from None
+
+
+cdef object binary(int op, object a, object b, object out):
+    cdef ndarray x = None, y = None, o
+    cdef int ta, tb, tp, tloop, tout, ndim, i
+    cdef Py_ssize_t shape[MAXDIM]
+    cdef char sbuf[16]
+    cdef NdIter it
+    cdef loop_fn f
+    cdef bint a_arr = isinstance(a, ndarray)
+    cdef bint b_arr = isinstance(b, ndarray)
+    cdef object scalar = None
+    cdef bint scalar_first = False
+
+    if not a_arr and not _is_scalar(a):
+        a = as_ndarray(a)
+        a_arr = True
+    if not b_arr and not _is_scalar(b):
+        b = as_ndarray(b)
+        b_arr = True
+    if not a_arr and not b_arr:
+        a = as_ndarray(a)           # two scalars: the first becomes a 0-d array
+        a_arr = True
+
+    if a_arr and b_arr:
+        x = <ndarray>a
+        y = <ndarray>b
+        ta = x.tcode
+        tb = y.tcode
+        tp = ta if ta == tb else PROMOTE[ta][tb]
+    elif a_arr:
+        x = <ndarray>a
+        scalar = b
+        try:
+            tp = weak_result(x.tcode, b)
+        except OverflowError:
+            if OPCLASS[op] == b'c':
+                return _fallback(op, [x, b], x.tcode, T_BOOL, out, OPNAMES[op])
+            raise
+    else:
+        y = <ndarray>b
+        scalar = a
+        scalar_first = True
+        try:
+            tp = weak_result(y.tcode, a)
+        except OverflowError:
+            if OPCLASS[op] == b'c':
+                return _fallback(op, [a, y], y.tcode, T_BOOL, out, OPNAMES[op])
+            raise
+
+    if OPCLASS[op] == b'c' and scalar is not None and isinstance(scalar, float) and \
+            (KIND[tp] == b'f') and KIND[(x if x is not None else y).tcode] != b'f':
+        tp = T_FLOAT64              # int array vs Python float: compare exactly, as NumPy does
+    tloop = _loop_dtype(op, tp, OPNAMES[op])
+    tout = _out_dtype(op, tloop)
+    f = LOOPS[op][tloop]
+
+    # operands in the loop dtype
+    if x is not None and x.tcode != tloop:
+        x = cast(x, tloop)
+    if y is not None and y.tcode != tloop:
+        y = cast(y, tloop)
+
+    if f == NULL:
+        if scalar is None:
+            return _fallback(op, [x, y], tloop, tout, out, OPNAMES[op])
+        return _fallback(op, [scalar, y] if scalar_first else [x, scalar], tloop, tout, out, OPNAMES[op])
+
+    # result shape
+    if x is not None and y is not None:
+        if x.ndim == y.ndim and memcmp(x.shape, y.shape, x.ndim * sizeof(Py_ssize_t)) == 0:
+            ndim = x.ndim
+            memcpy(shape, x.shape, ndim * sizeof(Py_ssize_t))
+        else:
+            broadcast_shapes2(x, y, &ndim, shape, OPNAMES[op])
+    elif x is not None:
+        ndim = x.ndim
+        memcpy(shape, x.shape, ndim * sizeof(Py_ssize_t))
+    else:
+        ndim = y.ndim
+        memcpy(shape, y.shape, ndim * sizeof(Py_ssize_t))
+
+    if out is None:
+        o = new_empty(tout, ndim, shape)
+    else:
+        o = <ndarray?>out
+        _check_out(o, tout, ndim, shape, OPNAMES[op])
+        if o.tcode != tout:
+            # compute in the loop dtype, then cast into out
+            res = binary(op, x if x is not None else scalar, y if y is not None else scalar, None)
+            assign(o, res)
+            o.storage.version += 1
+            return o
+        if x is not None and _overlaps(o, x):
+            x = cast(x, x.tcode)
+        if y is not None and _overlaps(o, y):
+            y = cast(y, y.tcode)
+        o.storage.version += 1
+    if o.size == 0:
+        return o
+
+    it.nargs = 3
+    it.ndim = ndim
+    memcpy(it.shape, shape, ndim * sizeof(Py_ssize_t))
+    if x is not None:
+        setup_operand(&it, 0, x, ndim)
+    else:
+        write_scalar(sbuf, tloop, scalar)
+        it.ptrs[0] = sbuf
+        for i in range(ndim):
+            it.strides[0][i] = 0
+    if y is not None:
+        setup_operand(&it, 1, y, ndim)
+    else:
+        write_scalar(sbuf, tloop, scalar)
+        it.ptrs[1] = sbuf
+        for i in range(ndim):
+            it.strides[1][i] = 0
+    setup_operand(&it, 2, o, ndim)
+    simplify(&it)
+    run_maybe_nogil(&it, f, o.size)
+    return o
+
+
+cdef object unary(int op, object a, object out):
+    cdef ndarray x = as_ndarray(a), o
+    cdef int tloop = _loop_dtype(op, x.tcode, OPNAMES[op])
+    cdef int tout = _out_dtype(op, tloop)
+    cdef loop_fn f = LOOPS[op][tloop]
+    cdef NdIter it
+    if x.tcode != tloop:
+        x = cast(x, tloop)
+    if f == NULL:
+        return _fallback(op, [x], tloop, tout, out, OPNAMES[op])
+    if out is None:
+        o = new_empty(tout, x.ndim, x.shape)
+    else:
+        o = <ndarray?>out
+        _check_out(o, tout, x.ndim, x.shape, OPNAMES[op])
+        if o.tcode != tout:
+            assign(o, unary(op, x, None))
+            o.storage.version += 1
+            return o
+        if _overlaps(o, x):
+            x = cast(x, x.tcode)
+        o.storage.version += 1
+    if o.size == 0:
+        return o
+    it.nargs = 2
+    it.ndim = x.ndim
+    memcpy(it.shape, x.shape, x.ndim * sizeof(Py_ssize_t))
+    setup_operand(&it, 0, x, x.ndim)
+    setup_operand(&it, 1, o, x.ndim)
+    simplify(&it)
+    run_maybe_nogil(&it, f, o.size)
+    return o
+
+
+cdef object _binary_hook(int op, object a, object b, object out):
+    return binary(op, a, b, out)
+
+cdef object _unary_hook(int op, object a, object out):
+    return unary(op, a, out)
+
+set_elementwise_hooks(_binary_hook, _unary_hook)
+
+
+# ---------------------------------------------------------------- Python entry points
+
+def _op_index(str name):
+    return OPNAMES.index(name)
+
+
+def call_binary(int op, a, b, out=None):
+    return binary(op, a, b, out)
+
+
+def call_unary(int op, a, out=None):
+    return unary(op, a, out)
+
+
+def has_loop(str name, dtype):
+    """True when (op, dtype) runs a generated Cython loop (not the NumPy fallback)."""
+    from ember._core.dtypes import _code
+    return LOOPS[OPNAMES.index(name)][_code(dtype)] != NULL
+
+
+def op_names():
+    return list(OPNAMES)

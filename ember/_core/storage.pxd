@@ -1,0 +1,16 @@
+# Storage: one refcounted block of memory on one device.
+
+cdef class Storage:
+    cdef char* ptr              # first byte of the block
+    cdef Py_ssize_t nbytes      # bytes the user asked for
+    cdef Py_ssize_t capacity    # bytes reserved (the size class); 0 for foreign memory
+    cdef public Py_ssize_t version   # bumped by every in-place write through any view
+    cdef readonly bint readonly
+    cdef object owner           # keeps foreign memory alive (None when we own ptr)
+    cdef bint has_buffer
+    cdef Py_buffer buffer       # held while we wrap a buffer-protocol object
+    cdef object __weakref__
+
+cdef Storage new_storage(Py_ssize_t nbytes)
+cdef Storage wrap_buffer(object obj, bint writable)
+cdef Storage wrap_pointer(char* ptr, Py_ssize_t nbytes, object owner, bint readonly)
