@@ -1,9 +1,41 @@
-"""ember: an imperative, NumPy-compatible array library with automatic differentiation."""
-from ember._core.storage import memory_stats, reset_peak_memory_stats, empty_cache, set_allocator_caching
+"""ember: an imperative, NumPy-compatible array library with automatic differentiation.
+
+>>> import ember as np
+>>> x = np.arange(6).reshape(2, 3)
+>>> (x * 2).sum(axis=0).tolist()
+[6, 10, 14]
+"""
+import sys as _sys
+
+from ember._core.storage import (memory_stats, reset_peak_memory_stats, empty_cache,
+                                 set_allocator_caching)
 from ember._core.dtypes import set_default_dtype, get_default_dtype
 from ember._core.array import ndarray, Device
+from ember._core import array as _array
 from ember._core import elementwise as _elementwise
 from ember._core.elementwise import set_num_threads, get_num_threads
-from ember._core import array as _array
+
+from ember._api.dtype_funcs import *       # noqa: F401,F403
+from ember._api.creation import *          # noqa: F401,F403
+from ember._api.elementwise import *       # noqa: F401,F403
+from ember._api.reductions import *        # noqa: F401,F403
+from ember._api.manipulation import *      # noqa: F401,F403
+from ember._api.indexing import *          # noqa: F401,F403
+from ember._api.linalg_ops import *        # noqa: F401,F403
+from ember._api.sorting import *           # noqa: F401,F403
+from ember._api.interop import *           # noqa: F401,F403
+from ember import linalg, random           # noqa: F401
+
+# private entry points the ndarray methods call (see ember/_core/array.pyx)
+from ember._api import indexing as _indexing_mod, manipulation as _manip_mod, interop as _interop_mod
+for _name, _mod in (("_getitem_advanced", _indexing_mod), ("_setitem_advanced", _indexing_mod),
+                    ("_view_dtype", _manip_mod), ("_array_ufunc", _interop_mod),
+                    ("_array_function", _interop_mod)):
+    if hasattr(_mod, _name):
+        globals()[_name] = getattr(_mod, _name)
 
 Tensor = ndarray
+__version__ = "0.1.0"
+__array_api_version__ = "2024.12"
+
+_array._set_namespace(_sys.modules[__name__], _elementwise._assign)

@@ -22,7 +22,9 @@ from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, PROMOTE, T_
 from ember._core.opcodes cimport *
 
 import numpy as _np
-from ember._kernels.cpu import _loops
+from ember._kernels.cpu import optable as _optable
+from ember._kernels.cpu import _loops_ops0, _loops_ops1, _loops_ops2, _loops_ops3, _loops_casts
+_LOOP_MODULES = (_loops_ops0, _loops_ops1, _loops_ops2, _loops_ops3)
 from ember._core import array as _array_mod
 
 cdef extern from *:
@@ -41,16 +43,18 @@ cdef extern from *:
 cdef loop_fn LOOPS[NOPS][NTYPES]
 cdef loop_fn CASTS[NTYPES][NTYPES]
 cdef char OPCLASS[NOPS]
-cdef list OPNAMES = list(_loops.OP_NAMES)
+cdef list OPNAMES = [row[0] for row in _optable.OPS]
+cdef dict _BOOL_OUT = {row[0]: row[2] for row in _optable.OPS}
 cdef list NPUFUNCS = [getattr(_np, n) for n in OPNAMES]
 
 cdef int _i, _j
 for _i in range(NOPS):
     for _j in range(NTYPES):
         LOOPS[_i][_j] = NULL
-for _name, _code, _addr in _loops.loop_addresses():
-    LOOPS[OPNAMES.index(_name)][_code] = <loop_fn><size_t>_addr
-for _s, _d, _addr in _loops.cast_addresses():
+for _m in _LOOP_MODULES:
+    for _name, _code, _addr in _m.loop_addresses():
+        LOOPS[OPNAMES.index(_name)][_code] = <loop_fn><size_t>_addr
+for _s, _d, _addr in _loops_casts.cast_addresses():
     CASTS[_s][_d] = <loop_fn><size_t>_addr
 
 if len(OPNAMES) != NOPS or OPNAMES.index("signbit") != OP_SIGNBIT or OPNAMES.index("add") != OP_ADD:
@@ -67,7 +71,7 @@ _FLOAT_OPS = {"divide", "arctan2", "hypot", "copysign", "nextafter", "logaddexp"
               "arctanh", "deg2rad", "rad2deg", "rint"}
 _INT_OPS = {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"}
 for _i, _name in enumerate(OPNAMES):
-    if _loops.OP_BOOL_OUT[_name]:
+    if _BOOL_OUT[_name]:
         OPCLASS[_i] = b'c'
     elif _name in _FLOAT_OPS:
         OPCLASS[_i] = b'f'

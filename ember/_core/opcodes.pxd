@@ -1,4 +1,4 @@
-# Elementwise op codes, in the order of gen_loops.OPS (checked at import).
+# Elementwise op codes, in the order of _kernels/cpu/optable.OPS (checked at import).
 
 cdef enum:
     OP_ADD = 0

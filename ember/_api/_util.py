@@ -1,0 +1,59 @@
+"""Small helpers shared by the API modules."""
+import operator
+
+import numpy as np
+
+from ember._core import array as _array
+from ember._core.array import ndarray
+
+wrap = _array._wrap          # NumPy array / array-like -> ember array (zero-copy when possible)
+numpy_view = _array._numpy   # ember array -> NumPy view of the same memory (no copy)
+empty_raw = _array._empty    # (shape, dtype) -> uninitialised C-contiguous ember array
+
+
+def as_array(x):
+    """ember array from anything array-like (no copy for ember / NumPy arrays)."""
+    return x if isinstance(x, ndarray) else wrap(x)
+
+
+def np_of(x):
+    """NumPy view of x's memory; x may be any array-like."""
+    return numpy_view(as_array(x))
+
+
+def pick_axis(axis, dim, opname):
+    """Resolve NumPy's ``axis=`` and PyTorch's ``dim=`` alias (only one may be given)."""
+    if dim is not None:
+        if axis is not None:
+            raise TypeError(f"{opname}: pass either axis= or dim=, not both")
+        return dim
+    return axis
+
+
+def normalize_axis(axis, ndim, opname):
+    """One axis -> non-negative int, with a NumPy-style AxisError."""
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{opname}: axis must be an integer, got {type(axis).__name__}") from None
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise np.exceptions.AxisError(
+            f"{opname}: axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def normalize_axis_tuple(axis, ndim, opname, allow_duplicates=False):
+    """None / int / sequence of ints -> tuple of non-negative axes (None = all)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (list, tuple)):
+        axes = tuple(normalize_axis(a, ndim, opname) for a in axis)
+    else:
+        axes = (normalize_axis(axis, ndim, opname),)
+    if not allow_duplicates and len(set(axes)) != len(axes):
+        raise ValueError(f"{opname}: repeated axis in {axis!r}")
+    return axes
+
+
+def shape_str(shape):
+    return str(tuple(shape)).replace(" ", "")

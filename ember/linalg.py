@@ -1,0 +1,1 @@
+"""ember.linalg (to be written)."""

@@ -1,0 +1,1 @@
+"""ember.random (to be written)."""
