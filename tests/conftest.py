@@ -1,69 +1,13 @@
-"""Shared test helpers: layouts to run every op on, and NumPy-oracle asserts."""
+"""pytest configuration: tests/ on sys.path for `helpers`, default dtype reset."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
-import ember
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-              "uint64", "float16", "float32", "float64", "complex64", "complex128"]
-INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
-FLOAT_DTYPES = ["float16", "float32", "float64"]
-COMPLEX_DTYPES = ["complex64", "complex128"]
-NUMERIC_DTYPES = INT_DTYPES + FLOAT_DTYPES + COMPLEX_DTYPES
-
-
-def random_array(shape, dtype, rng=None, low=-5, high=5):
-    """NumPy array of `shape` and `dtype` with small random values (no NaN)."""
-    rng = np.random.default_rng(0) if rng is None else rng
-    dtype = np.dtype(dtype)
-    if dtype.kind == "b":
-        return rng.integers(0, 2, size=shape).astype(bool)
-    if dtype.kind == "u":
-        return rng.integers(0, max(high, 1), size=shape).astype(dtype)
-    if dtype.kind == "i":
-        return rng.integers(low, high, size=shape).astype(dtype)
-    if dtype.kind == "c":
-        return (rng.uniform(low, high, size=shape) + 1j * rng.uniform(low, high, size=shape)).astype(dtype)
-    return rng.uniform(low, high, size=shape).astype(dtype)
-
-
-def layouts(base):
-    """(label, NumPy array) pairs holding base's values in different memory layouts.
-
-    ember.asarray keeps the layout (zero-copy), so each op meets contiguous,
-    transposed, step-sliced and negative-stride inputs.
-    """
-    out = [("contiguous", base)]
-    if base.ndim >= 2:
-        out.append(("transposed", np.ascontiguousarray(base.T).T))
-    if base.ndim >= 1 and base.size:
-        big = np.repeat(base, 2, axis=-1)
-        out.append(("step2", big[..., ::2]))
-        rev = np.ascontiguousarray(base[..., ::-1])
-        out.append(("negative_stride", rev[..., ::-1]))
-    return out
-
-
-SHAPES = [(), (0,), (1,), (5,), (3, 4), (2, 3, 4), (2, 0, 3)]
-
-
-def assert_matches(got, expected, rtol=None, atol=None, check_dtype=True):
-    """ember result vs NumPy oracle: type, shape, dtype and values (NaN-aware)."""
-    assert isinstance(got, ember.ndarray), f"expected an ember array, got {type(got)}"
-    exp = np.asarray(expected)
-    g = np.asarray(got)
-    assert g.shape == exp.shape, f"shape {g.shape} != {exp.shape}"
-    if check_dtype:
-        assert g.dtype == exp.dtype, f"dtype {g.dtype} != {exp.dtype}"
-    if exp.dtype.kind in "fc" or g.dtype.kind in "fc":
-        kind_dtype = np.result_type(g.dtype, exp.dtype)
-        if rtol is None:
-            rtol = {2: 1e-3, 4: 1e-5, 8: 1e-12, 16: 1e-12}.get(np.dtype(kind_dtype).itemsize, 1e-6)
-            if np.dtype(kind_dtype).kind == "c":
-                rtol = 1e-5 if np.dtype(kind_dtype).itemsize == 8 else 1e-12
-        np.testing.assert_allclose(g, exp, rtol=rtol, atol=atol or 0, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(g, exp)
+import ember  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ember
-from conftest import assert_matches, layouts, random_array
+from helpers import assert_matches, layouts, random_array
 
 
 def test_add_matches_numpy_across_layouts():
