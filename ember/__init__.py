@@ -24,6 +24,7 @@ from ember._api.indexing import *          # noqa: F401,F403
 from ember._api.linalg_ops import *        # noqa: F401,F403
 from ember._api.sorting import *           # noqa: F401,F403
 from ember._api.interop import *           # noqa: F401,F403
+from ember._api.misc import *              # noqa: F401,F403
 from ember import linalg, random           # noqa: F401
 
 # private entry points the ndarray methods call (see ember/_core/array.pyx)

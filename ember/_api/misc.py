@@ -1,0 +1,105 @@
+"""Array API odds and ends: the function form of astype, shape queries, and
+the inspection namespace (``__array_namespace_info__``)."""
+import numpy as np
+
+from ember._core.array import Device, CPU, check_device
+from ember._core.dtypes import default_float_dtype, default_complex_dtype
+from ember._api._util import as_array
+
+__all__ = ["astype", "shape", "ndim", "size", "__array_namespace_info__"]
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    """``x`` cast to `dtype` (the Array API's function form of ``x.astype``).
+
+    >>> import ember
+    >>> ember.astype(ember.asarray([1.7, -2.2]), ember.int32).tolist()
+    [1, -2]
+    """
+    check_device(device, "astype")
+    return as_array(x).astype(dtype, copy=copy)
+
+
+def shape(a):
+    """The shape of an array-like, as ``numpy.shape``.
+
+    >>> import ember
+    >>> ember.shape([[1, 2, 3]])
+    (1, 3)
+    """
+    return as_array(a).shape
+
+
+def ndim(a):
+    """The number of dimensions of an array-like.
+
+    >>> import ember
+    >>> ember.ndim(3.0)
+    0
+    """
+    return as_array(a).ndim
+
+
+def size(a, axis=None):
+    """The number of elements, or the length of one axis.
+
+    >>> import ember
+    >>> ember.size([[1, 2, 3]], axis=1)
+    3
+    """
+    x = as_array(a)
+    return x.size if axis is None else x.shape[axis]
+
+
+_KINDS = {
+    "bool": ("bool",),
+    "signed integer": ("int8", "int16", "int32", "int64"),
+    "unsigned integer": ("uint8", "uint16", "uint32", "uint64"),
+    "real floating": ("float16", "float32", "float64"),
+    "complex floating": ("complex64", "complex128"),
+}
+_KINDS["integral"] = _KINDS["signed integer"] + _KINDS["unsigned integer"]
+_KINDS["numeric"] = _KINDS["integral"] + _KINDS["real floating"] + _KINDS["complex floating"]
+
+
+class _Info:
+    """ember's Array API inspection namespace."""
+
+    def capabilities(self):
+        return {"boolean indexing": True, "data-dependent shapes": True,
+                "max dimensions": 32}
+
+    def default_device(self):
+        return CPU
+
+    def devices(self):
+        return [CPU]
+
+    def default_dtypes(self, *, device=None):
+        check_device(device, "default_dtypes")
+        return {"real floating": default_float_dtype(),
+                "complex floating": default_complex_dtype(),
+                "integral": np.dtype("int64"),
+                "indexing": np.dtype("int64")}
+
+    def dtypes(self, *, device=None, kind=None):
+        check_device(device, "dtypes")
+        if kind is None:
+            names = ("bool",) + _KINDS["numeric"]
+        elif isinstance(kind, tuple):
+            names = tuple(dict.fromkeys(n for k in kind for n in _KINDS[k]))
+        elif kind in _KINDS:
+            names = _KINDS[kind]
+        else:
+            raise ValueError(f"dtypes: unknown kind {kind!r}; expected one of {sorted(_KINDS)}")
+        return {n: np.dtype(n) for n in names}
+
+
+def __array_namespace_info__():
+    """The Array API inspection namespace.
+
+    >>> import ember
+    >>> ember.__array_namespace_info__().default_dtypes()["real floating"]
+    dtype('float32')
+    """
+    return _Info()

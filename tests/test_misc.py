@@ -1,0 +1,42 @@
+"""Array API inspection namespace and small functions."""
+import numpy as np
+import pytest
+
+import ember
+
+
+def test_astype_function_form():
+    x = ember.asarray([1.7, -2.2])
+    assert ember.astype(x, ember.int32 if hasattr(ember, "int32") else np.int32).tolist() == [1, -2]
+    same = ember.astype(x, x.dtype, copy=False)
+    assert same is x
+    assert ember.astype(x, x.dtype) is not x
+
+
+def test_shape_queries():
+    assert ember.shape([[1, 2, 3]]) == (1, 3)
+    assert ember.ndim(2.0) == 0
+    assert ember.size(ember.zeros((2, 5))) == 10
+    assert ember.size(ember.zeros((2, 5)), axis=1) == 5
+
+
+def test_namespace_info():
+    info = ember.__array_namespace_info__()
+    assert info.default_device() == "cpu"
+    assert info.devices() == [ember.Device("cpu")]
+    assert info.default_dtypes()["real floating"] == np.float32
+    assert info.default_dtypes()["indexing"] == np.int64
+    assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint16", "uint32", "uint64"}
+    assert len(info.dtypes()) == 14
+    assert "bool" in info.dtypes(kind=("bool", "real floating"))
+    with pytest.raises(ValueError, match="unknown kind"):
+        info.dtypes(kind="strings")
+    assert info.capabilities()["boolean indexing"] is True
+
+
+def test_namespace_of_array():
+    x = ember.zeros((2,))
+    assert x.__array_namespace__() is ember
+    assert ember.__array_api_version__ == "2024.12"
+    with pytest.raises(ValueError):
+        x.__array_namespace__(api_version="1999.01")
