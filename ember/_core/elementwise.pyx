@@ -26,6 +26,7 @@ from ember._kernels.cpu import optable as _optable
 from ember._kernels.cpu import _loops_ops0, _loops_ops1, _loops_ops2, _loops_ops3, _loops_casts
 _LOOP_MODULES = (_loops_ops0, _loops_ops1, _loops_ops2, _loops_ops3)
 from ember._core import array as _array_mod
+from ember._core.dtypes import _code as _code_of_np
 
 cdef extern from *:
     """
@@ -79,6 +80,21 @@ for _i, _name in enumerate(OPNAMES):
         OPCLASS[_i] = b'i'
     else:
         OPCLASS[_i] = b'a'
+
+# Ops that have no bool loop but that NumPy computes for bool inputs in a wider
+# integer type (e.g. bool ** bool -> int8): read NumPy's choice once, here.
+cdef int BOOL_AS[NOPS]
+for _i, _name in enumerate(OPNAMES):
+    BOOL_AS[_i] = T_BOOL
+    if LOOPS[_i][T_BOOL] == NULL and (OPCLASS[_i] == b'a' or OPCLASS[_i] == b'i'):
+        try:
+            with _np.errstate(all="ignore"):
+                _res = NPUFUNCS[_i](*([_np.array([True, True])] * NPUFUNCS[_i].nin))
+            if _res.dtype.kind in "iu":
+                BOOL_AS[_i] = _code_of_np(_res.dtype)
+        except TypeError:
+            pass
+
 
 cdef loop_fn get_loop(int op, int tcode) noexcept:
     return LOOPS[op][tcode]
@@ -443,6 +459,8 @@ cdef int _loop_dtype(int op, int promoted, str name) except -1:
     cdef char k = KIND[promoted]
     if cls == b'f' and (k == b'b' or k == b'i' or k == b'u'):
         return default_float
+    if k == b'b' and BOOL_AS[op] != T_BOOL:
+        return BOOL_AS[op]
     if cls == b'i' and (k == b'f' or k == b'c'):
         raise TypeError(f"{name}: not supported for floating point or complex input "
                         f"(dtype {DTYPE_OBJS[promoted]}); it needs integer or boolean arrays")
