@@ -110,3 +110,17 @@ def test_float16_rounding_matches_numpy(dtype):
     np.testing.assert_array_equal(got, vals.astype(np.float64).astype(np.float16))
     nan = np.asarray(ember.asarray(np.array([np.nan])).astype("float16"))
     assert np.isnan(nan[0])
+
+
+@pytest.mark.parametrize("src", ["complex64", "complex128"])
+@pytest.mark.parametrize("dst", ["complex64", "complex128", "float64", "bool"])
+def test_complex_casts_keep_infinities(src, dst):
+    a = np.array([0 + np.inf * 1j, np.inf + 0j, complex(np.nan, 1), -0.0 + 0j, 0j], dtype=src)
+    with np.errstate(all="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = a.astype(dst)
+    got = np.asarray(ember.asarray(a).astype(dst))
+    np.testing.assert_array_equal(got, expected)
+    assert (np.signbit(got.real) == np.signbit(expected.real)).all()
