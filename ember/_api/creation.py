@@ -1,47 +1,447 @@
-"""Array creation (owned by the creation work; minimal core for now)."""
+"""Array creation: from data, filled, ranges, grids and triangles.
+
+Every function accepts ``dtype=``, ``device=`` (only the CPU in this build)
+and ``requires_grad=``.  Memory comes from ember's caching allocator except
+when wrapping existing memory (``asarray`` of a NumPy array or buffer), which
+is zero-copy.
+"""
+import builtins
+import math
+import operator
+
 import numpy as np
 
-from ember._core import array as _array
 from ember._core.array import ndarray, check_device
-from ember._core.dtypes import _code, default_float_dtype
-from ember._api._util import wrap, numpy_view, empty_raw
+from ember._core.dtypes import _code, default_float_dtype, default_complex_dtype, dtype_from_code
+from ember._api._util import wrap, numpy_view, empty_raw, as_array, normalize_axis
 
-__all__ = ["asarray", "empty", "zeros"]
+__all__ = ["asarray", "array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like",
+           "ones_like", "full_like", "arange", "linspace", "logspace", "eye", "identity",
+           "meshgrid", "tril", "triu", "from_dlpack", "ascontiguousarray", "copy", "diag",
+           "frombuffer", "tensor"]
+
+
+def _resolve_dtype(dtype):
+    if dtype is None:
+        return None
+    return dtype_from_code(_code(dtype))
+
+
+def _finish(x, requires_grad):
+    if requires_grad:
+        x.requires_grad = True
+    return x
 
 
 def asarray(obj, /, dtype=None, *, device=None, copy=None, requires_grad=False):
-    """Convert `obj` to an ember array (no copy when it can be avoided).
+    """Convert `obj` to an ember array, without copying when possible.
 
-    >>> import ember
+    `obj` may be an ember array, a NumPy array, a (nested) list or tuple,
+    a Python scalar, any buffer-protocol object or a DLPack producer.
+    ``copy=True`` always copies, ``copy=False`` raises ValueError when a copy
+    (or a dtype conversion) would be needed, ``copy=None`` copies only then.
+    Python floats become the default float dtype (float32); NumPy arrays keep
+    theirs.
+
+    >>> import ember, numpy
     >>> ember.asarray([1.0, 2.0]).dtype
     dtype('float32')
+    >>> a = numpy.arange(3.0); x = ember.asarray(a); a[0] = 7; x[0].item()
+    7.0
     """
     check_device(device, "asarray")
-    x = wrap(obj)
-    if dtype is not None and x.dtype != np.dtype(dtype if dtype is not float else default_float_dtype()):
+    dt = _resolve_dtype(dtype)
+    if isinstance(obj, (list, tuple)) and dt is not None:
+        # build straight in the requested dtype (no detour through float64)
+        arr = np.asarray(obj, dtype=dt)
+        if arr.dtype.kind in "OUSV":
+            raise TypeError(f"asarray: cannot convert {type(obj).__name__} to a numeric array")
+        x = wrap(arr)
         if copy is False:
-            raise ValueError(f"asarray: cannot convert {x.dtype} to {np.dtype(dtype)} without a copy")
-        x = x.astype(dtype)
+            raise ValueError("asarray: copy=False but converting a list requires a copy")
+        return _finish(x, requires_grad)
+    if copy is False and not isinstance(obj, (ndarray, np.ndarray)) and not hasattr(obj, "__dlpack__") \
+            and not isinstance(obj, (bytes, bytearray, memoryview)):
+        if isinstance(obj, (list, tuple, int, float, complex)):
+            raise ValueError(f"asarray: copy=False but converting a {type(obj).__name__} requires a copy")
+    if isinstance(obj, np.ndarray) and copy is False and not obj.dtype.isnative:
+        raise ValueError("asarray: copy=False but the array's byte order needs a copy")
+    x = wrap(obj)
+    if dt is not None and x.dtype != dt:
+        if copy is False:
+            raise ValueError(f"asarray: copy=False but converting {x.dtype} to {dt} requires a copy")
+        x = x.astype(dt)
     elif copy:
         x = x.copy()
-    if requires_grad:
-        x.requires_grad = True
-    return x
+    return _finish(x, requires_grad)
+
+
+def array(obj, dtype=None, *, copy=True, device=None, requires_grad=False, ndmin=0):
+    """Like ``asarray`` but copies by default (NumPy's ``array``).
+
+    >>> import ember
+    >>> ember.array([[1, 2], [3, 4]]).shape
+    (2, 2)
+    """
+    x = asarray(obj, dtype=dtype, device=device, copy=True if copy else None,
+                requires_grad=False)
+    if ndmin > x.ndim:
+        x = x.reshape((1,) * (ndmin - x.ndim) + x.shape)
+    return _finish(x, requires_grad)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False):
+    """PyTorch's spelling of ``array`` (always copies).
+
+    >>> import ember
+    >>> ember.tensor([1.0, 2.0], requires_grad=True).requires_grad
+    True
+    """
+    return array(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def empty(shape, *, dtype=None, device=None, requires_grad=False):
-    """Uninitialised array of `shape`."""
+    """An uninitialised array of `shape` (contents are whatever the memory held).
+
+    >>> import ember
+    >>> ember.empty((2, 3)).shape
+    (2, 3)
+    """
     check_device(device, "empty")
+    return _finish(empty_raw(shape, dtype), requires_grad)
+
+
+def full(shape, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """An array of `shape` filled with `fill_value`.
+
+    Without `dtype`: bool -> bool, int -> int64, float -> the default float
+    dtype, complex -> the default complex dtype; an array fill value keeps its dtype.
+
+    >>> import ember
+    >>> ember.full((2,), 7).tolist(), ember.full((1,), 0.5).dtype
+    ([7, 7], dtype('float32'))
+    """
+    check_device(device, "full")
+    if dtype is None:
+        if isinstance(fill_value, builtins.bool):
+            dtype = np.bool_
+        elif isinstance(fill_value, int):
+            dtype = np.int64
+        elif isinstance(fill_value, float):
+            dtype = default_float_dtype()
+        elif isinstance(fill_value, complex):
+            dtype = default_complex_dtype()
+        else:
+            fv = as_array(fill_value)
+            if fv.ndim != 0:
+                raise ValueError(f"full: fill_value must be a scalar, got an array of shape {fv.shape}")
+            dtype = fv.dtype
     x = empty_raw(shape, dtype)
-    if requires_grad:
-        x.requires_grad = True
-    return x
+    if isinstance(fill_value, (int, float, complex)) and not isinstance(fill_value, np.generic):
+        if x.dtype.kind in "iu" and isinstance(fill_value, int) and not isinstance(fill_value, builtins.bool):
+            info = np.iinfo(x.dtype)
+            if not info.min <= fill_value <= info.max:
+                raise OverflowError(f"full: Python integer {fill_value} out of bounds for {x.dtype}")
+        x.fill(fill_value)
+    else:
+        x.fill(as_array(fill_value))
+    return _finish(x, requires_grad)
 
 
 def zeros(shape, *, dtype=None, device=None, requires_grad=False):
-    """Array of zeros."""
-    x = empty(shape, dtype=dtype, device=device)
+    """An array of zeros.
+
+    >>> import ember
+    >>> ember.zeros((2, 2), dtype=ember.int32).tolist()
+    [[0, 0], [0, 0]]
+    """
+    check_device(device, "zeros")
+    x = empty_raw(shape, dtype)
     x.fill(0)
-    if requires_grad:
-        x.requires_grad = True
-    return x
+    return _finish(x, requires_grad)
+
+
+def ones(shape, *, dtype=None, device=None, requires_grad=False):
+    """An array of ones.
+
+    >>> import ember
+    >>> ember.ones(3).tolist()
+    [1.0, 1.0, 1.0]
+    """
+    check_device(device, "ones")
+    x = empty_raw(shape, dtype)
+    x.fill(1)
+    return _finish(x, requires_grad)
+
+
+def _like(x, dtype, shape):
+    x = as_array(x)
+    return (x.shape if shape is None else shape), (x.dtype if dtype is None else dtype)
+
+
+def empty_like(x, /, *, dtype=None, device=None, shape=None, requires_grad=False):
+    """An uninitialised array with x's shape and dtype.
+
+    >>> import ember
+    >>> ember.empty_like(ember.zeros((2, 3), dtype=ember.int8)).dtype
+    dtype('int8')
+    """
+    s, d = _like(x, dtype, shape)
+    return empty(s, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def zeros_like(x, /, *, dtype=None, device=None, shape=None, requires_grad=False):
+    """Zeros with x's shape and dtype.
+
+    >>> import ember
+    >>> ember.zeros_like(ember.ones((2,))).tolist()
+    [0.0, 0.0]
+    """
+    s, d = _like(x, dtype, shape)
+    return zeros(s, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def ones_like(x, /, *, dtype=None, device=None, shape=None, requires_grad=False):
+    """Ones with x's shape and dtype.
+
+    >>> import ember
+    >>> ember.ones_like(ember.zeros((2,), dtype=ember.int64)).tolist()
+    [1, 1]
+    """
+    s, d = _like(x, dtype, shape)
+    return ones(s, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None, shape=None, requires_grad=False):
+    """`fill_value` everywhere, with x's shape and dtype.
+
+    >>> import ember
+    >>> ember.full_like(ember.zeros((2,), dtype=ember.int32), 3).tolist()
+    [3, 3]
+    """
+    s, d = _like(x, dtype, shape)
+    return full(s, fill_value, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Evenly spaced values in [start, stop), NumPy's length rule ``ceil((stop-start)/step)``.
+
+    Integer arguments give int64; any float argument gives the default float dtype.
+
+    >>> import ember
+    >>> ember.arange(5).tolist(), ember.arange(0, 1, 0.25).tolist()
+    ([0, 1, 2, 3, 4], [0.0, 0.25, 0.5, 0.75])
+    """
+    check_device(device, "arange")
+    if stop is None:
+        start, stop = 0, start
+    for v in (start, stop, step):
+        if isinstance(v, complex):
+            raise TypeError("arange: complex arguments are not supported")
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    if dtype is None:
+        if builtins.all(isinstance(v, (int, np.integer)) for v in (start, stop, step)):
+            dtype = np.int64
+        else:
+            dtype = default_float_dtype()
+    dt = _resolve_dtype(dtype)
+    n = builtins.max(0, math.ceil((stop - start) / step))
+    # NumPy computes in the target dtype from start and step; do the same
+    res = np.arange(start, stop, step, dtype=dt) if dt.kind != "b" else np.arange(start, stop, step).astype(dt)
+    if len(res) != n and dt.kind in "iu":
+        res = res[:n]
+    return _finish(_copy_into_ember(res), requires_grad)
+
+
+def _copy_into_ember(np_arr):
+    """Copy a NumPy array into fresh ember memory (the caching allocator)."""
+    out = empty_raw(np_arr.shape, np_arr.dtype)
+    numpy_view(out)[...] = np_arr
+    return out
+
+
+def linspace(start, stop, /, num=50, *, dtype=None, device=None, endpoint=True, retstep=False,
+             requires_grad=False):
+    """`num` evenly spaced samples from start to stop (inclusive unless ``endpoint=False``).
+
+    >>> import ember
+    >>> ember.linspace(0, 1, 5).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    check_device(device, "linspace")
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    if dtype is None:
+        dtype = default_complex_dtype() if builtins.any(isinstance(v, complex) for v in (start, stop)) \
+            else default_float_dtype()
+    dt = _resolve_dtype(dtype)
+    res, step = np.linspace(start, stop, num, endpoint=endpoint, retstep=True,
+                            dtype=np.float64 if dt.kind in "fiub" else np.complex128)
+    x = _finish(_copy_into_ember(res.astype(dt)), requires_grad)
+    return (x, step) if retstep else x
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, *, device=None):
+    """`num` samples evenly spaced on a log scale, ``base ** linspace(start, stop)``.
+
+    >>> import ember
+    >>> ember.logspace(0, 2, 3).tolist()
+    [1.0, 10.0, 100.0]
+    """
+    check_device(device, "logspace")
+    dt = _resolve_dtype(dtype) or default_float_dtype()
+    return _copy_into_ember(np.logspace(start, stop, num, endpoint=endpoint, base=base).astype(dt))
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, requires_grad=False):
+    """A 2-d array with ones on the k-th diagonal.
+
+    >>> import ember
+    >>> ember.eye(2, 3, k=1).tolist()
+    [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    check_device(device, "eye")
+    n_cols = n_rows if n_cols is None else n_cols
+    x = zeros((n_rows, n_cols), dtype=dtype)
+    if n_rows and n_cols and -n_rows < k < n_cols:
+        d = numpy_view(x)
+        np.fill_diagonal(d[builtins.max(-k, 0):, builtins.max(k, 0):], 1)
+    return _finish(x, requires_grad)
+
+
+def identity(n, *, dtype=None, device=None, requires_grad=False):
+    """The n x n identity matrix.
+
+    >>> import ember
+    >>> ember.identity(2).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    return eye(n, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def meshgrid(*arrays, indexing="xy", sparse=False, copy=True):
+    """Coordinate matrices from 1-d coordinate vectors (``indexing='xy'`` or ``'ij'``).
+
+    The outputs are copies (``copy=False`` returns broadcast views instead).
+
+    >>> import ember
+    >>> X, Y = ember.meshgrid(ember.arange(3), ember.arange(2))
+    >>> X.shape, Y.tolist()
+    ((2, 3), [[0, 0, 0], [1, 1, 1]])
+    """
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)) and arrays[0] and \
+            not isinstance(arrays[0][0], (int, float, complex)):
+        arrays = tuple(arrays[0])
+    xs = [as_array(a) for a in arrays]
+    for i, a in enumerate(xs):
+        if a.ndim != 1:
+            raise ValueError(f"meshgrid: array {i} must be 1-dimensional, got shape {a.shape}")
+    grids = np.meshgrid(*[numpy_view(a) for a in xs], indexing=indexing, sparse=sparse, copy=False)
+    out = [(_copy_into_ember(g) if copy else wrap(g)) for g in grids]
+    return out if isinstance(out, list) else list(out)
+
+
+def _tri(x, k, lower, opname):
+    x = as_array(x)
+    if x.ndim < 2:
+        raise ValueError(f"{opname}: input must have at least 2 dimensions, got shape {x.shape}")
+    out = _copy_into_ember(np.tril(numpy_view(x), k) if lower else np.triu(numpy_view(x), k))
+    return out
+
+
+def tril(x, /, *, k=0):
+    """The lower triangle of the last two axes (elements above the k-th diagonal zeroed).
+
+    >>> import ember
+    >>> ember.tril(ember.ones((2, 2))).tolist()
+    [[1.0, 0.0], [1.0, 1.0]]
+    """
+    return _tri(x, k, True, "tril")
+
+
+def triu(x, /, *, k=0):
+    """The upper triangle of the last two axes (elements below the k-th diagonal zeroed).
+
+    >>> import ember
+    >>> ember.triu(ember.ones((2, 2))).tolist()
+    [[1.0, 1.0], [0.0, 1.0]]
+    """
+    return _tri(x, k, False, "triu")
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An ember array sharing memory with any DLPack producer (NumPy, PyTorch CPU...).
+
+    >>> import ember, numpy
+    >>> ember.from_dlpack(numpy.arange(3)).tolist()
+    [0, 1, 2]
+    """
+    check_device(device, "from_dlpack")
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack: {type(x).__name__} does not implement __dlpack__")
+    if isinstance(x, ndarray):
+        return x.copy() if copy else x
+    try:
+        arr = np.from_dlpack(x, copy=copy)
+    except TypeError:
+        arr = np.from_dlpack(x)
+    except BufferError as err:
+        raise BufferError(f"from_dlpack: {err}") from None
+    return wrap(arr)
+
+
+def frombuffer(buffer, dtype=float, count=-1, offset=0):
+    """A 1-d array viewing a buffer's bytes (zero-copy, like ``numpy.frombuffer``).
+
+    >>> import ember
+    >>> ember.frombuffer(bytearray(b"\\x01\\x02"), dtype=ember.uint8).tolist()
+    [1, 2]
+    """
+    if dtype is float:
+        dtype = np.float64
+    return wrap(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+def ascontiguousarray(x, dtype=None):
+    """x as a C-contiguous array (no copy when it already is, with that dtype).
+
+    >>> import ember
+    >>> ember.ascontiguousarray(ember.ones((2, 3)).T).is_contiguous()
+    True
+    """
+    x = as_array(x)
+    if dtype is not None and np.dtype(dtype) != x.dtype:
+        return x.astype(dtype)
+    return x if x.is_contiguous() else x.copy()
+
+
+def copy(x, *, order="C"):
+    """A copy of x in fresh memory.
+
+    >>> import ember
+    >>> a = ember.ones(2); b = ember.copy(a); b[0] = 5; a.tolist()
+    [1.0, 1.0]
+    """
+    return as_array(x).copy()
+
+
+def diag(v, k=0):
+    """Diagonal of a 2-d array, or a 2-d array with a 1-d array on its k-th diagonal.
+
+    >>> import ember
+    >>> ember.diag(ember.asarray([1, 2])).tolist()
+    [[1, 0], [0, 2]]
+    """
+    v = as_array(v)
+    if v.ndim == 1:
+        n = v.shape[0] + builtins.abs(k)
+        out = zeros((n, n), dtype=v.dtype)
+        np.fill_diagonal(numpy_view(out)[builtins.max(-k, 0):, builtins.max(k, 0):], numpy_view(v))
+        return out
+    if v.ndim == 2:
+        return _copy_into_ember(np.diagonal(numpy_view(v), k))
+    raise ValueError(f"diag: input must be 1- or 2-dimensional, got shape {v.shape}")

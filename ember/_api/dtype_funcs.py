@@ -1,2 +1,157 @@
-"""(to be written)"""
-__all__ = []
+"""dtypes and the functions that reason about them.
+
+ember's dtypes are NumPy's scalar types (``ember.float32 is numpy.float32``),
+so they compare, print and convert exactly as NumPy users expect.  Promotion
+follows NumPy 2 with Python scalars "weak", except that integer inputs to
+float-valued operations give ember's default float dtype (float32 unless
+changed with ``ember.set_default_dtype``).
+"""
+import builtins
+
+import numpy as np
+
+from ember._core.array import ndarray
+from ember._core.dtypes import (_code, promote_codes, weak_result_code, dtype_from_code,
+                                scalar_code)
+
+__all__ = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "float32", "float64", "complex64", "complex128", "half", "single",
+           "double", "float_", "int_", "intp", "uint", "cfloat", "cdouble", "bool_",
+           "dtype", "newaxis", "pi", "e", "inf", "nan", "euler_gamma",
+           "finfo", "iinfo", "result_type", "can_cast", "promote_types", "isdtype",
+           "generic", "number", "integer", "signedinteger", "unsignedinteger",
+           "floating", "complexfloating", "inexact", "issubdtype"]
+
+bool = np.bool
+bool_ = np.bool
+int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
+uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
+float16, float32, float64 = np.float16, np.float32, np.float64
+complex64, complex128 = np.complex64, np.complex128
+half, single, double, float_ = np.float16, np.float32, np.float64, np.float64
+int_, intp, uint = np.int64, np.intp, np.uint64
+cfloat, cdouble = np.complex128, np.complex128
+generic, number, integer = np.generic, np.number, np.integer
+signedinteger, unsignedinteger = np.signedinteger, np.unsignedinteger
+floating, complexfloating, inexact = np.floating, np.complexfloating, np.inexact
+issubdtype = np.issubdtype
+dtype = np.dtype
+newaxis = None
+pi, e, inf, nan, euler_gamma = np.pi, np.e, np.inf, np.nan, np.euler_gamma
+
+
+def _as_dtype(x, opname):
+    if isinstance(x, ndarray):
+        return x.dtype
+    try:
+        return dtype_from_code(_code(x))
+    except TypeError:
+        raise TypeError(f"{opname}: {x!r} is not an ember dtype or array") from None
+
+
+def finfo(type):
+    """Machine limits of a floating (or complex) dtype or array.
+
+    >>> import ember
+    >>> ember.finfo(ember.float32).eps
+    np.float32(1.1920929e-07)
+    """
+    dt = _as_dtype(type, "finfo")
+    if dt.kind not in "fc":
+        raise ValueError(f"finfo: {dt} is not a floating point dtype (use iinfo for integers)")
+    return np.finfo(dt)
+
+
+def iinfo(type):
+    """Machine limits of an integer dtype or array.
+
+    >>> import ember
+    >>> ember.iinfo(ember.int8).max
+    127
+    """
+    dt = _as_dtype(type, "iinfo")
+    if dt.kind not in "iu":
+        raise ValueError(f"iinfo: {dt} is not an integer dtype (use finfo for floats)")
+    return np.iinfo(dt)
+
+
+def result_type(*arrays_and_dtypes):
+    """The dtype that ember's promotion gives for these arrays, dtypes and scalars.
+
+    Python scalars are weak: they take the array's dtype when it can hold them.
+
+    >>> import ember
+    >>> ember.result_type(ember.int8, ember.uint8)
+    dtype('int16')
+    >>> ember.result_type(ember.zeros(2, dtype=ember.float16), 1.5)
+    dtype('float16')
+    """
+    if not arrays_and_dtypes:
+        raise ValueError("result_type: at least one array or dtype is required")
+    code = None
+    scalars = []
+    for a in arrays_and_dtypes:
+        if isinstance(a, (builtins.bool, int, float, complex)) and not isinstance(a, np.generic):
+            scalars.append(a)
+            continue
+        c = _code(a.dtype) if isinstance(a, (ndarray, np.ndarray, np.generic)) else _code(_as_dtype(a, "result_type"))
+        code = c if code is None else promote_codes(code, c)
+    if code is None:
+        code = scalar_code(scalars.pop(0))
+    for s in scalars:
+        code = weak_result_code(code, s)
+    return dtype_from_code(code)
+
+
+def promote_types(type1, type2):
+    """The smallest dtype both can be cast to safely (NumPy 2's table).
+
+    >>> import ember
+    >>> ember.promote_types(ember.int32, ember.float32)
+    dtype('float64')
+    """
+    return dtype_from_code(promote_codes(_code(_as_dtype(type1, "promote_types")),
+                                         _code(_as_dtype(type2, "promote_types"))))
+
+
+def can_cast(from_, to, /, casting="safe"):
+    """Whether a cast from a dtype (or array) to another is allowed by `casting`.
+
+    >>> import ember
+    >>> ember.can_cast(ember.int8, ember.float32), ember.can_cast(ember.float64, ember.int32)
+    (True, False)
+    """
+    if isinstance(from_, (builtins.bool, int, float, complex)) and not isinstance(from_, np.generic):
+        raise TypeError("can_cast: from_ must be a dtype or an array, not a Python scalar")
+    return builtins.bool(np.can_cast(_as_dtype(from_, "can_cast"), _as_dtype(to, "can_cast"),
+                                     casting=casting))
+
+
+_KIND_CODES = {
+    "bool": "b",
+    "signed integer": "i",
+    "unsigned integer": "u",
+    "integral": "iu",
+    "real floating": "f",
+    "complex floating": "c",
+    "numeric": "iufc",
+}
+
+
+def isdtype(dtype, kind):
+    """Array API dtype-kind test: `kind` is a dtype, a kind name, or a tuple of them.
+
+    >>> import ember
+    >>> ember.isdtype(ember.float32, "real floating"), ember.isdtype(ember.int8, ("bool", "unsigned integer"))
+    (True, False)
+    """
+    dt = _as_dtype(dtype, "isdtype") if not isinstance(dtype, ndarray) else None
+    if dt is None:
+        raise TypeError("isdtype: expected a dtype, got an array (pass x.dtype)")
+    if isinstance(kind, tuple):
+        return builtins.any(isdtype(dt, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KIND_CODES:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {sorted(_KIND_CODES)}")
+        return dt.kind in _KIND_CODES[kind]
+    return dt == _as_dtype(kind, "isdtype")

@@ -1,2 +1,427 @@
-"""(to be written)"""
-__all__ = []
+"""Elementwise functions: NumPy's ufuncs and the Array API's names for them.
+
+Each op of the generated table (``ember/_kernels/cpu/optable.py``) becomes an
+``ember.ufunc`` object (``ember.add``, ``ember.exp``...) that calls the Cython
+dispatcher directly; ``.reduce``, ``.accumulate``, ``.outer`` and ``.at``
+work like NumPy's.  The Array API spellings (``acos``, ``pow``,
+``bitwise_invert``...) are aliases of the same objects.
+"""
+import builtins
+
+import numpy as np
+
+from ember._core import elementwise as _ew
+from ember._core.array import ndarray
+from ember._core.dtypes import default_float_dtype
+from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str
+
+__all__ = ["ufunc", "where", "clip", "round", "around", "real", "imag", "conj", "conjugate",
+           "isclose", "allclose", "array_equal", "array_equiv", "nan_to_num", "angle", "sinc",
+           "fix", "i0", "float_power", "divmod", "frexp", "ldexp", "modf", "gcd", "lcm",
+           "isreal", "iscomplex", "isposinf", "isneginf", "spacing"]
+
+
+class ufunc:
+    """An elementwise function over broadcast arrays, like ``numpy.ufunc``.
+
+    >>> import ember
+    >>> ember.add(ember.arange(3), 10).tolist()
+    [10, 11, 12]
+    >>> x = ember.zeros(3); ember.add.at(x, ember.asarray([0, 0, 2]), 1.0); x.tolist()
+    [2.0, 0.0, 1.0]
+    """
+
+    def __init__(self, name, nin):
+        self.__name__ = name
+        self.nin = nin
+        self.nout = 1
+        self._op = _ew._op_index(name)
+        self._np = getattr(np, name)
+        self.__doc__ = (f"ember.{name}: elementwise {name} with NumPy's semantics "
+                        f"(broadcasting, type promotion, out=).")
+
+    def __repr__(self):
+        return f"<ember.ufunc '{self.__name__}'>"
+
+    def __call__(self, *args, out=None, dtype=None, where=True, casting="same_kind", **kwargs):
+        if len(args) == self.nin + 1 and out is None:
+            out = args[-1]
+            args = args[:-1]
+        if len(args) != self.nin:
+            raise TypeError(f"{self.__name__}: takes {self.nin} positional argument(s), got {len(args)}")
+        if isinstance(out, tuple):
+            if len(out) != 1:
+                raise ValueError(f"{self.__name__}: out must hold exactly one array")
+            out = out[0]
+        if out is not None and not isinstance(out, ndarray):
+            raise TypeError(f"{self.__name__}: out must be an ember array, got {type(out).__name__}")
+        if kwargs:
+            raise TypeError(f"{self.__name__}: unexpected keyword arguments {sorted(kwargs)}")
+        if dtype is not None:
+            args = tuple(as_array(a).astype(dtype, copy=False) for a in args)
+        if where is not True:
+            return self._call_where(args, out, where)
+        if self.nin == 2:
+            return _ew.call_binary(self._op, args[0], args[1], out)
+        return _ew.call_unary(self._op, args[0], out)
+
+    def _call_where(self, args, out, where):
+        res = self(*args)
+        mask = as_array(where)
+        if out is None:
+            out = empty_raw(res.shape, res.dtype)
+        np.copyto(numpy_view(out), numpy_view(res), where=numpy_view(mask), casting="same_kind")
+        out._bump_version()
+        return out
+
+    def _np_args(self, args):
+        return [numpy_view(as_array(a)) if isinstance(a, ndarray) else a for a in args]
+
+    def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+               where=True):
+        """Reduce along `axis` by repeated application (``ember.add.reduce`` is a sum)."""
+        import ember
+        if self.__name__ == "add" and initial is np._NoValue and where is True:
+            return ember.sum(array, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        if self.__name__ == "multiply" and initial is np._NoValue and where is True:
+            return ember.prod(array, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        kw = {} if initial is np._NoValue else {"initial": initial}
+        res = self._np.reduce(numpy_view(as_array(array)), axis=axis, dtype=dtype,
+                              keepdims=keepdims, where=where, **kw)
+        return _result(res, out)
+
+    def accumulate(self, array, axis=0, dtype=None, out=None):
+        """Running application along `axis` (``ember.add.accumulate`` is a cumsum)."""
+        res = self._np.accumulate(numpy_view(as_array(array)), axis=axis, dtype=dtype)
+        return _result(res, out)
+
+    def outer(self, a, b, **kwargs):
+        """The op applied to every pair (a[i...], b[j...]): result shape a.shape + b.shape."""
+        a, b = as_array(a), as_array(b)
+        return self(a.reshape(a.shape + (1,) * b.ndim), b, **kwargs)
+
+    def at(self, a, indices, b=None):
+        """Unbuffered in-place ``a[indices] op= b``: repeated indices accumulate.
+
+        >>> import ember
+        >>> x = ember.zeros(3); ember.add.at(x, [0, 0, 1], 1.0); x.tolist()
+        [2.0, 1.0, 0.0]
+        """
+        if not isinstance(a, ndarray):
+            raise TypeError(f"{self.__name__}.at: the first argument must be an ember array")
+        idx = _np_index(indices)
+        view = numpy_view(a)
+        if not view.flags.writeable:
+            raise ValueError(f"{self.__name__}.at: array is read-only")
+        if self.nin == 2:
+            if b is None:
+                raise TypeError(f"{self.__name__}.at: needs a second operand")
+            self._np.at(view, idx, numpy_view(as_array(b)) if isinstance(b, ndarray) else b)
+        else:
+            self._np.at(view, idx)
+        a._bump_version()
+
+
+def _np_index(key):
+    """Convert ember arrays inside an index to NumPy views (zero-copy)."""
+    if isinstance(key, ndarray):
+        return numpy_view(key)
+    if isinstance(key, tuple):
+        return tuple(_np_index(k) for k in key)
+    if isinstance(key, list):
+        return [numpy_view(k) if isinstance(k, ndarray) else k for k in key]
+    return key
+
+
+def _result(res, out):
+    res = np.asarray(res)
+    if out is None:
+        return wrap(res) if res.ndim else wrap(res.reshape(()))
+    numpy_view(out)[...] = res
+    out._bump_version()
+    return out
+
+
+# ---------------------------------------------------------------- the ufuncs
+
+_NIN = {name: (2 if name in (
+    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod", "power",
+    "maximum", "minimum", "fmax", "fmin", "arctan2", "hypot", "copysign", "nextafter",
+    "logaddexp", "logaddexp2", "heaviside", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "left_shift", "right_shift", "equal", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "logical_and", "logical_or", "logical_xor") else 1)
+    for name in _ew.op_names()}
+
+for _name in _ew.op_names():
+    globals()[_name] = ufunc(_name, _NIN[_name])
+    __all__.append(_name)
+
+_ALIASES = {
+    # Array API names
+    "abs": "absolute", "acos": "arccos", "acosh": "arccosh", "asin": "arcsin",
+    "asinh": "arcsinh", "atan": "arctan", "atan2": "arctan2", "atanh": "arctanh",
+    "bitwise_invert": "invert", "bitwise_left_shift": "left_shift",
+    "bitwise_right_shift": "right_shift", "pow": "power",
+    # NumPy names
+    "true_divide": "divide", "mod": "remainder", "fabs": "absolute", "degrees": "rad2deg",
+    "radians": "deg2rad", "bitwise_not": "invert",
+}
+for _alias, _target in _ALIASES.items():
+    globals()[_alias] = globals()[_target]
+    __all__.append(_alias)
+
+
+# ---------------------------------------------------------------- beyond the table
+
+def where(condition, x=None, y=None, /):
+    """Elements of x where condition is true, else of y (broadcast, promoted).
+
+    With only `condition`, the indices of its nonzero elements (``nonzero``).
+
+    >>> import ember
+    >>> ember.where(ember.asarray([True, False]), 1.0, ember.asarray([5.0, 6.0])).tolist()
+    [1.0, 6.0]
+    """
+    import ember
+    if x is None and y is None:
+        return ember.nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("where: either both or neither of x and y must be given")
+    c = as_array(condition)
+    dt = ember.result_type(*(v if isinstance(v, (builtins.bool, int, float, complex)) and
+                             not isinstance(v, np.generic) else as_array(v) for v in (x, y)))
+    try:
+        shape = np.broadcast_shapes(c.shape, np.shape(x) if not isinstance(x, ndarray) else x.shape,
+                                    np.shape(y) if not isinstance(y, ndarray) else y.shape)
+    except ValueError:
+        raise ValueError(f"where: operands could not be broadcast together with shapes "
+                         f"{shape_str(c.shape)} {shape_str(np.shape(x))} {shape_str(np.shape(y))}") from None
+    out = empty_raw(shape, dt)
+    ov = numpy_view(out)
+    xv = numpy_view(as_array(x)) if isinstance(x, ndarray) else x
+    yv = numpy_view(as_array(y)) if isinstance(y, ndarray) else y
+    ov[...] = yv
+    np.copyto(ov, xv, where=numpy_view(c).astype(builtins.bool, copy=False), casting="unsafe")
+    return out
+
+
+def clip(x, /, min=None, max=None, *, out=None, a_min=np._NoValue, a_max=np._NoValue):
+    """Limit values to [min, max] (either may be None); NaN propagates.
+
+    >>> import ember
+    >>> ember.clip(ember.asarray([-2, 0, 5]), 0, 3).tolist()
+    [0, 0, 3]
+    """
+    if a_min is not np._NoValue:
+        min = a_min
+    if a_max is not np._NoValue:
+        max = a_max
+    x = as_array(x)
+    res = x
+    if min is None and max is None:
+        return x.copy() if out is None else _assign_out(out, x)
+    if min is not None:
+        res = _ew.call_binary(_ew._op_index("maximum"), res, min, None)
+    if max is not None:
+        res = _ew.call_binary(_ew._op_index("minimum"), res, max, None)
+    if res.dtype != x.dtype and (isinstance(min, (int, float)) or isinstance(max, (int, float))):
+        # Array API: clip keeps x's dtype when the bounds are Python scalars
+        res = res.astype(x.dtype)
+    if out is not None:
+        return _assign_out(out, res)
+    return res
+
+
+def _assign_out(out, value):
+    out[...] = value
+    return out
+
+
+def round(x, /, decimals=0, out=None):
+    """Round half to even; `decimals` may be negative (NumPy's ``round``).
+
+    >>> import ember
+    >>> ember.round(ember.asarray([0.5, 1.5, 2.567]), decimals=0).tolist()
+    [0.0, 2.0, 3.0]
+    """
+    x = as_array(x)
+    if x.dtype.kind in "biu" and decimals >= 0:
+        return x.copy() if out is None else _assign_out(out, x)
+    if decimals == 0 and x.dtype.kind == "f":
+        return _ew.call_unary(_ew._op_index("rint"), x, out)
+    return _result(np.round(numpy_view(x), decimals), out)
+
+
+around = round
+
+
+def real(x, /):
+    """The real part (a copy for complex input; the array itself for real input).
+
+    >>> import ember
+    >>> ember.real(ember.asarray([1 + 2j])).tolist()
+    [1.0]
+    """
+    x = as_array(x)
+    if x.dtype.kind != "c":
+        return x
+    return wrap(numpy_view(x).real)
+
+
+def imag(x, /):
+    """The imaginary part (zeros for real input).
+
+    >>> import ember
+    >>> ember.imag(ember.asarray([1 + 2j])).tolist()
+    [2.0]
+    """
+    x = as_array(x)
+    if x.dtype.kind != "c":
+        from ember._api.creation import zeros_like
+        return zeros_like(x)
+    return wrap(numpy_view(x).imag)
+
+
+def conj(x, /, out=None):
+    """Complex conjugate (a copy of real input).
+
+    >>> import ember
+    >>> ember.conj(ember.asarray([1 + 2j])).tolist()
+    [(1-2j)]
+    """
+    x = as_array(x)
+    if x.dtype.kind != "c":
+        return x.copy() if out is None else _assign_out(out, x)
+    return _result(np.conjugate(numpy_view(x)), out)
+
+
+conjugate = conj
+
+
+def _np_pair(a, b):
+    return numpy_view(as_array(a)), numpy_view(as_array(b))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|``.
+
+    >>> import ember
+    >>> ember.isclose(ember.asarray([1.0, 2.0]), 1.0).tolist()
+    [True, False]
+    """
+    av, bv = _np_pair(a, b)
+    return wrap(np.asarray(np.isclose(av, bv, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True when every element is ``isclose``.
+
+    >>> import ember
+    >>> ember.allclose(ember.ones(3), 1.0 + 1e-9)
+    True
+    """
+    av, bv = _np_pair(a, b)
+    return builtins.bool(np.allclose(av, bv, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """True if both have the same shape and elements.
+
+    >>> import ember
+    >>> ember.array_equal(ember.arange(3), [0, 1, 2])
+    True
+    """
+    av, bv = _np_pair(a1, a2)
+    return builtins.bool(np.array_equal(av, bv, equal_nan=equal_nan))
+
+
+def array_equiv(a1, a2):
+    """True if the arrays are equal after broadcasting.
+
+    >>> import ember
+    >>> ember.array_equiv(ember.ones((2, 2)), 1.0)
+    True
+    """
+    av, bv = _np_pair(a1, a2)
+    return builtins.bool(np.array_equiv(av, bv))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN and infinities by finite numbers.
+
+    >>> import ember
+    >>> ember.nan_to_num(ember.asarray([float('nan'), 1.0])).tolist()
+    [0.0, 1.0]
+    """
+    x = as_array(x)
+    if not copy:
+        np.nan_to_num(numpy_view(x), copy=False, nan=nan, posinf=posinf, neginf=neginf)
+        x._bump_version()
+        return x
+    return wrap(np.nan_to_num(numpy_view(x), copy=True, nan=nan, posinf=posinf, neginf=neginf))
+
+
+def _np_unary(npfunc, doc_name):
+    def f(x, /, *args, **kwargs):
+        xa = as_array(x)
+        if xa.dtype.kind in "biu" and npfunc in (np.sinc, np.i0, np.angle):
+            xa = xa.astype(default_float_dtype())
+        return _result(npfunc(numpy_view(xa), *args, **kwargs), None)
+    f.__name__ = doc_name
+    f.__doc__ = (f"ember.{doc_name}: NumPy's ``{doc_name}`` computed on ember memory.\n\n"
+                 f"    >>> import ember\n    >>> ember.{doc_name}(ember.asarray([1.0])).shape\n    (1,)\n")
+    return f
+
+
+angle = _np_unary(np.angle, "angle")
+sinc = _np_unary(np.sinc, "sinc")
+fix = _np_unary(np.fix, "fix")
+i0 = _np_unary(np.i0, "i0")
+spacing = _np_unary(np.spacing, "spacing")
+isreal = _np_unary(np.isreal, "isreal")
+iscomplex = _np_unary(np.iscomplex, "iscomplex")
+isposinf = _np_unary(np.isposinf, "isposinf")
+isneginf = _np_unary(np.isneginf, "isneginf")
+
+
+def _np_binary(npfunc, doc_name):
+    def f(a, b, /):
+        av = numpy_view(as_array(a)) if isinstance(a, ndarray) or not np.isscalar(a) else a
+        bv = numpy_view(as_array(b)) if isinstance(b, ndarray) or not np.isscalar(b) else b
+        res = npfunc(av, bv)
+        if isinstance(res, tuple):
+            return tuple(_result(r, None) for r in res)
+        return _result(res, None)
+    f.__name__ = doc_name
+    f.__doc__ = (f"ember.{doc_name}: NumPy's ``{doc_name}`` computed on ember memory.\n\n"
+                 f"    >>> import ember\n    >>> ember.{doc_name}(ember.asarray([4]), ember.asarray([6])).shape\n    (1,)\n")
+    return f
+
+
+float_power = _np_binary(np.float_power, "float_power")
+divmod = _np_binary(np.divmod, "divmod")
+ldexp = _np_binary(np.ldexp, "ldexp")
+gcd = _np_binary(np.gcd, "gcd")
+lcm = _np_binary(np.lcm, "lcm")
+
+
+def frexp(x, /):
+    """Mantissa and exponent: ``x = m * 2**e``.
+
+    >>> import ember
+    >>> [a.tolist() for a in ember.frexp(ember.asarray([8.0]))]
+    [[0.5], [4]]
+    """
+    m, e = np.frexp(numpy_view(as_array(x)))
+    return _result(m, None), _result(e, None)
+
+
+def modf(x, /):
+    """Fractional and integral parts.
+
+    >>> import ember
+    >>> [a.tolist() for a in ember.modf(ember.asarray([2.5]))]
+    [[0.5], [2.0]]
+    """
+    f, i = np.modf(numpy_view(as_array(x)))
+    return _result(f, None), _result(i, None)
