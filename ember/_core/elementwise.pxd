@@ -16,6 +16,9 @@ cdef loop_fn get_cast(int src, int dst) noexcept
 cdef int broadcast_shapes2(ndarray a, ndarray b, int* ndim, Py_ssize_t* shape, str opname) except -1
 cdef void simplify(NdIter* it) noexcept nogil
 cdef void run(NdIter* it, loop_fn f) noexcept nogil
+cdef void run_range(NdIter* it, loop_fn f, Py_ssize_t start, Py_ssize_t stop) noexcept nogil
+cdef int write_scalar(char* buf, int code, object v) except -1
+cdef Py_ssize_t PAR_MIN
 cdef int setup_operand(NdIter* it, int k, ndarray x, int ndim) except -1
 cdef object binary(int op, object a, object b, object out)
 cdef object unary(int op, object a, object out)

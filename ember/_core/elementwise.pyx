@@ -106,7 +106,7 @@ cdef loop_fn get_cast(int src, int dst) noexcept:
 
 cdef int _nthreads = ember_omp_max_threads()
 # Below this many elements one thread is faster than waking the others.
-cdef Py_ssize_t PAR_MIN = 65536
+PAR_MIN = 65536
 # Above this many elements the GIL is released while the loop runs.
 cdef Py_ssize_t NOGIL_MIN = 8192
 
@@ -186,7 +186,7 @@ cdef void simplify(NdIter* it) noexcept nogil:
     it.ndim = n + 1
 
 
-cdef void _run_range(NdIter* it, loop_fn f, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+cdef void run_range(NdIter* it, loop_fn f, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
     """Run outer iterations [start, stop) of an N-d iteration (inner = last axis)."""
     cdef Py_ssize_t idx[MAXDIM]
     cdef char* p[3]
@@ -260,9 +260,9 @@ cdef void run(NdIter* it, loop_fn f) noexcept nogil:
             if hi > outer:
                 hi = outer
             if lo < hi:
-                _run_range(it, f, lo, hi)
+                run_range(it, f, lo, hi)
     else:
-        _run_range(it, f, 0, outer)
+        run_range(it, f, 0, outer)
 
 
 cdef inline void run_maybe_nogil(NdIter* it, loop_fn f, Py_ssize_t size):
