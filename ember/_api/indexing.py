@@ -1,2 +1,291 @@
-"""(to be written)"""
-__all__ = []
+"""Advanced indexing and index-based functions.
+
+Basic indexing (ints, slices, None, Ellipsis) is done in Cython by the array
+type and returns views.  Keys with integer or boolean arrays come here and
+follow NumPy's rules exactly: they run NumPy's indexing on a zero-copy view
+of ember's memory (the result of advanced indexing is always a copy; an
+assignment writes straight through the view).
+"""
+import builtins
+
+import numpy as np
+
+from ember._core.array import ndarray
+from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
+
+__all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "flatnonzero",
+           "compress", "extract", "index_add", "put", "place", "diag_indices", "tril_indices",
+           "triu_indices", "ix_", "select", "choose", "scatter_add", "index_select",
+           "masked_fill", "unravel_index", "ravel_multi_index"]
+
+
+def _np_key(key):
+    """The key with ember arrays (also inside tuples/lists) as NumPy views."""
+    if isinstance(key, ndarray):
+        return numpy_view(key)
+    if isinstance(key, tuple):
+        return tuple(_np_key(k) for k in key)
+    if isinstance(key, list):
+        if builtins.any(isinstance(k, ndarray) for k in key):
+            return [numpy_view(k) if isinstance(k, ndarray) else k for k in key]
+        return key
+    return key
+
+
+def _copy_of(np_arr):
+    np_arr = np.asarray(np_arr)
+    out = empty_raw(np_arr.shape, np_arr.dtype)
+    numpy_view(out)[...] = np_arr
+    return out
+
+
+def _getitem_advanced(x, key):
+    """x[key] for keys with integer/boolean arrays (NumPy semantics; a copy)."""
+    try:
+        res = numpy_view(x)[_np_key(key)]
+    except IndexError as e:
+        raise IndexError(f"index: {e} (array shape {shape_str(x.shape)})") from None
+    if isinstance(res, np.ndarray) and np.may_share_memory(res, numpy_view(x)):
+        return wrap(res)            # e.g. x[True]: NumPy returns a view
+    return _copy_of(res)
+
+
+def _setitem_advanced(x, key, value):
+    """x[key] = value for keys with integer/boolean arrays (writes through)."""
+    v = numpy_view(as_array(value)) if isinstance(value, ndarray) else value
+    try:
+        numpy_view(x)[_np_key(key)] = v
+    except IndexError as e:
+        raise IndexError(f"index assignment: {e} (array shape {shape_str(x.shape)})") from None
+    except ValueError as e:
+        raise ValueError(f"index assignment: {e}") from None
+
+
+def take(x, indices, /, *, axis=None, out=None, mode="raise"):
+    """Elements at `indices` along `axis` (the flattened array when axis is None).
+
+    >>> import ember
+    >>> ember.take(ember.asarray([[1, 2], [3, 4]]), ember.asarray([1, 0]), axis=1).tolist()
+    [[2, 1], [4, 3]]
+    """
+    x = as_array(x)
+    idx = numpy_view(as_array(indices)) if not isinstance(indices, (int, np.integer)) else indices
+    if axis is not None:
+        axis = normalize_axis(axis, x.ndim, "take")
+    try:
+        res = np.take(numpy_view(x), idx, axis=axis, mode=mode)
+    except IndexError as e:
+        raise IndexError(f"take: {e}") from None
+    res = _copy_of(res)
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
+def index_select(x, dim, index):
+    """PyTorch's ``index_select``: ``take`` along `dim` with a 1-d index."""
+    return take(x, index, axis=dim)
+
+
+def take_along_axis(x, indices, /, axis=-1):
+    """Pick values with an index array that matches x's shape except along `axis`.
+
+    >>> import ember
+    >>> x = ember.asarray([[10, 30, 20]]); i = ember.argsort(x, axis=1)
+    >>> ember.take_along_axis(x, i, axis=1).tolist()
+    [[10, 20, 30]]
+    """
+    x = as_array(x)
+    try:
+        return _copy_of(np.take_along_axis(numpy_view(x), numpy_view(as_array(indices)), axis=axis))
+    except (IndexError, ValueError) as e:
+        raise type(e)(f"take_along_axis: {e}") from None
+
+
+def put_along_axis(x, indices, values, /, axis):
+    """In place: ``x[..., indices, ...] = values`` along `axis` (the counterpart of take_along_axis).
+
+    >>> import ember
+    >>> x = ember.zeros((1, 3)); ember.put_along_axis(x, ember.asarray([[2]]), 5.0, axis=1); x.tolist()
+    [[0.0, 0.0, 5.0]]
+    """
+    if not isinstance(x, ndarray):
+        raise TypeError("put_along_axis: x must be an ember array (it is modified in place)")
+    v = numpy_view(as_array(values)) if isinstance(values, ndarray) else values
+    try:
+        np.put_along_axis(numpy_view(x), numpy_view(as_array(indices)), v, axis=axis)
+    except (IndexError, ValueError) as e:
+        raise type(e)(f"put_along_axis: {e}") from None
+    x._bump_version()
+
+
+def nonzero(x, /):
+    """Indices of the nonzero elements, one int64 array per dimension.
+
+    >>> import ember
+    >>> [a.tolist() for a in ember.nonzero(ember.asarray([[0, 1], [2, 0]]))]
+    [[0, 1], [1, 0]]
+    """
+    x = as_array(x)
+    if x.ndim == 0:
+        raise ValueError("nonzero: calling nonzero on 0d arrays is not allowed; "
+                         "use atleast_1d(x).nonzero() instead")
+    return tuple(_copy_of(i.astype(np.int64)) for i in np.nonzero(numpy_view(x)))
+
+
+def argwhere(x, /):
+    """Indices of nonzero elements, one row per element.
+
+    >>> import ember
+    >>> ember.argwhere(ember.asarray([0, 3, 0, 4])).tolist()
+    [[1], [3]]
+    """
+    return _copy_of(np.argwhere(numpy_view(as_array(x))).astype(np.int64))
+
+
+def flatnonzero(x, /):
+    """Indices of nonzero elements of the flattened array.
+
+    >>> import ember
+    >>> ember.flatnonzero(ember.asarray([[0, 1], [1, 0]])).tolist()
+    [1, 2]
+    """
+    return _copy_of(np.flatnonzero(numpy_view(as_array(x))).astype(np.int64))
+
+
+def compress(condition, x, axis=None):
+    """Slices of x where `condition` is true along `axis`.
+
+    >>> import ember
+    >>> ember.compress([True, False, True], ember.arange(3)).tolist()
+    [0, 2]
+    """
+    c = numpy_view(as_array(condition))
+    return _copy_of(np.compress(c, numpy_view(as_array(x)), axis=axis))
+
+
+def extract(condition, x):
+    """Elements of x where condition is true (flattened)."""
+    return _copy_of(np.extract(numpy_view(as_array(condition)), numpy_view(as_array(x))))
+
+
+def place(x, mask, vals):
+    """In place: put `vals` (cycled) where `mask` is true."""
+    np.place(numpy_view(x), numpy_view(as_array(mask)), numpy_view(as_array(vals)))
+    x._bump_version()
+
+
+def put(x, indices, values, mode="raise"):
+    """In place: ``x.flat[indices] = values``."""
+    np.put(numpy_view(x), numpy_view(as_array(indices)), numpy_view(as_array(values)), mode=mode)
+    x._bump_version()
+
+
+def index_add(x, axis, index, source, *, alpha=1):
+    """A copy of x with ``source`` added at ``index`` along `axis`; repeated
+    indices accumulate (PyTorch's ``index_add``; unbuffered, like ``add.at``).
+
+    >>> import ember
+    >>> ember.index_add(ember.zeros(3), 0, ember.asarray([0, 0, 2]), ember.ones(3)).tolist()
+    [2.0, 0.0, 1.0]
+    """
+    x = as_array(x)
+    ax = normalize_axis(axis, x.ndim, "index_add")
+    idx = numpy_view(as_array(index))
+    if idx.ndim != 1:
+        raise ValueError(f"index_add: index must be 1-dimensional, got shape {idx.shape}")
+    src = as_array(source)
+    expected = x.shape[:ax] + (idx.shape[0],) + x.shape[ax + 1:]
+    if src.shape != expected:
+        raise ValueError(f"index_add: source has shape {shape_str(src.shape)}, expected "
+                         f"{shape_str(expected)} for x of shape {shape_str(x.shape)} and "
+                         f"{idx.shape[0]} indices along axis {ax}")
+    out = x.copy()
+    sv = numpy_view(src)
+    if alpha != 1:
+        sv = sv * alpha
+    key = (slice(None),) * ax + (idx,)
+    try:
+        np.add.at(numpy_view(out), key, sv)
+    except IndexError as e:
+        raise IndexError(f"index_add: {e}") from None
+    return out
+
+
+def scatter_add(x, axis, index, src):
+    """PyTorch's ``scatter_add``: a copy of x with src added at positions given by
+    `index` (same shape as src) along `axis`; duplicates accumulate.
+
+    >>> import ember
+    >>> ember.scatter_add(ember.zeros(3), 0, ember.asarray([2, 2]), ember.ones(2)).tolist()
+    [0.0, 0.0, 2.0]
+    """
+    x = as_array(x)
+    ax = normalize_axis(axis, x.ndim, "scatter_add")
+    idx = numpy_view(as_array(index))
+    s = numpy_view(as_array(src))
+    if idx.shape != s.shape:
+        raise ValueError(f"scatter_add: index shape {shape_str(idx.shape)} must match src shape "
+                         f"{shape_str(s.shape)}")
+    out = x.copy()
+    grids = list(np.indices(idx.shape, sparse=True))
+    grids[ax] = idx
+    np.add.at(numpy_view(out), tuple(grids), s)
+    return out
+
+
+def masked_fill(x, mask, value):
+    """A copy of x with `value` where `mask` is true (PyTorch's ``masked_fill``).
+
+    >>> import ember
+    >>> ember.masked_fill(ember.zeros(3), ember.asarray([True, False, True]), 1.0).tolist()
+    [1.0, 0.0, 1.0]
+    """
+    from ember._api.elementwise import where
+    x = as_array(x)
+    return where(mask, value, x).astype(x.dtype, copy=False)
+
+
+def diag_indices(n, ndim=2):
+    """Indices of the main diagonal of an n x ... x n array."""
+    return tuple(_copy_of(i.astype(np.int64)) for i in np.diag_indices(n, ndim))
+
+
+def tril_indices(n, k=0, m=None):
+    """Indices of the lower triangle of an (n, m) array."""
+    return tuple(_copy_of(i.astype(np.int64)) for i in np.tril_indices(n, k, m))
+
+
+def triu_indices(n, k=0, m=None):
+    """Indices of the upper triangle of an (n, m) array."""
+    return tuple(_copy_of(i.astype(np.int64)) for i in np.triu_indices(n, k, m))
+
+
+def ix_(*args):
+    """Open mesh index arrays for cross-product indexing."""
+    return tuple(wrap(a) for a in np.ix_(*[numpy_view(as_array(a)) for a in args]))
+
+
+def select(condlist, choicelist, default=0):
+    """Elements from `choicelist` by the first true condition."""
+    return _copy_of(np.select([numpy_view(as_array(c)) for c in condlist],
+                              [numpy_view(as_array(c)) for c in choicelist], default))
+
+
+def choose(a, choices, mode="raise"):
+    """Build an array from an index array and a list of choices."""
+    return _copy_of(np.choose(numpy_view(as_array(a)), [numpy_view(as_array(c)) for c in choices],
+                              mode=mode))
+
+
+def unravel_index(indices, shape):
+    """Flat indices -> tuple of coordinate arrays."""
+    return tuple(_copy_of(np.asarray(i, dtype=np.int64)) for i in
+                 np.unravel_index(numpy_view(as_array(indices)), shape))
+
+
+def ravel_multi_index(multi_index, dims, mode="raise"):
+    """Coordinate arrays -> flat indices."""
+    return _copy_of(np.asarray(np.ravel_multi_index(tuple(numpy_view(as_array(i)) for i in multi_index),
+                                                    dims, mode=mode), dtype=np.int64))
