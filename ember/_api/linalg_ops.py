@@ -1,2 +1,256 @@
-"""(to be written)"""
-__all__ = []
+"""Linear algebra in the main namespace: matmul (BLAS), dot, tensordot, einsum...
+
+GEMM runs in the BLAS that NumPy links: the result is allocated by ember and
+NumPy's matmul writes into it through a zero-copy view, so ``a @ b`` costs
+what NumPy's does and the memory comes from ember's allocator.
+"""
+import builtins
+
+import numpy as np
+
+from ember._core import array as _array
+from ember._core.array import ndarray
+from ember._core.dtypes import default_float_dtype
+from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
+
+__all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot",
+           "matrix_transpose", "trace", "diagonal", "kron", "cross"]
+
+
+def _promote(a, b):
+    import ember
+    dt = ember.result_type(a, b)
+    return (a if a.dtype == dt else a.astype(dt)), (b if b.dtype == dt else b.astype(dt))
+
+
+def matmul(x1, x2, /, *, out=None):
+    """Matrix product with NumPy's rules: batched over leading axes (broadcast),
+    1-d operands promoted to matrices and the added axis removed.
+
+    >>> import ember
+    >>> (ember.ones((2, 3)) @ ember.ones((3, 4))).shape
+    (2, 4)
+    """
+    a, b = as_array(x1), as_array(x2)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: input operands must not be scalars (0-d), got shapes "
+                         f"{shape_str(a.shape)} {shape_str(b.shape)}")
+    ka = a.shape[-1]
+    kb = b.shape[-2] if b.ndim >= 2 else b.shape[0]
+    if ka != kb:
+        raise ValueError(f"matmul: input operand 1 has a mismatch in its core dimension 0 "
+                         f"(size {kb} is different from {ka}); shapes {shape_str(a.shape)} "
+                         f"{shape_str(b.shape)}")
+    a, b = _promote(a, b)
+    batch_a = a.shape[:-2] if a.ndim >= 2 else ()
+    batch_b = b.shape[:-2] if b.ndim >= 2 else ()
+    try:
+        batch = np.broadcast_shapes(batch_a, batch_b)
+    except ValueError:
+        raise ValueError(f"matmul: batch dimensions could not be broadcast together, shapes "
+                         f"{shape_str(a.shape)} {shape_str(b.shape)}") from None
+    shape = batch + ((a.shape[-2],) if a.ndim >= 2 else ()) + ((b.shape[-1],) if b.ndim >= 2 else ())
+    if out is None:
+        out = empty_raw(shape, a.dtype)
+    elif out.shape != shape:
+        raise ValueError(f"matmul: output array has shape {shape_str(out.shape)}, expected {shape_str(shape)}")
+    if a.dtype.kind == "b":
+        np.copyto(numpy_view(out), np.matmul(numpy_view(a), numpy_view(b)))
+    else:
+        np.matmul(numpy_view(a), numpy_view(b), out=numpy_view(out))
+    return out
+
+
+def dot(a, b, out=None):
+    """NumPy's dot: inner product of vectors, matrix product of 2-d arrays,
+    sum product over the last axis of a and second-to-last of b in general.
+
+    >>> import ember
+    >>> ember.dot(ember.asarray([1, 2]), ember.asarray([3, 4])).item()
+    11
+    """
+    a, b = as_array(a), as_array(b)
+    if a.ndim <= 2 and b.ndim <= 2 and a.ndim and b.ndim:
+        return matmul(a, b, out=out)
+    a, b = _promote(a, b)
+    try:
+        res = np.dot(numpy_view(a), numpy_view(b))
+    except ValueError as e:
+        raise ValueError(f"dot: {e} (shapes {shape_str(a.shape)} {shape_str(b.shape)})") from None
+    return _to_ember(res, out)
+
+
+def _to_ember(res, out=None):
+    res = np.asarray(res)
+    if out is None:
+        o = empty_raw(res.shape, res.dtype)
+    else:
+        o = out
+    numpy_view(o)[...] = res
+    return o
+
+
+def vdot(a, b, /):
+    """Dot product of the flattened arrays, conjugating the first.
+
+    >>> import ember
+    >>> ember.vdot(ember.asarray([1j]), ember.asarray([1j])).item()
+    (1+0j)
+    """
+    a, b = _promote(as_array(a), as_array(b))
+    return _to_ember(np.vdot(numpy_view(a), numpy_view(b)))
+
+
+def inner(a, b, /):
+    """Inner product over the last axes.
+
+    >>> import ember
+    >>> ember.inner(ember.ones(3), ember.ones(3)).item()
+    3.0
+    """
+    a, b = _promote(as_array(a), as_array(b))
+    return _to_ember(np.inner(numpy_view(a), numpy_view(b)))
+
+
+def outer(x1, x2, /):
+    """Outer product of two vectors (flattened).
+
+    >>> import ember
+    >>> ember.outer(ember.asarray([1, 2]), ember.asarray([3, 4])).tolist()
+    [[3, 4], [6, 8]]
+    """
+    a, b = as_array(x1), as_array(x2)
+    a = a.reshape(-1, 1)
+    b = b.reshape(1, -1)
+    return a * b
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    """Sum products over the given axes (an int n: last n of x1 with first n of x2).
+
+    >>> import ember
+    >>> ember.tensordot(ember.ones((2, 3)), ember.ones((3, 4)), axes=1).shape
+    (2, 4)
+    """
+    a, b = _promote(as_array(x1), as_array(x2))
+    try:
+        res = np.tensordot(numpy_view(a), numpy_view(b), axes=axes)
+    except (ValueError, IndexError) as e:
+        raise ValueError(f"tensordot: {e} (shapes {shape_str(a.shape)} {shape_str(b.shape)})") from None
+    return _to_ember(res)
+
+
+def einsum(subscripts, *operands, out=None, dtype=None, optimize=True):
+    """Einstein summation (NumPy's subscripts; contractions go to BLAS with optimize=True).
+
+    >>> import ember
+    >>> ember.einsum("ij,jk->ik", ember.ones((2, 3)), ember.ones((3, 2))).tolist()
+    [[3.0, 3.0], [3.0, 3.0]]
+    """
+    ops = [numpy_view(as_array(o)) for o in operands]
+    try:
+        res = np.einsum(subscripts, *ops, dtype=dtype, optimize=optimize)
+    except ValueError as e:
+        raise ValueError(f"einsum: {e}") from None
+    return _to_ember(res, out)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """Dot product of vectors along `axis` (conjugating x1), broadcasting the rest.
+
+    >>> import ember
+    >>> ember.vecdot(ember.ones((2, 3)), ember.ones(3)).tolist()
+    [3.0, 3.0]
+    """
+    import ember
+    a, b = _promote(as_array(x1), as_array(x2))
+    nd = builtins.max(a.ndim, b.ndim)
+    if not -nd <= axis < 0:
+        axis = normalize_axis(axis, nd, "vecdot") - nd
+    if a.shape[axis] != b.shape[axis] if (a.ndim >= -axis and b.ndim >= -axis) else True:
+        raise ValueError(f"vecdot: the sizes of axis {axis} must match, got shapes "
+                         f"{shape_str(a.shape)} {shape_str(b.shape)}")
+    if a.dtype.kind == "c":
+        a = ember.conj(a)
+    return ember.sum(a * b, axis=axis)
+
+
+def matrix_transpose(x, /):
+    """Swap the last two axes (a view).
+
+    >>> import ember
+    >>> ember.matrix_transpose(ember.zeros((5, 2, 3))).shape
+    (5, 3, 2)
+    """
+    x = as_array(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose: input must have at least 2 dimensions, got shape {x.shape}")
+    return x.mT
+
+
+def diagonal(x, /, offset=0, axis1=0, axis2=1):
+    """The diagonal along axis1/axis2 (a view; NumPy's defaults axis1=0, axis2=1).
+
+    >>> import ember
+    >>> ember.diagonal(ember.arange(9).reshape(3, 3)).tolist()
+    [0, 4, 8]
+    """
+    x = as_array(x)
+    if x.ndim < 2:
+        raise ValueError(f"diagonal: input must have at least 2 dimensions, got shape {x.shape}")
+    a1 = normalize_axis(axis1, x.ndim, "diagonal")
+    a2 = normalize_axis(axis2, x.ndim, "diagonal")
+    if a1 == a2:
+        raise ValueError("diagonal: axis1 and axis2 cannot be the same")
+    n1, n2 = x.shape[a1], x.shape[a2]
+    s1, s2 = x.strides[a1], x.strides[a2]
+    off = _array._storage_offset_bytes(x)
+    if offset >= 0:
+        length = builtins.max(0, builtins.min(n1, n2 - offset))
+        if length:
+            off += offset * s2
+    else:
+        length = builtins.max(0, builtins.min(n1 + offset, n2))
+        if length:
+            off -= offset * s1
+    rest = [i for i in range(x.ndim) if i not in (a1, a2)]
+    shape = tuple(x.shape[i] for i in rest) + (length,)
+    strides = tuple(x.strides[i] for i in rest) + (s1 + s2,)
+    return _array._as_strided(x, shape, strides, off)
+
+
+def trace(x, /, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """Sum along a diagonal (NumPy's axis defaults).
+
+    >>> import ember
+    >>> ember.trace(ember.eye(3)).item()
+    3.0
+    """
+    import ember
+    d = diagonal(x, offset=offset, axis1=axis1, axis2=axis2)
+    return ember.sum(d, axis=-1, dtype=dtype, out=out)
+
+
+def kron(a, b):
+    """Kronecker product.
+
+    >>> import ember
+    >>> ember.kron(ember.eye(2), ember.ones((1, 2))).shape
+    (2, 4)
+    """
+    a, b = _promote(as_array(a), as_array(b))
+    return _to_ember(np.kron(numpy_view(a), numpy_view(b)))
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """Cross product of 3-element vectors along `axis` (Array API semantics).
+
+    >>> import ember
+    >>> ember.cross(ember.asarray([1.0, 0, 0]), ember.asarray([0.0, 1, 0])).tolist()
+    [0.0, 0.0, 1.0]
+    """
+    a, b = _promote(as_array(x1), as_array(x2))
+    if a.shape[axis] != 3 or b.shape[axis] != 3:
+        raise ValueError(f"cross: vectors along axis {axis} must have 3 elements, got shapes "
+                         f"{shape_str(a.shape)} {shape_str(b.shape)}")
+    return _to_ember(np.cross(numpy_view(a), numpy_view(b), axis=axis))
