@@ -1,1 +1,349 @@
-"""ember.linalg (to be written)."""
+"""ember.linalg: the Array API linear-algebra extension.
+
+Factorisations run LAPACK through NumPy on zero-copy views of ember memory;
+results are ember arrays.  Integer inputs are computed in the default float
+dtype (float32).  Singular matrices raise ``LinAlgError``.
+
+>>> import ember
+>>> a = ember.asarray([[2.0, 0.0], [0.0, 4.0]])
+>>> ember.linalg.inv(a).tolist()
+[[0.5, 0.0], [0.0, 0.25]]
+"""
+from collections import namedtuple
+
+import numpy as np
+
+from ember._core.dtypes import default_float_dtype
+from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str
+from ember._api.linalg_ops import (matmul, tensordot, vecdot, matrix_transpose, diagonal,
+                                   trace as _trace, outer, cross)
+
+__all__ = ["norm", "vector_norm", "matrix_norm", "inv", "solve", "det", "slogdet", "cholesky",
+           "qr", "svd", "svdvals", "eigh", "eigvalsh", "eig", "eigvals", "pinv", "matrix_rank",
+           "matrix_power", "cross", "lstsq", "outer", "tensordot", "vecdot", "matmul",
+           "diagonal", "trace", "matrix_transpose", "LinAlgError", "multi_dot", "cond"]
+
+LinAlgError = np.linalg.LinAlgError
+
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+QRResult = namedtuple("QRResult", ["Q", "R"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singular_values"])
+
+
+def _float_view(x, opname, min_ndim=2, square=False):
+    x = as_array(x)
+    if x.dtype.kind in "biu":
+        x = x.astype(default_float_dtype())
+    if x.dtype == np.float16:
+        x = x.astype(np.float32)
+    if x.ndim < min_ndim:
+        raise ValueError(f"{opname}: input must have at least {min_ndim} dimensions, got shape "
+                         f"{shape_str(x.shape)}")
+    if square and x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"{opname}: last two dimensions must be square, got shape {shape_str(x.shape)}")
+    return x, numpy_view(x)
+
+
+def _ember(res, dtype=None):
+    res = np.asarray(res)
+    if dtype is not None and res.dtype != dtype:
+        res = res.astype(dtype)
+    out = empty_raw(res.shape, res.dtype)
+    numpy_view(out)[...] = res
+    return out
+
+
+def _call(opname, fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except LinAlgError as e:
+        raise LinAlgError(f"{opname}: {e}") from None
+
+
+def inv(x, /):
+    """Inverse of each square matrix in the stack.
+
+    >>> import ember
+    >>> ember.linalg.inv(ember.eye(2) * 2).tolist()
+    [[0.5, 0.0], [0.0, 0.5]]
+    """
+    x, v = _float_view(x, "inv", square=True)
+    return _ember(_call("inv", np.linalg.inv, v), x.dtype)
+
+
+def solve(x1, x2, /):
+    """Solve ``x1 @ y = x2`` (x2 a vector only when 1-d, Array API 2024.12 rule).
+
+    >>> import ember
+    >>> ember.linalg.solve(ember.eye(2) * 2, ember.asarray([2.0, 4.0])).tolist()
+    [1.0, 2.0]
+    """
+    a, av = _float_view(x1, "solve", square=True)
+    b = as_array(x2)
+    if b.dtype.kind in "biu":
+        b = b.astype(a.dtype)
+    bv = numpy_view(b)
+    if b.ndim == 1:
+        if b.shape[0] != a.shape[-1]:
+            raise ValueError(f"solve: x2 has {b.shape[0]} rows, x1 has shape {shape_str(a.shape)}")
+        res = _call("solve", np.linalg.solve, av, bv[..., None])[..., 0]
+    else:
+        if b.shape[-2] != a.shape[-1]:
+            raise ValueError(f"solve: shapes {shape_str(a.shape)} and {shape_str(b.shape)} are not "
+                             f"compatible (x2.shape[-2] must equal x1.shape[-1])")
+        res = _call("solve", np.linalg.solve, av, bv)
+    return _ember(res, np.result_type(a.dtype, b.dtype))
+
+
+def det(x, /):
+    """Determinant of each square matrix.
+
+    >>> import ember
+    >>> ember.linalg.det(ember.asarray([[1.0, 2.0], [3.0, 4.0]])).item()
+    -2.0
+    """
+    x, v = _float_view(x, "det", square=True)
+    return _ember(np.linalg.det(v), x.dtype)
+
+
+def slogdet(x, /):
+    """Sign and log-absolute-determinant, as ``(sign, logabsdet)``.
+
+    >>> import ember
+    >>> ember.linalg.slogdet(ember.eye(2) * 3).sign.item()
+    1.0
+    """
+    x, v = _float_view(x, "slogdet", square=True)
+    s, l = np.linalg.slogdet(v)
+    return SlogdetResult(_ember(s, x.dtype), _ember(l, np.finfo(x.dtype).dtype))
+
+
+def cholesky(x, /, *, upper=False):
+    """Cholesky factor L (``x = L @ L^H``), or U with ``upper=True``.
+
+    >>> import ember
+    >>> ember.linalg.cholesky(ember.eye(2) * 4).tolist()
+    [[2.0, 0.0], [0.0, 2.0]]
+    """
+    x, v = _float_view(x, "cholesky", square=True)
+    L = _call("cholesky", np.linalg.cholesky, v)
+    if upper:
+        L = np.conj(np.swapaxes(L, -1, -2))
+    return _ember(L, x.dtype)
+
+
+def qr(x, /, *, mode="reduced"):
+    """QR factorisation (``mode`` 'reduced' or 'complete').
+
+    >>> import ember
+    >>> q, r = ember.linalg.qr(ember.eye(2)); q.shape, r.shape
+    ((2, 2), (2, 2))
+    """
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
+    x, v = _float_view(x, "qr")
+    q, r = np.linalg.qr(v, mode=mode)
+    return QRResult(_ember(q, x.dtype), _ember(r, x.dtype))
+
+
+def svd(x, /, *, full_matrices=True):
+    """Singular value decomposition ``x = U @ diag(S) @ Vh``.
+
+    >>> import ember
+    >>> ember.linalg.svd(ember.eye(3)).S.tolist()
+    [1.0, 1.0, 1.0]
+    """
+    x, v = _float_view(x, "svd")
+    u, s, vh = _call("svd", np.linalg.svd, v, full_matrices=full_matrices)
+    return SVDResult(_ember(u, x.dtype), _ember(s, np.finfo(x.dtype).dtype), _ember(vh, x.dtype))
+
+
+def svdvals(x, /):
+    """Singular values, in descending order.
+
+    >>> import ember
+    >>> ember.linalg.svdvals(ember.eye(2) * 3).tolist()
+    [3.0, 3.0]
+    """
+    x, v = _float_view(x, "svdvals")
+    return _ember(_call("svdvals", np.linalg.svd, v, compute_uv=False), np.finfo(x.dtype).dtype)
+
+
+def eigh(x, /, *, UPLO="L"):
+    """Eigenvalues (ascending) and eigenvectors of Hermitian matrices.
+
+    >>> import ember
+    >>> ember.linalg.eigh(ember.eye(2) * 2).eigenvalues.tolist()
+    [2.0, 2.0]
+    """
+    x, v = _float_view(x, "eigh", square=True)
+    w, vec = _call("eigh", np.linalg.eigh, v, UPLO=UPLO)
+    return EighResult(_ember(w, np.finfo(x.dtype).dtype), _ember(vec, x.dtype))
+
+
+def eigvalsh(x, /, *, UPLO="L"):
+    """Eigenvalues (ascending) of Hermitian matrices.
+
+    >>> import ember
+    >>> ember.linalg.eigvalsh(ember.eye(2)).tolist()
+    [1.0, 1.0]
+    """
+    x, v = _float_view(x, "eigvalsh", square=True)
+    return _ember(_call("eigvalsh", np.linalg.eigvalsh, v, UPLO=UPLO), np.finfo(x.dtype).dtype)
+
+
+def eig(x, /):
+    """Eigenvalues and right eigenvectors of general square matrices (complex results)."""
+    x, v = _float_view(x, "eig", square=True)
+    w, vec = _call("eig", np.linalg.eig, v)
+    return EigResult(_ember(w), _ember(vec))
+
+
+def eigvals(x, /):
+    """Eigenvalues of general square matrices."""
+    x, v = _float_view(x, "eigvals", square=True)
+    return _ember(_call("eigvals", np.linalg.eigvals, v))
+
+
+def pinv(x, /, *, rtol=None, hermitian=False):
+    """Moore-Penrose pseudo-inverse.
+
+    >>> import ember
+    >>> ember.linalg.pinv(ember.eye(2) * 2).tolist()
+    [[0.5, 0.0], [0.0, 0.5]]
+    """
+    x, v = _float_view(x, "pinv")
+    kw = {} if rtol is None else {"rtol": rtol}
+    return _ember(np.linalg.pinv(v, hermitian=hermitian, **kw), x.dtype)
+
+
+def matrix_rank(x, /, *, rtol=None, tol=None, hermitian=False):
+    """Rank from the singular values above the tolerance.
+
+    >>> import ember
+    >>> ember.linalg.matrix_rank(ember.eye(3)).item()
+    3
+    """
+    x, v = _float_view(x, "matrix_rank")
+    kw = {}
+    if rtol is not None:
+        kw["rtol"] = rtol
+    if tol is not None:
+        kw["tol"] = tol
+    return _ember(np.asarray(np.linalg.matrix_rank(v, hermitian=hermitian, **kw), dtype=np.int64))
+
+
+def matrix_power(x, n, /):
+    """x raised to the integer power n (n < 0 inverts).
+
+    >>> import ember
+    >>> ember.linalg.matrix_power(ember.eye(2) * 2, 3).tolist()
+    [[8.0, 0.0], [0.0, 8.0]]
+    """
+    x = as_array(x)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"matrix_power: input must be square matrices, got shape {shape_str(x.shape)}")
+    return _ember(_call("matrix_power", np.linalg.matrix_power, numpy_view(x), n))
+
+
+def lstsq(a, b, /, rcond=None):
+    """Least-squares solution of ``a @ x = b`` (solution, residuals, rank, singular values).
+
+    >>> import ember
+    >>> ember.linalg.lstsq(ember.eye(2), ember.asarray([1.0, 2.0])).solution.tolist()
+    [1.0, 2.0]
+    """
+    a, av = _float_view(a, "lstsq")
+    b = as_array(b)
+    if b.dtype.kind in "biu":
+        b = b.astype(a.dtype)
+    x, res, rank, sv = np.linalg.lstsq(av, numpy_view(b), rcond=rcond)
+    return LstsqResult(_ember(x), _ember(res), int(rank), _ember(sv))
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """Vector p-norm over the axes (the flattened array when axis is None).
+
+    >>> import ember
+    >>> ember.linalg.vector_norm(ember.asarray([3.0, 4.0])).item()
+    5.0
+    """
+    x = as_array(x)
+    if x.dtype.kind in "biu":
+        x = x.astype(default_float_dtype())
+    v = numpy_view(x)
+    if axis is None:
+        v = v.reshape(-1)
+        res = np.linalg.norm(v, ord=ord)
+        if keepdims:
+            res = np.reshape(res, (1,) * x.ndim)
+    else:
+        res = np.linalg.norm(v, ord=ord, axis=axis, keepdims=keepdims) if isinstance(axis, int) or \
+            len(axis) == 1 else _vector_norm_axes(v, ord, tuple(axis), keepdims)
+    return _ember(res, np.finfo(x.dtype).dtype)
+
+
+def _vector_norm_axes(v, ord, axes, keepdims):
+    moved = np.moveaxis(v, axes, tuple(range(-len(axes), 0)))
+    flat = moved.reshape(moved.shape[:moved.ndim - len(axes)] + (-1,))
+    res = np.linalg.norm(flat, ord=ord, axis=-1)
+    if keepdims:
+        for a in sorted(a % v.ndim for a in axes):
+            res = np.expand_dims(res, a)
+    return res
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """Matrix norm over the last two axes ('fro', 'nuc', 1, -1, 2, -2, inf, -inf).
+
+    >>> import ember
+    >>> ember.linalg.matrix_norm(ember.eye(2)).item() == 2 ** 0.5
+    True
+    """
+    x, v = _float_view(x, "matrix_norm")
+    return _ember(np.linalg.norm(v, ord=ord, axis=(-2, -1), keepdims=keepdims),
+                  np.finfo(x.dtype).dtype)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """NumPy's ``linalg.norm`` (vector or matrix norm depending on ord/axis).
+
+    >>> import ember
+    >>> ember.linalg.norm(ember.asarray([[3.0, 4.0]])).item()
+    5.0
+    """
+    x = as_array(x)
+    if x.dtype.kind in "biu":
+        x = x.astype(default_float_dtype())
+    return _ember(np.linalg.norm(numpy_view(x), ord=ord, axis=axis, keepdims=keepdims),
+                  np.finfo(x.dtype).dtype)
+
+
+def cond(x, p=None):
+    """Condition number."""
+    x, v = _float_view(x, "cond")
+    return _ember(np.linalg.cond(v, p))
+
+
+def multi_dot(arrays):
+    """Chained matrix product in the cheapest order."""
+    return _ember(np.linalg.multi_dot([numpy_view(as_array(a)) for a in arrays]))
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """Array API trace: over the last two axes.
+
+    >>> import ember
+    >>> ember.linalg.trace(ember.eye(3)).item()
+    3.0
+    """
+    return _trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset=0):
+    """Array API diagonal: over the last two axes (a view)."""
+    from ember._api.linalg_ops import diagonal as _diag
+    return _diag(x, offset=offset, axis1=-2, axis2=-1)
