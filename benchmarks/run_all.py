@@ -1,0 +1,83 @@
+"""Run every ember benchmark, print the tables and publish them in README.md.
+
+    python benchmarks/run_all.py            # full run (~1-3 minutes), rewrites README.md
+    python benchmarks/run_all.py --no-write # print only
+    python benchmarks/run_all.py --quick    # tiny sizes, a few seconds, print only
+
+The tables replace whatever stands between ``<!-- results:start -->`` and
+``<!-- results:end -->`` in benchmarks/README.md.
+"""
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import harness  # noqa: E402
+import bench_core  # noqa: E402
+import bench_allocator  # noqa: E402
+
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+COMMAND = "python benchmarks/run_all.py"
+
+
+def summary(rows):
+    """One line per target: met, not met, or not measurable."""
+    met = [r["case"] for r in rows if r["target"] != "-" and r["met"] is True]
+    missed = [r["case"] for r in rows if r["target"] != "-" and r["met"] is False]
+    na = [r["case"] for r in rows if r["target"] != "-" and r["met"] is None]
+    lines = [f"- targets met ({len(met)}): " + ("; ".join(met) or "none"),
+             f"- targets NOT met ({len(missed)}): " + ("; ".join(missed) or "none")]
+    if na:
+        lines.append(f"- not measurable ({len(na)}: ember failed or a reference is missing): "
+                     + "; ".join(na))
+    return "\n".join(lines)
+
+
+def render(env, core_rows, alloc_rows, seconds):
+    return "\n".join([
+        f"Command: `{COMMAND}` (from the repository root; took {seconds:.0f} s).",
+        "",
+        harness.environment_markdown(env),
+        "",
+        "### Core cases (medians; times per call)",
+        "",
+        harness.markdown_table(core_rows),
+        "",
+        summary(core_rows),
+        "",
+        "### Caching allocator (`benchmarks/bench_allocator.py`; medians; time per loop iteration)",
+        "",
+        bench_allocator.markdown_table(alloc_rows),
+    ])
+
+
+def write_readme(text, path=os.path.join(HERE, "README.md")):
+    with open(path) as f:
+        readme = f.read()
+    i, j = readme.find(START), readme.find(END)
+    if i < 0 or j < i:
+        raise SystemExit(f"run_all: markers {START} / {END} not found in {path}")
+    readme = readme[:i + len(START)] + "\n" + text + "\n" + readme[j:]
+    with open(path, "w") as f:
+        f.write(readme)
+
+
+def main(argv):
+    quick = "--quick" in argv
+    write = not quick and "--no-write" not in argv
+    t0 = time.perf_counter()
+    env = harness.environment()
+    core_rows = bench_core.run(quick=quick)
+    alloc_rows = bench_allocator.run(quick=quick)
+    text = render(env, core_rows, alloc_rows, time.perf_counter() - t0)
+    print(text)
+    if write:
+        write_readme(text)
+        harness.log(f"run_all: tables written to {os.path.join(HERE, 'README.md')}")
+    return core_rows, alloc_rows
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

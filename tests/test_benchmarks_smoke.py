@@ -1,0 +1,84 @@
+"""Smoke test of benchmarks/: every benchmark function runs once, tiny, and
+returns well-formed rows (so the suite cannot rot).  No timing is asserted."""
+import os
+import sys
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+sys.path.insert(0, BENCH)
+
+import harness  # noqa: E402
+import bench_core  # noqa: E402
+import bench_allocator  # noqa: E402
+import run_all  # noqa: E402
+
+import ember  # noqa: E402
+
+ROW_KEYS = {"case", "times", "errors", "ratio_numpy", "ratio_torch", "ratio_best", "target",
+            "met", "rate", "rate_unit", "note"}
+
+
+def _check_core_rows(rows, n):
+    assert len(rows) == n
+    for r in rows:
+        assert set(r) >= ROW_KEYS
+        assert set(r["times"]) == set(harness.LIBS)
+        assert r["times"]["numpy"] > 0
+        for lib in harness.LIBS:
+            t = r["times"][lib]
+            # either a positive time or a reason why not
+            assert (t is not None and t > 0) or r["errors"].get(lib), (r["case"], lib)
+        assert r["met"] in (True, False, None)
+        if r["times"]["ember"] and r["times"]["numpy"]:
+            assert r["ratio_numpy"] > 0
+    md = harness.markdown_table(rows)
+    assert md.count("\n") == len(rows) + 1
+
+
+@pytest.mark.parametrize("fn, kwargs, n", [
+    (bench_core.bench_small, dict(n=10, number=5, repeat=2), 2),
+    (bench_core.bench_large_elementwise, dict(n=100, repeat=2), 4),
+    (bench_core.bench_sum_2d, dict(shape=(8, 4), repeat=2), 3),
+    (bench_core.bench_matmul, dict(n=4, repeat=2), 1),
+])
+def test_core_benchmarks_run(fn, kwargs, n):
+    _check_core_rows(fn(**kwargs), n)
+
+
+def test_allocator_benchmark_runs_and_restores_caching():
+    before = ember.memory_stats()["caching_enabled"]
+    rows = bench_allocator.bench_allocator(sizes=((16, "64 B"),), repeat=2, number=3)
+    assert ember.memory_stats()["caching_enabled"] == before
+    assert len(rows) == len(bench_allocator.LOOPS)
+    for r in rows:
+        assert {"case", "times", "errors", "speedup", "stats_off", "stats_on"} <= set(r)
+        for k in ("ember_off", "ember_on", "numpy"):
+            assert r["times"][k] > 0, (r["case"], k, r["errors"])
+        assert r["speedup"] > 0
+        assert r["stats_off"]["num_cache_hits"] == 0         # cache off: nothing reused
+        assert r["stats_on"]["num_cache_hits"] > 0
+    assert "cache on" in bench_allocator.markdown_table(rows)
+
+
+def test_interleaved_reports_errors_instead_of_raising():
+    impls = {"ember": ("undefined_name_xyz + 1", {}), "numpy": ("1 + 1", {}), "torch": None}
+    times, errors = harness.interleaved(impls, number=3, repeat=2)
+    assert times["ember"] is None and "NameError" in errors["ember"]
+    assert times["numpy"] > 0
+    assert times["torch"] is None and errors["torch"]
+    row = harness.make_row("x", times, errors, targets=(("numpy", 1.0),))
+    assert row["met"] is None
+    assert "n/a (error: NameError" in harness.markdown_table([row])
+
+
+def test_run_all_render_and_readme_markers(tmp_path):
+    core = bench_core.bench_matmul(n=4, repeat=1)
+    alloc = bench_allocator.bench_allocator(sizes=((16, "64 B"),), repeat=1, number=2)
+    text = run_all.render(harness.environment(), core, alloc, 0.0)
+    assert "| case | ember | NumPy | PyTorch |" in text and run_all.COMMAND in text
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{run_all.START}\nold\n{run_all.END}\nend\n")
+    run_all.write_readme(text, path=str(readme))
+    new = readme.read_text()
+    assert "old" not in new and text in new and new.startswith("intro") and new.endswith("end\n")
