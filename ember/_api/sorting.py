@@ -1,2 +1,237 @@
-"""(to be written)"""
-__all__ = []
+"""Sorting, searching and set functions (NumPy's algorithms on zero-copy views).
+
+Sorts are stable by default, also ``descending=True`` (equal elements keep
+their original order, as the Array API requires).
+"""
+from collections import namedtuple
+
+import numpy as np
+
+from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, pick_axis
+
+__all__ = ["sort", "argsort", "searchsorted", "unique", "unique_values", "unique_counts",
+           "unique_inverse", "unique_all", "partition", "argpartition", "lexsort", "msort",
+           "bincount", "histogram", "digitize", "isin", "in1d", "intersect1d", "union1d",
+           "setdiff1d", "topk"]
+
+UniqueAllResult = namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
+UniqueCountsResult = namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+
+
+def _ember(res):
+    res = np.asarray(res)
+    if res.dtype.kind in "iu" and res.dtype != np.int64 and res.dtype.itemsize == 8:
+        res = res.astype(np.int64)
+    out = empty_raw(res.shape, res.dtype)
+    numpy_view(out)[...] = res
+    return out
+
+
+def _stable_argsort(v, axis, descending):
+    if not descending:
+        return np.argsort(v, axis=axis, kind="stable")
+    # descending and stable: sort the reversed array ascending, then map back
+    n = v.shape[axis]
+    rev = np.flip(v, axis=axis)
+    idx = np.argsort(rev, axis=axis, kind="stable")
+    idx = np.flip(idx, axis=axis)
+    return (n - 1) - idx
+
+
+def argsort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
+    """Indices that sort x along `axis` (stable; ``descending=True`` too).
+
+    >>> import ember
+    >>> ember.argsort(ember.asarray([3, 1, 2])).tolist()
+    [1, 2, 0]
+    """
+    x = as_array(x)
+    axis = pick_axis(axis if dim is None else None, dim, "argsort") if dim is not None else axis
+    v = numpy_view(x)
+    if axis is None:
+        v = v.reshape(-1)
+        axis = 0
+    if x.ndim == 0:
+        return _ember(np.zeros((), dtype=np.int64))
+    axis = normalize_axis(axis, v.ndim, "argsort")
+    return _ember(_stable_argsort(v, axis, descending).astype(np.int64))
+
+
+def sort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
+    """A sorted copy along `axis` (NaNs last, as NumPy).
+
+    >>> import ember
+    >>> ember.sort(ember.asarray([3, 1, 2]), descending=True).tolist()
+    [3, 2, 1]
+    """
+    x = as_array(x)
+    axis = pick_axis(axis if dim is None else None, dim, "sort") if dim is not None else axis
+    v = numpy_view(x)
+    if axis is None:
+        v = v.reshape(-1)
+        axis = 0
+    if x.ndim == 0:
+        return x.copy()
+    axis = normalize_axis(axis, v.ndim, "sort")
+    if descending:
+        idx = _stable_argsort(v, axis, True)
+        return _ember(np.take_along_axis(v, idx, axis=axis))
+    return _ember(np.sort(v, axis=axis, kind="stable"))
+
+
+def msort(x):
+    """Sort along the first axis."""
+    return sort(x, axis=0)
+
+
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+    """Indices where x2's elements would be inserted into sorted x1.
+
+    >>> import ember
+    >>> ember.searchsorted(ember.asarray([1, 3, 5]), ember.asarray([3, 6])).tolist()
+    [1, 3]
+    """
+    a = as_array(x1)
+    if a.ndim != 1:
+        raise ValueError(f"searchsorted: x1 must be 1-dimensional, got shape {a.shape}")
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    v = numpy_view(as_array(x2)) if not np.isscalar(x2) else x2
+    s = numpy_view(as_array(sorter)) if sorter is not None else None
+    return _ember(np.asarray(np.searchsorted(numpy_view(a), v, side=side, sorter=s), dtype=np.int64))
+
+
+def unique(x, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           *, equal_nan=True, sorted=True):
+    """Sorted unique elements (NumPy's ``unique`` with its optional outputs).
+
+    >>> import ember
+    >>> ember.unique(ember.asarray([3, 1, 3])).tolist()
+    [1, 3]
+    """
+    res = np.unique(numpy_view(as_array(x)), return_index=return_index,
+                    return_inverse=return_inverse, return_counts=return_counts, axis=axis,
+                    equal_nan=equal_nan)
+    if isinstance(res, tuple):
+        return tuple(_ember(r) for r in res)
+    return _ember(res)
+
+
+def unique_values(x, /):
+    """Array API: the unique elements (sorted here).
+
+    >>> import ember
+    >>> ember.unique_values(ember.asarray([2, 2, 1])).tolist()
+    [1, 2]
+    """
+    return _ember(np.unique_values(numpy_view(as_array(x))))
+
+
+def unique_counts(x, /):
+    """Array API: unique elements and how often each occurs.
+
+    >>> import ember
+    >>> ember.unique_counts(ember.asarray([2, 2, 1])).counts.tolist()
+    [1, 2]
+    """
+    r = np.unique_counts(numpy_view(as_array(x)))
+    return UniqueCountsResult(_ember(r.values), _ember(r.counts))
+
+
+def unique_inverse(x, /):
+    """Array API: unique elements and the indices that rebuild x (x's shape).
+
+    >>> import ember
+    >>> ember.unique_inverse(ember.asarray([2, 1, 2])).inverse_indices.tolist()
+    [1, 0, 1]
+    """
+    r = np.unique_inverse(numpy_view(as_array(x)))
+    return UniqueInverseResult(_ember(r.values), _ember(r.inverse_indices))
+
+
+def unique_all(x, /):
+    """Array API: unique values, first indices, inverse indices and counts.
+
+    >>> import ember
+    >>> ember.unique_all(ember.asarray([2, 1, 2])).indices.tolist()
+    [1, 0]
+    """
+    r = np.unique_all(numpy_view(as_array(x)))
+    return UniqueAllResult(_ember(r.values), _ember(r.indices), _ember(r.inverse_indices),
+                           _ember(r.counts))
+
+
+def partition(x, kth, axis=-1):
+    """A copy with the k-th element in its sorted place (NumPy's ``partition``)."""
+    return _ember(np.partition(numpy_view(as_array(x)), kth, axis=axis))
+
+
+def argpartition(x, kth, axis=-1):
+    """Indices that would partition x."""
+    return _ember(np.argpartition(numpy_view(as_array(x)), kth, axis=axis).astype(np.int64))
+
+
+def lexsort(keys, axis=-1):
+    """Indirect stable sort by several keys (the last key is primary)."""
+    return _ember(np.lexsort([numpy_view(as_array(k)) for k in keys], axis=axis).astype(np.int64))
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    """The k largest (or smallest) elements along `dim` and their indices (PyTorch).
+
+    >>> import ember
+    >>> v, i = ember.topk(ember.asarray([1, 5, 3]), 2); v.tolist(), i.tolist()
+    ([5, 3], [1, 2])
+    """
+    from ember._api.indexing import take_along_axis
+    idx = argsort(x, axis=dim, descending=largest)
+    x = as_array(x)
+    ax = normalize_axis(dim, x.ndim, "topk")
+    if not 0 <= k <= x.shape[ax]:
+        raise ValueError(f"topk: k={k} is out of range for axis {dim} of length {x.shape[ax]}")
+    idx = idx[(slice(None),) * ax + (slice(0, k),)]
+    return take_along_axis(x, idx, axis=ax), idx.copy()
+
+
+def bincount(x, /, weights=None, minlength=0):
+    """Count occurrences of each non-negative integer."""
+    w = numpy_view(as_array(weights)) if weights is not None else None
+    return _ember(np.bincount(numpy_view(as_array(x)), weights=w, minlength=minlength))
+
+
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """Histogram of the values (counts, bin edges)."""
+    w = numpy_view(as_array(weights)) if weights is not None else None
+    b = numpy_view(as_array(bins)) if not isinstance(bins, (int, str)) else bins
+    h, e = np.histogram(numpy_view(as_array(a)), bins=b, range=range, density=density, weights=w)
+    return _ember(h), _ember(e)
+
+
+def digitize(x, bins, right=False):
+    """Indices of the bins each value falls into."""
+    return _ember(np.digitize(numpy_view(as_array(x)), numpy_view(as_array(bins)), right=right).astype(np.int64))
+
+
+def isin(element, test_elements, assume_unique=False, invert=False):
+    """Elementwise membership test."""
+    return _ember(np.isin(numpy_view(as_array(element)), numpy_view(as_array(test_elements)),
+                          assume_unique=assume_unique, invert=invert))
+
+
+in1d = isin
+
+
+def intersect1d(a, b, assume_unique=False):
+    """Sorted common unique values."""
+    return _ember(np.intersect1d(numpy_view(as_array(a)), numpy_view(as_array(b)), assume_unique))
+
+
+def union1d(a, b):
+    """Sorted union of unique values."""
+    return _ember(np.union1d(numpy_view(as_array(a)), numpy_view(as_array(b))))
+
+
+def setdiff1d(a, b, assume_unique=False):
+    """Sorted unique values of a that are not in b."""
+    return _ember(np.setdiff1d(numpy_view(as_array(a)), numpy_view(as_array(b)), assume_unique))
