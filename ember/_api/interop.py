@@ -1,2 +1,85 @@
-"""(to be written)"""
+"""NumPy protocols: what happens when NumPy functions meet ember arrays.
+
+``numpy.exp(x)`` (a ufunc) and ``numpy.sum(x)`` / ``numpy.concatenate([x])``
+(functions) return ember arrays: ember's own implementation runs when it has
+one with that name, otherwise NumPy runs on zero-copy views and array results
+are wrapped back.
+"""
+import numpy as np
+
+from ember._core.array import ndarray
+from ember._api._util import numpy_view, wrap
+
 __all__ = []
+
+
+def _to_numpy(obj):
+    if isinstance(obj, ndarray):
+        return numpy_view(obj)
+    if isinstance(obj, (list, tuple)):
+        conv = [_to_numpy(o) for o in obj]
+        return type(obj)(conv) if isinstance(obj, list) else tuple(conv)
+    if isinstance(obj, dict):
+        return {k: _to_numpy(v) for k, v in obj.items()}
+    return obj
+
+
+def _to_ember(obj):
+    if isinstance(obj, np.ndarray):
+        return wrap(obj)
+    if isinstance(obj, tuple):
+        return tuple(_to_ember(o) for o in obj)
+    if isinstance(obj, list):
+        return [_to_ember(o) for o in obj]
+    return obj
+
+
+def _array_ufunc(ufunc, method, inputs, kwargs):
+    import ember
+    ours = getattr(ember, ufunc.__name__, None)
+    if method == "__call__" and isinstance(ours, ember.ufunc) and not kwargs.get("where") is not None:
+        out = kwargs.pop("out", None)
+        if out is not None:
+            out = out[0] if isinstance(out, tuple) else out
+            if not isinstance(out, ndarray):
+                return NotImplemented
+        if kwargs:
+            kw = {k: v for k, v in kwargs.items() if k in ("dtype",)}
+            if len(kw) != len(kwargs):
+                return _run_numpy(ufunc, method, inputs, dict(kwargs, out=out) if out is not None else kwargs)
+            kwargs = kw
+        return ours(*inputs, out=out, **kwargs)
+    return _run_numpy(ufunc, method, inputs, kwargs)
+
+
+def _run_numpy(ufunc, method, inputs, kwargs):
+    np_inputs = _to_numpy(list(inputs))
+    np_kwargs = _to_numpy(kwargs)
+    if "out" in np_kwargs and not isinstance(np_kwargs["out"], tuple) and np_kwargs["out"] is not None:
+        np_kwargs["out"] = (np_kwargs["out"],)
+    res = getattr(ufunc, method)(*np_inputs, **np_kwargs)
+    if "out" in kwargs and kwargs["out"] is not None:
+        out = kwargs["out"]
+        return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    return _to_ember(res)
+
+
+def _array_function(func, types, args, kwargs):
+    import ember
+    name = func.__name__
+    module = getattr(func, "__module__", "") or ""
+    ours = None
+    if module in ("numpy", "numpy.core.fromnumeric", "numpy._core.fromnumeric") or module.startswith("numpy"):
+        if module.startswith("numpy.linalg"):
+            ours = getattr(ember.linalg, name, None)
+        elif module == "numpy" or module.startswith("numpy._core") or module.startswith("numpy.lib") \
+                or module.startswith("numpy.core"):
+            ours = getattr(ember, name, None)
+    if callable(ours) and not isinstance(ours, type):
+        try:
+            return ours(*args, **kwargs)
+        except TypeError:
+            pass            # a keyword NumPy has and ember does not: let NumPy run it
+    res = func._implementation(*_to_numpy(list(args)), **_to_numpy(kwargs)) \
+        if hasattr(func, "_implementation") else func(*_to_numpy(list(args)), **_to_numpy(kwargs))
+    return _to_ember(res)
