@@ -48,7 +48,7 @@ def _iterations(nbytes):
     return 8
 
 
-def bench_allocator(sizes=SIZES, repeat=11, number=None):
+def bench_allocator(sizes=SIZES, repeat=15, number=None):
     """Rows: one per (loop, size), ember with the cache off and on, NumPy, PyTorch."""
     was_caching = ember.memory_stats()["caching_enabled"]
     rows = []

@@ -48,7 +48,7 @@ def _case(case, stmts, names, arrays, number, repeat, warmup=3, exprs=None, **ro
 
 # ------------------------------------------------------------------ case 1
 
-def bench_small(n=100, number=10_000, repeat=21):
+def bench_small(n=100, number=10_000, repeat=31):
     """Per-call overhead: ``a + b`` and ``a.sum()`` on ``n`` float32 elements."""
     arrays = _inputs((n,), 2, seed=1)
     targets = (("torch", 0.3), ("numpy", 1.0))
@@ -67,7 +67,7 @@ def _count_label(n):
     return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else str(n)
 
 
-def bench_large_elementwise(n=10_000_000, repeat=21):
+def bench_large_elementwise(n=10_000_000, repeat=31):
     """``a + b`` and ``a * b + c`` on ``n`` float32, allocating the result each
     call as users write it, with GB/s; and copies, the memory-bandwidth limit."""
     arrays = _inputs((n,), 3, seed=2)
@@ -98,7 +98,7 @@ def bench_large_elementwise(n=10_000_000, repeat=21):
 
 # ------------------------------------------------------------------ case 3
 
-def bench_sum_2d(shape=(4096, 4096), repeat=15):
+def bench_sum_2d(shape=(4096, 4096), repeat=25):
     """``sum`` over all elements, axis 0 and axis 1 of a float32 matrix."""
     arrays = _inputs(shape, 1, seed=4)
     nbytes = int(np.prod(shape)) * 4
@@ -116,7 +116,7 @@ def bench_sum_2d(shape=(4096, 4096), repeat=15):
 
 # ------------------------------------------------------------------ case 4
 
-def bench_matmul(n=1024, repeat=15):
+def bench_matmul(n=1024, repeat=25):
     """float32 ``a @ b`` for (n, n) matrices, with GFLOP/s."""
     arrays = _inputs((n, n), 2, seed=5)
     same = {lib: "a @ b" for lib in harness.LIBS}
