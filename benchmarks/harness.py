@@ -307,10 +307,14 @@ def environment():
         "torch": torch.__version__ if torch is not None else "not installed",
         "torch_threads": torch.get_num_threads() if torch is not None else "n/a",
     }
+    here = os.path.dirname(os.path.abspath(__file__))
     try:
         env["git"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                    text=True, cwd=os.path.dirname(os.path.abspath(__file__)),
-                                    timeout=10).stdout.strip()
+                                    text=True, cwd=here, timeout=10).stdout.strip() or "?"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "ember"], capture_output=True,
+                               text=True, cwd=os.path.dirname(here), timeout=10).stdout.strip()
+        if dirty:
+            env["git"] += " (plus uncommitted changes under ember/)"
     except Exception:
         env["git"] = "?"
     return env
