@@ -306,6 +306,7 @@ def environment():
         "numpy_blas": blas_info(),
         "torch": torch.__version__ if torch is not None else "not installed",
         "torch_threads": torch.get_num_threads() if torch is not None else "n/a",
+        "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?",
     }
     here = os.path.dirname(os.path.abspath(__file__))
     try:
@@ -322,7 +323,8 @@ def environment():
 
 def environment_markdown(env):
     return (f"- date: {env['date']}; ember commit {env['git']}\n"
-            f"- machine: {env['nproc']} CPUs (nproc), {env['cpu']}; Python {env['python']}\n"
+            f"- machine: {env['nproc']} CPUs (nproc), {env['cpu']}; Python {env['python']}; "
+            f"load average at start {env['loadavg']} (the machine is shared)\n"
             f"- ember {env['ember']} ({env['ember_threads']} OpenMP threads); "
             f"NumPy {env['numpy']} (BLAS: {env['numpy_blas']}); "
             f"PyTorch {env['torch']} ({env['torch_threads']} threads, `torch.set_num_threads(2)`)")
