@@ -31,7 +31,8 @@ _NP_NAMES = {_SUM: "add", _PROD: "multiply", _MAX: "maximum", _MIN: "minimum"}
 
 def _axes(x, axis, dim, opname):
     axis = pick_axis(axis, dim, opname)
-    return normalize_axis_tuple(axis, x.ndim, opname)
+    axes = normalize_axis_tuple(axis, x.ndim, opname)
+    return () if x.ndim == 0 else axes      # axis 0 / -1 of a 0-d array reduces nothing
 
 
 def _keep(res, ndim, axes):
