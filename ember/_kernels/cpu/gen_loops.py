@@ -405,6 +405,15 @@ def emit_cast(src, dst):
         lines.append(f"    if s0 == {ssz} and so == {dsz}:")
         lines.append(f"        memmove(po, p0, n * {ssz})")
         lines.append("        return")
+        if ssz != 16:
+            t = RAW_COPY_TYPE[ssz]
+            # a scalar broadcast into contiguous memory (fill): a plain store loop
+            lines.append(f"    cdef {t} v")
+            lines.append(f"    if s0 == 0 and so == {dsz}:")
+            lines.append(f"        v = (<{t}*>p0)[0]")
+            lines.append("        for i in range(n):")
+            lines.append(f"            (<{t}*>po)[i] = v")
+            lines.append("        return")
         lines.append("    for i in range(n):")
         for b in body:
             lines.append("        " + b.replace("D", "po + i * so").replace("S", "p0 + i * s0"))

@@ -33,6 +33,14 @@ from ember._core.opcodes cimport OP_ADD, OP_MULTIPLY, OP_MAXIMUM, OP_MINIMUM
 
 import numpy as _np
 
+cdef extern from "simd_sum.h" nogil:
+    float ember_block_sum_f32_avx2(const float* a, Py_ssize_t n)
+    double ember_block_sum_f64_avx2(const double* a, Py_ssize_t n)
+    int ember_cpu_has_avx2()
+
+# AVX2 block sums when this CPU has them (checked once at import)
+cdef bint _avx2 = ember_cpu_has_avx2()
+
 ctypedef void (*line_fn)(char* out, char* p, Py_ssize_t n, Py_ssize_t s) noexcept nogil
 ctypedef Py_ssize_t (*argline_fn)(char* tag, char* p, Py_ssize_t n, Py_ssize_t s) noexcept nogil
 ctypedef void (*cumline_fn)(char* out, Py_ssize_t os, char* p, Py_ssize_t s, Py_ssize_t n) noexcept nogil
@@ -70,6 +78,11 @@ cdef acc_t _pw_sum_contig(acc_t* a, Py_ssize_t n) noexcept nogil:
     cdef acc_t r[16]
     cdef acc_t res
     cdef Py_ssize_t i, j, half, m
+    if _avx2 and n <= 1024:
+        if acc_t is float:
+            return ember_block_sum_f32_avx2(a, n)
+        elif acc_t is double:
+            return ember_block_sum_f64_avx2(a, n)
     if n < 16:
         res = 0
         for i in range(n):
@@ -89,7 +102,7 @@ cdef acc_t _pw_sum_contig(acc_t* a, Py_ssize_t n) noexcept nogil:
             res = res + a[i]
         return res
     half = n // 2
-    half -= half % 16
+    half -= half % 32
     return _pw_sum_contig(a, half) + _pw_sum_contig(a + half, n - half)
 
 
