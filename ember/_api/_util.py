@@ -32,6 +32,8 @@ def pick_axis(axis, dim, opname):
 
 def normalize_axis(axis, ndim, opname):
     """One axis -> non-negative int, with a NumPy-style AxisError."""
+    if type(axis) is int and -ndim <= axis < ndim:
+        return axis + ndim if axis < 0 else axis
     try:
         axis = operator.index(axis)
     except TypeError:
@@ -46,6 +48,8 @@ def normalize_axis_tuple(axis, ndim, opname, allow_duplicates=False):
     """None / int / sequence of ints -> tuple of non-negative axes (None = all)."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int and -ndim <= axis < ndim:      # the common case, fast
+        return (axis + ndim if axis < 0 else axis,)
     if isinstance(axis, (list, tuple)):
         axes = tuple(normalize_axis(a, ndim, opname) for a in axis)
     else:

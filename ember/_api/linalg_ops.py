@@ -31,6 +31,13 @@ def matmul(x1, x2, /, *, out=None):
     >>> (ember.ones((2, 3)) @ ember.ones((3, 4))).shape
     (2, 4)
     """
+    if out is None and type(x1) is ndarray and type(x2) is ndarray and x1.ndim == 2 \
+            and x2.ndim == 2 and x1.shape[1] == x2.shape[0] and x1.dtype == x2.dtype \
+            and x1.dtype.kind in "fc":
+        # the common 2-d case: straight to BLAS
+        res = empty_raw((x1.shape[0], x2.shape[1]), x1.dtype)
+        np.matmul(numpy_view(x1), numpy_view(x2), out=numpy_view(res))
+        return res
     a, b = as_array(x1), as_array(x2)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: input operands must not be scalars (0-d), got shapes "
