@@ -400,6 +400,12 @@ def _np_binary(npfunc, doc_name):
 
 float_power = _np_binary(np.float_power, "float_power")
 divmod = _np_binary(np.divmod, "divmod")
+divmod.__doc__ = """Floor quotient and remainder, as two arrays.
+
+    >>> import ember
+    >>> [a.tolist() for a in ember.divmod(ember.asarray([7]), ember.asarray([2]))]
+    [[3], [1]]
+    """
 ldexp = _np_binary(np.ldexp, "ldexp")
 gcd = _np_binary(np.gcd, "gcd")
 lcm = _np_binary(np.lcm, "lcm")

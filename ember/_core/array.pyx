@@ -453,7 +453,7 @@ cdef class ndarray:
     >>> import ember
     >>> x = ember.asarray([[1.0, 2.0], [3.0, 4.0]])
     >>> (x.T @ x).sum().item()
-    54.0
+    58.0
     """
 
     def __init__(self, *args, **kwargs):

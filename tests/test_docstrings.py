@@ -1,0 +1,33 @@
+"""Every ``>>>`` example in ember's public docstrings runs and prints what it says."""
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["ember", "ember._api.creation", "ember._api.dtype_funcs", "ember._api.elementwise",
+           "ember._api.reductions", "ember._api.manipulation", "ember._api.indexing",
+           "ember._api.linalg_ops", "ember._api.sorting", "ember._api.misc", "ember.linalg",
+           "ember.random", "ember._core.storage", "ember._core.dtypes", "ember._core.array",
+           "ember._core.elementwise"]
+
+
+def _examples():
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    seen = set()
+    for name in MODULES:
+        mod = importlib.import_module(name)
+        for test in finder.find(mod):
+            if test.examples and test.name not in seen:
+                seen.add(test.name)
+                yield pytest.param(test, id=test.name)
+
+
+@pytest.mark.parametrize("test", list(_examples()))
+def test_docstring_example(test):
+    import ember
+    import numpy
+    ember.set_default_dtype(numpy.float32)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    out = []
+    runner.run(test, out=out.append)
+    assert runner.failures == 0, "".join(out)
