@@ -196,14 +196,24 @@ def eigvalsh(x, /, *, UPLO="L"):
 
 
 def eig(x, /):
-    """Eigenvalues and right eigenvectors of general square matrices (complex results)."""
+    """Eigenvalues and right eigenvectors of general square matrices (complex when needed).
+
+    >>> import ember
+    >>> ember.linalg.eig(ember.eye(2)).eigenvalues.tolist()
+    [1.0, 1.0]
+    """
     x, v = _float_view(x, "eig", square=True)
     w, vec = _call("eig", np.linalg.eig, v)
     return EigResult(_ember(w), _ember(vec))
 
 
 def eigvals(x, /):
-    """Eigenvalues of general square matrices."""
+    """Eigenvalues of general square matrices.
+
+    >>> import ember
+    >>> ember.linalg.eigvals(ember.eye(2) * 2).tolist()
+    [2.0, 2.0]
+    """
     x, v = _float_view(x, "eigvals", square=True)
     return _ember(_call("eigvals", np.linalg.eigvals, v))
 
@@ -323,13 +333,23 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def cond(x, p=None):
-    """Condition number."""
+    """Condition number.
+
+    >>> import ember
+    >>> ember.linalg.cond(ember.eye(2)).item()
+    1.0
+    """
     x, v = _float_view(x, "cond")
     return _ember(np.linalg.cond(v, p))
 
 
 def multi_dot(arrays):
-    """Chained matrix product in the cheapest order."""
+    """Chained matrix product in the cheapest order.
+
+    >>> import ember
+    >>> ember.linalg.multi_dot([ember.eye(2), ember.ones((2, 3))]).shape
+    (2, 3)
+    """
     return _ember(np.linalg.multi_dot([numpy_view(as_array(a)) for a in arrays]))
 
 
@@ -344,6 +364,11 @@ def trace(x, /, *, offset=0, dtype=None):
 
 
 def diagonal(x, /, *, offset=0):
-    """Array API diagonal: over the last two axes (a view)."""
+    """Array API diagonal: over the last two axes (a view).
+
+    >>> import ember
+    >>> ember.linalg.diagonal(ember.eye(2)).tolist()
+    [1.0, 1.0]
+    """
     from ember._api.linalg_ops import diagonal as _diag
     return _diag(x, offset=offset, axis1=-2, axis2=-1)

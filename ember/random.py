@@ -131,12 +131,23 @@ manual_seed = seed
 
 
 def get_state():
-    """The global generator's state (a dict; pass it to ``set_state``)."""
+    """The global generator's state (a dict; pass it to ``set_state``).
+
+    >>> import ember
+    >>> isinstance(ember.random.get_state(), dict)
+    True
+    """
     return _global._g.bit_generator.state
 
 
 def set_state(state):
-    """Restore a state from ``get_state``."""
+    """Restore a state from ``get_state``.
+
+    >>> import ember
+    >>> s = ember.random.get_state(); a = ember.random.rand(2); ember.random.set_state(s)
+    >>> bool((a == ember.random.rand(2)).all())
+    True
+    """
     _global._g.bit_generator.state = state
 
 
@@ -182,6 +193,10 @@ def random(size=None, dtype=None):
     >>> import ember
     >>> ember.random.random((2,)).dtype
     dtype('float32')
+
+    >>> import ember
+    >>> int(ember.random.integers(0, 3, size=5).max()) < 3
+    True
     """
     return _global.random(size, dtype=dtype)
 
@@ -199,6 +214,10 @@ def normal(loc=0.0, scale=1.0, size=None, dtype=None):
     >>> import ember
     >>> ember.random.normal(0, 1, size=(3,)).shape
     (3,)
+
+    >>> import ember
+    >>> ember.random.standard_normal((2,)).dtype
+    dtype('float32')
     """
     return _global.normal(loc, scale, size, dtype=dtype)
 
@@ -227,6 +246,14 @@ def choice(a, size=None, replace=True, p=None):
     >>> import ember
     >>> ember.random.choice(5, size=3, replace=False).shape
     (3,)
+
+    >>> import ember
+    >>> float(ember.random.exponential(1.0, size=10).min()) >= 0
+    True
+
+    >>> import ember
+    >>> ember.random.bernoulli(0.5, size=(3,)).shape
+    (3,)
     """
     return _global.choice(a, size, replace=replace, p=p)
 
@@ -242,5 +269,10 @@ def permutation(x):
 
 
 def shuffle(x):
-    """Shuffle an ember array in place along its first axis."""
+    """Shuffle an ember array in place along its first axis.
+
+    >>> import ember
+    >>> x = ember.arange(4); ember.random.shuffle(x); sorted(x.tolist())
+    [0, 1, 2, 3]
+    """
     _global.shuffle(x)

@@ -31,3 +31,21 @@ def test_docstring_example(test):
     out = []
     runner.run(test, out=out.append)
     assert runner.failures == 0, "".join(out)
+
+
+def test_every_public_function_has_an_example():
+    import ember
+    from ember._api import (creation, dtype_funcs, elementwise, reductions, manipulation,
+                            indexing, linalg_ops, sorting, misc)
+    missing = []
+    for mod in (creation, elementwise, reductions, manipulation, indexing, linalg_ops, sorting,
+                misc, ember.linalg, ember.random):
+        for name in getattr(mod, "__all__", []):
+            obj = getattr(mod, name)
+            if isinstance(obj, type) or not callable(obj) or isinstance(obj, elementwise.ufunc):
+                continue
+            if obj is getattr(dtype_funcs, name, None):
+                continue
+            if ">>>" not in (obj.__doc__ or ""):
+                missing.append(f"{mod.__name__}.{name}")
+    assert not missing, missing

@@ -84,7 +84,12 @@ def take(x, indices, /, *, axis=None, out=None, mode="raise"):
 
 
 def index_select(x, dim, index):
-    """PyTorch's ``index_select``: ``take`` along `dim` with a 1-d index."""
+    """PyTorch's ``index_select``: ``take`` along `dim` with a 1-d index.
+
+    >>> import ember
+    >>> ember.index_select(ember.asarray([[1, 2], [3, 4]]), 1, ember.asarray([1])).tolist()
+    [[2], [4]]
+    """
     return take(x, index, axis=dim)
 
 
@@ -166,18 +171,33 @@ def compress(condition, x, axis=None):
 
 
 def extract(condition, x):
-    """Elements of x where condition is true (flattened)."""
+    """Elements of x where condition is true (flattened).
+
+    >>> import ember
+    >>> ember.extract(ember.asarray([True, False]), ember.asarray([1, 2])).tolist()
+    [1]
+    """
     return _copy_of(np.extract(numpy_view(as_array(condition)), numpy_view(as_array(x))))
 
 
 def place(x, mask, vals):
-    """In place: put `vals` (cycled) where `mask` is true."""
+    """In place: put `vals` (cycled) where `mask` is true.
+
+    >>> import ember
+    >>> x = ember.zeros(3); ember.place(x, ember.asarray([1, 0, 1]), ember.asarray([7.0])); x.tolist()
+    [7.0, 0.0, 7.0]
+    """
     np.place(numpy_view(x), numpy_view(as_array(mask)), numpy_view(as_array(vals)))
     x._bump_version()
 
 
 def put(x, indices, values, mode="raise"):
-    """In place: ``x.flat[indices] = values``."""
+    """In place: ``x.flat[indices] = values``.
+
+    >>> import ember
+    >>> x = ember.zeros(3); ember.put(x, ember.asarray([2]), ember.asarray([5.0])); x.tolist()
+    [0.0, 0.0, 5.0]
+    """
     np.put(numpy_view(x), numpy_view(as_array(indices)), numpy_view(as_array(values)), mode=mode)
     x._bump_version()
 
@@ -248,44 +268,84 @@ def masked_fill(x, mask, value):
 
 
 def diag_indices(n, ndim=2):
-    """Indices of the main diagonal of an n x ... x n array."""
+    """Indices of the main diagonal of an n x ... x n array.
+
+    >>> import ember
+    >>> [i.tolist() for i in ember.diag_indices(2)]
+    [[0, 1], [0, 1]]
+    """
     return tuple(_copy_of(i.astype(np.int64)) for i in np.diag_indices(n, ndim))
 
 
 def tril_indices(n, k=0, m=None):
-    """Indices of the lower triangle of an (n, m) array."""
+    """Indices of the lower triangle of an (n, m) array.
+
+    >>> import ember
+    >>> [i.tolist() for i in ember.tril_indices(2)]
+    [[0, 1, 1], [0, 0, 1]]
+    """
     return tuple(_copy_of(i.astype(np.int64)) for i in np.tril_indices(n, k, m))
 
 
 def triu_indices(n, k=0, m=None):
-    """Indices of the upper triangle of an (n, m) array."""
+    """Indices of the upper triangle of an (n, m) array.
+
+    >>> import ember
+    >>> [i.tolist() for i in ember.triu_indices(2)]
+    [[0, 0, 1], [0, 1, 1]]
+    """
     return tuple(_copy_of(i.astype(np.int64)) for i in np.triu_indices(n, k, m))
 
 
 def ix_(*args):
-    """Open mesh index arrays for cross-product indexing."""
+    """Open mesh index arrays for cross-product indexing.
+
+    >>> import ember
+    >>> [i.shape for i in ember.ix_(ember.asarray([0, 1]), ember.asarray([2]))]
+    [(2, 1), (1, 1)]
+    """
     return tuple(wrap(a) for a in np.ix_(*[numpy_view(as_array(a)) for a in args]))
 
 
 def select(condlist, choicelist, default=0):
-    """Elements from `choicelist` by the first true condition."""
+    """Elements from `choicelist` by the first true condition.
+
+    >>> import ember
+    >>> x = ember.arange(4); ember.select([x < 2], [x * 10], default=-1).tolist()
+    [0, 10, -1, -1]
+    """
     return _copy_of(np.select([numpy_view(as_array(c)) for c in condlist],
                               [numpy_view(as_array(c)) for c in choicelist], default))
 
 
 def choose(a, choices, mode="raise"):
-    """Build an array from an index array and a list of choices."""
+    """Build an array from an index array and a list of choices.
+
+    >>> import ember
+    >>> ember.choose(ember.asarray([0, 1]), [ember.asarray([1, 2]), ember.asarray([3, 4])]).tolist()
+    [1, 4]
+    """
     return _copy_of(np.choose(numpy_view(as_array(a)), [numpy_view(as_array(c)) for c in choices],
                               mode=mode))
 
 
 def unravel_index(indices, shape):
-    """Flat indices -> tuple of coordinate arrays."""
+    """Flat indices -> tuple of coordinate arrays.
+
+    >>> import ember
+    >>> [i.tolist() for i in ember.unravel_index(ember.asarray([5]), (2, 3))]
+    [[1], [2]]
+    """
     return tuple(_copy_of(np.asarray(i, dtype=np.int64)) for i in
                  np.unravel_index(numpy_view(as_array(indices)), shape))
 
 
 def ravel_multi_index(multi_index, dims, mode="raise"):
-    """Coordinate arrays -> flat indices."""
+    """Coordinate arrays -> flat indices.
+
+    >>> import ember
+    >>> ember.ravel_multi_index((ember.asarray([1]), ember.asarray([2])), (2, 3)).tolist()
+    [5]
+    """
     return _copy_of(np.asarray(np.ravel_multi_index(tuple(numpy_view(as_array(i)) for i in multi_index),
                                                     dims, mode=mode), dtype=np.int64))

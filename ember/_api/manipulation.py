@@ -152,7 +152,12 @@ def transpose(x, /, axes=None):
 
 
 def permute(x, *dims):
-    """PyTorch's spelling of ``permute_dims``."""
+    """PyTorch's spelling of ``permute_dims``.
+
+    >>> import ember
+    >>> ember.permute(ember.zeros((2, 3)), 1, 0).shape
+    (3, 2)
+    """
     if len(dims) == 1 and not isinstance(dims[0], int):
         dims = dims[0]
     return permute_dims(x, dims)
@@ -210,7 +215,12 @@ def expand_dims(x, /, axis=0):
 
 
 def unsqueeze(x, dim):
-    """PyTorch's spelling of ``expand_dims`` with one axis."""
+    """PyTorch's spelling of ``expand_dims`` with one axis.
+
+    >>> import ember
+    >>> ember.unsqueeze(ember.zeros(3), 0).shape
+    (1, 3)
+    """
     return expand_dims(x, dim)
 
 
@@ -248,12 +258,22 @@ def flip(x, /, axis=None):
 
 
 def fliplr(x):
-    """Flip along axis 1."""
+    """Flip along axis 1.
+
+    >>> import ember
+    >>> ember.fliplr(ember.asarray([[1, 2]])).tolist()
+    [[2, 1]]
+    """
     return flip(x, axis=1)
 
 
 def flipud(x):
-    """Flip along axis 0."""
+    """Flip along axis 0.
+
+    >>> import ember
+    >>> ember.flipud(ember.asarray([[1], [2]])).tolist()
+    [[2], [1]]
+    """
     return flip(x, axis=0)
 
 
@@ -389,13 +409,23 @@ def unstack(x, /, *, axis=0):
 
 
 def atleast_1d(*arys):
-    """Views with at least one dimension."""
+    """Views with at least one dimension.
+
+    >>> import ember
+    >>> ember.atleast_1d(ember.asarray(5)).shape
+    (1,)
+    """
     res = [as_array(a) if as_array(a).ndim >= 1 else reshape(as_array(a), (1,)) for a in arys]
     return res[0] if len(res) == 1 else res
 
 
 def atleast_2d(*arys):
-    """Views with at least two dimensions."""
+    """Views with at least two dimensions.
+
+    >>> import ember
+    >>> ember.atleast_2d(ember.arange(3)).shape
+    (1, 3)
+    """
     res = []
     for a in arys:
         a = as_array(a)
@@ -404,7 +434,12 @@ def atleast_2d(*arys):
 
 
 def atleast_3d(*arys):
-    """Views with at least three dimensions (NumPy's placement of new axes)."""
+    """Views with at least three dimensions (NumPy's placement of new axes).
+
+    >>> import ember
+    >>> ember.atleast_3d(ember.arange(3)).shape
+    (1, 3, 1)
+    """
     res = []
     for a in arys:
         a = as_array(a)
@@ -440,7 +475,12 @@ def vstack(tup, *, dtype=None):
 
 
 def dstack(tup):
-    """Stack along the third axis."""
+    """Stack along the third axis.
+
+    >>> import ember
+    >>> ember.dstack([ember.ones(2), ember.zeros(2)]).shape
+    (1, 2, 2)
+    """
     return concatenate([atleast_3d(a) for a in tup], axis=2)
 
 
@@ -499,13 +539,23 @@ def split(x, indices_or_sections, axis=0):
 
 
 def hsplit(x, indices_or_sections):
-    """Split along axis 1 (axis 0 for 1-d)."""
+    """Split along axis 1 (axis 0 for 1-d).
+
+    >>> import ember
+    >>> [a.tolist() for a in ember.hsplit(ember.arange(4), 2)]
+    [[0, 1], [2, 3]]
+    """
     x = as_array(x)
     return split(x, indices_or_sections, axis=1 if x.ndim > 1 else 0)
 
 
 def vsplit(x, indices_or_sections):
-    """Split along axis 0."""
+    """Split along axis 0.
+
+    >>> import ember
+    >>> [a.shape for a in ember.vsplit(ember.zeros((4, 2)), 2)]
+    [(2, 2), (2, 2)]
+    """
     return split(x, indices_or_sections, axis=0)
 
 
@@ -601,12 +651,22 @@ def pad(x, pad_width, mode="constant", **kwargs):
 
 
 def resize(x, new_shape):
-    """A new array of `new_shape` filled with x's elements repeated."""
+    """A new array of `new_shape` filled with x's elements repeated.
+
+    >>> import ember
+    >>> ember.resize(ember.asarray([1, 2, 3]), (2, 2)).tolist()
+    [[1, 2], [3, 1]]
+    """
     return _copy_of(np.resize(numpy_view(as_array(x)), new_shape))
 
 
 def trim_zeros(filt, trim="fb"):
-    """Trim leading/trailing zeros of a 1-d array (a view)."""
+    """Trim leading/trailing zeros of a 1-d array (a view).
+
+    >>> import ember
+    >>> ember.trim_zeros(ember.asarray([0, 1, 2, 0])).tolist()
+    [1, 2]
+    """
     x = as_array(filt)
     v = numpy_view(x)
     nz = np.flatnonzero(v)

@@ -81,7 +81,12 @@ def sort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
 
 
 def msort(x):
-    """Sort along the first axis."""
+    """Sort along the first axis.
+
+    >>> import ember
+    >>> ember.msort(ember.asarray([[2], [1]])).tolist()
+    [[1], [2]]
+    """
     return sort(x, axis=0)
 
 
@@ -163,17 +168,32 @@ def unique_all(x, /):
 
 
 def partition(x, kth, axis=-1):
-    """A copy with the k-th element in its sorted place (NumPy's ``partition``)."""
+    """A copy with the k-th element in its sorted place (NumPy's ``partition``).
+
+    >>> import ember
+    >>> ember.partition(ember.asarray([3, 1, 2]), 1)[1].item()
+    2
+    """
     return _ember(np.partition(numpy_view(as_array(x)), kth, axis=axis))
 
 
 def argpartition(x, kth, axis=-1):
-    """Indices that would partition x."""
+    """Indices that would partition x.
+
+    >>> import ember
+    >>> ember.argpartition(ember.asarray([3, 1, 2]), 0)[0].item()
+    1
+    """
     return _ember(np.argpartition(numpy_view(as_array(x)), kth, axis=axis).astype(np.int64))
 
 
 def lexsort(keys, axis=-1):
-    """Indirect stable sort by several keys (the last key is primary)."""
+    """Indirect stable sort by several keys (the last key is primary).
+
+    >>> import ember
+    >>> ember.lexsort([ember.asarray([1, 0]), ember.asarray([0, 0])]).tolist()
+    [1, 0]
+    """
     return _ember(np.lexsort([numpy_view(as_array(k)) for k in keys], axis=axis).astype(np.int64))
 
 
@@ -195,13 +215,23 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
 
 
 def bincount(x, /, weights=None, minlength=0):
-    """Count occurrences of each non-negative integer."""
+    """Count occurrences of each non-negative integer.
+
+    >>> import ember
+    >>> ember.bincount(ember.asarray([0, 2, 2])).tolist()
+    [1, 0, 2]
+    """
     w = numpy_view(as_array(weights)) if weights is not None else None
     return _ember(np.bincount(numpy_view(as_array(x)), weights=w, minlength=minlength))
 
 
 def histogram(a, bins=10, range=None, density=None, weights=None):
-    """Histogram of the values (counts, bin edges)."""
+    """Histogram of the values (counts, bin edges).
+
+    >>> import ember
+    >>> ember.histogram(ember.asarray([1.0, 2.0, 2.5]), bins=2)[0].tolist()
+    [1, 2]
+    """
     w = numpy_view(as_array(weights)) if weights is not None else None
     b = numpy_view(as_array(bins)) if not isinstance(bins, (int, str)) else bins
     h, e = np.histogram(numpy_view(as_array(a)), bins=b, range=range, density=density, weights=w)
@@ -209,12 +239,22 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
 
 
 def digitize(x, bins, right=False):
-    """Indices of the bins each value falls into."""
+    """Indices of the bins each value falls into.
+
+    >>> import ember
+    >>> ember.digitize(ember.asarray([0.5, 1.5]), ember.asarray([1.0])).tolist()
+    [0, 1]
+    """
     return _ember(np.digitize(numpy_view(as_array(x)), numpy_view(as_array(bins)), right=right).astype(np.int64))
 
 
 def isin(element, test_elements, assume_unique=False, invert=False):
-    """Elementwise membership test."""
+    """Elementwise membership test.
+
+    >>> import ember
+    >>> ember.isin(ember.asarray([1, 2]), ember.asarray([2])).tolist()
+    [False, True]
+    """
     return _ember(np.isin(numpy_view(as_array(element)), numpy_view(as_array(test_elements)),
                           assume_unique=assume_unique, invert=invert))
 
@@ -223,15 +263,30 @@ in1d = isin
 
 
 def intersect1d(a, b, assume_unique=False):
-    """Sorted common unique values."""
+    """Sorted common unique values.
+
+    >>> import ember
+    >>> ember.intersect1d(ember.asarray([1, 2]), ember.asarray([2, 3])).tolist()
+    [2]
+    """
     return _ember(np.intersect1d(numpy_view(as_array(a)), numpy_view(as_array(b)), assume_unique))
 
 
 def union1d(a, b):
-    """Sorted union of unique values."""
+    """Sorted union of unique values.
+
+    >>> import ember
+    >>> ember.union1d(ember.asarray([1, 2]), ember.asarray([2, 3])).tolist()
+    [1, 2, 3]
+    """
     return _ember(np.union1d(numpy_view(as_array(a)), numpy_view(as_array(b))))
 
 
 def setdiff1d(a, b, assume_unique=False):
-    """Sorted unique values of a that are not in b."""
+    """Sorted unique values of a that are not in b.
+
+    >>> import ember
+    >>> ember.setdiff1d(ember.asarray([1, 2]), ember.asarray([2, 3])).tolist()
+    [1]
+    """
     return _ember(np.setdiff1d(numpy_view(as_array(a)), numpy_view(as_array(b)), assume_unique))
