@@ -10,6 +10,7 @@ import builtins
 
 import numpy as np
 
+from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
 
@@ -20,64 +21,93 @@ __all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "
 
 
 def _np_key(key):
-    """The key with ember arrays (also inside tuples/lists) as NumPy views."""
+    """The key with ember arrays (also inside tuples and lists) as NumPy views."""
     if isinstance(key, ndarray):
         return numpy_view(key)
     if isinstance(key, tuple):
         return tuple(_np_key(k) for k in key)
-    if isinstance(key, list):
-        if builtins.any(isinstance(k, ndarray) for k in key):
-            return [numpy_view(k) if isinstance(k, ndarray) else k for k in key]
-        return key
+    if isinstance(key, list) and builtins.any(isinstance(k, (ndarray, list)) for k in key):
+        return [_np_key(k) for k in key]
     return key
 
 
 def _copy_of(np_arr):
+    """A NumPy result copied into fresh ember memory."""
     np_arr = np.asarray(np_arr)
     out = empty_raw(np_arr.shape, np_arr.dtype)
     numpy_view(out)[...] = np_arr
     return out
 
 
+def _result(res, x, xv):
+    """Wrap NumPy's indexing result: a view of x's storage when NumPy returned a
+    view (e.g. ``x[True]``), else the fresh array itself (zero-copy)."""
+    res = np.asarray(res)
+    if res.base is not None and np.may_share_memory(res, xv):
+        off = _array._storage_offset_bytes(x) + (res.ctypes.data - xv.ctypes.data)
+        return _array._as_strided(x, res.shape, res.strides, off)
+    return wrap(res)
+
+
 def _getitem_advanced(x, key):
-    """x[key] for keys with integer/boolean arrays (NumPy semantics; a copy)."""
+    """``x[key]`` for keys with integer/boolean arrays, lists, bool scalars or
+    0-d ember arrays (NumPy's rules; the result is a copy)."""
+    xv = numpy_view(x)
     try:
-        res = numpy_view(x)[_np_key(key)]
+        res = xv[_np_key(key)]
     except IndexError as e:
         raise IndexError(f"index: {e} (array shape {shape_str(x.shape)})") from None
-    if isinstance(res, np.ndarray) and np.may_share_memory(res, numpy_view(x)):
-        return wrap(res)            # e.g. x[True]: NumPy returns a view
-    return _copy_of(res)
+    return _result(res, x, xv)
 
 
 def _setitem_advanced(x, key, value):
-    """x[key] = value for keys with integer/boolean arrays (writes through)."""
-    v = numpy_view(as_array(value)) if isinstance(value, ndarray) else value
+    """``x[key] = value`` for keys with integer/boolean arrays (NumPy's rules,
+    value broadcast and cast; written straight into x's memory)."""
+    if isinstance(value, ndarray):
+        value = numpy_view(value)
+    elif isinstance(value, (list, tuple)) and builtins.any(isinstance(v, ndarray) for v in value):
+        value = numpy_view(as_array(value))
     try:
-        numpy_view(x)[_np_key(key)] = v
+        numpy_view(x)[_np_key(key)] = value
     except IndexError as e:
         raise IndexError(f"index assignment: {e} (array shape {shape_str(x.shape)})") from None
     except ValueError as e:
-        raise ValueError(f"index assignment: {e}") from None
+        raise ValueError(f"index assignment: {e} (array shape {shape_str(x.shape)})") from None
 
 
-def take(x, indices, /, *, axis=None, out=None, mode="raise"):
-    """Elements at `indices` along `axis` (the flattened array when axis is None).
+def take(x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
+    """Elements at ``indices`` along ``axis`` (of the flattened array when axis is
+    None); negative indices count from the end.  ``mode`` is NumPy's
+    ('raise', 'wrap' or 'clip').
 
     >>> import ember
     >>> ember.take(ember.asarray([[1, 2], [3, 4]]), ember.asarray([1, 0]), axis=1).tolist()
     [[2, 1], [4, 3]]
     """
     x = as_array(x)
-    idx = numpy_view(as_array(indices)) if not isinstance(indices, (int, np.integer)) else indices
+    if dim is not None:
+        if axis is not None:
+            raise TypeError("take: pass either axis= or dim=, not both")
+        axis = dim
+    if isinstance(indices, (int, np.integer)) and not isinstance(indices, (bool, np.bool_)):
+        idx = indices
+    else:
+        idx = numpy_view(as_array(indices))
+        if idx.dtype.kind not in "iu":
+            raise IndexError(f"take: indices must be integers, got dtype {idx.dtype}")
     if axis is not None:
         axis = normalize_axis(axis, x.ndim, "take")
     try:
         res = np.take(numpy_view(x), idx, axis=axis, mode=mode)
     except IndexError as e:
-        raise IndexError(f"take: {e}") from None
-    res = _copy_of(res)
+        raise IndexError(f"take: {e} (array shape {shape_str(x.shape)})") from None
+    res = wrap(np.asarray(res))
     if out is not None:
+        if not isinstance(out, ndarray):
+            raise TypeError(f"take: out must be an ember array, got {type(out).__name__}")
+        if out.shape != res.shape:
+            raise ValueError(f"take: output array has shape {shape_str(out.shape)}, expected "
+                             f"{shape_str(res.shape)}")
         out[...] = res
         return out
     return res
@@ -136,7 +166,7 @@ def nonzero(x, /):
     if x.ndim == 0:
         raise ValueError("nonzero: calling nonzero on 0d arrays is not allowed; "
                          "use atleast_1d(x).nonzero() instead")
-    return tuple(_copy_of(i.astype(np.int64)) for i in np.nonzero(numpy_view(x)))
+    return tuple(wrap(i.astype(np.int64, copy=False)) for i in np.nonzero(numpy_view(x)))
 
 
 def argwhere(x, /):
@@ -202,34 +232,46 @@ def put(x, indices, values, mode="raise"):
     x._bump_version()
 
 
-def index_add(x, axis, index, source, *, alpha=1):
-    """A copy of x with ``source`` added at ``index`` along `axis`; repeated
-    indices accumulate (PyTorch's ``index_add``; unbuffered, like ``add.at``).
+def index_add(x, axis, index, source, *, alpha=1, dim=None):
+    """A copy of x with ``alpha * source`` added at ``index`` along ``axis``
+    (PyTorch's ``index_add``; unbuffered like ``numpy.add.at``, so repeated
+    indices accumulate).  ``source`` has x's shape with ``len(index)`` along ``axis``.
 
     >>> import ember
     >>> ember.index_add(ember.zeros(3), 0, ember.asarray([0, 0, 2]), ember.ones(3)).tolist()
     [2.0, 0.0, 1.0]
     """
     x = as_array(x)
+    if dim is not None:
+        axis = dim
     ax = normalize_axis(axis, x.ndim, "index_add")
     idx = numpy_view(as_array(index))
-    if idx.ndim != 1:
-        raise ValueError(f"index_add: index must be 1-dimensional, got shape {idx.shape}")
+    if idx.ndim > 1:
+        raise ValueError(f"index_add: index must be 1-dimensional, got shape {shape_str(idx.shape)}")
+    if idx.dtype.kind not in "iu" and idx.size:
+        raise IndexError(f"index_add: index must hold integers, got dtype {idx.dtype}")
+    idx = idx.reshape(-1).astype(np.intp, copy=False)
     src = as_array(source)
-    expected = x.shape[:ax] + (idx.shape[0],) + x.shape[ax + 1:]
-    if src.shape != expected:
+    expected = x.shape[:ax] + (idx.shape[0],) + x.shape[ax + 1:] if x.ndim else (idx.shape[0],)
+    if src.shape != expected and not (x.ndim == 0 and src.size == idx.shape[0]):
         raise ValueError(f"index_add: source has shape {shape_str(src.shape)}, expected "
                          f"{shape_str(expected)} for x of shape {shape_str(x.shape)} and "
                          f"{idx.shape[0]} indices along axis {ax}")
+    if not np.can_cast(src.dtype, x.dtype, "same_kind"):
+        raise TypeError(f"index_add: cannot add source of dtype {src.dtype} into x of dtype "
+                        f"{x.dtype}")
     out = x.copy()
     sv = numpy_view(src)
     if alpha != 1:
         sv = sv * alpha
-    key = (slice(None),) * ax + (idx,)
+    if x.ndim == 0:
+        ov, key, sv = numpy_view(out).reshape(1), idx, sv.reshape(-1)
+    else:
+        ov, key = numpy_view(out), (slice(None),) * ax + (idx,)
     try:
-        np.add.at(numpy_view(out), key, sv)
+        np.add.at(ov, key, sv.astype(x.dtype, copy=False))
     except IndexError as e:
-        raise IndexError(f"index_add: {e}") from None
+        raise IndexError(f"index_add: {e} (x shape {shape_str(x.shape)})") from None
     return out
 
 
