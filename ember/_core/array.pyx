@@ -264,7 +264,9 @@ cdef object numpy_view(ndarray x):
 
 
 cdef inline bint _is_python_scalar(object o):
-    return isinstance(o, (int, float, complex))   # bool is an int
+    # exact types: NumPy scalars (np.float64 subclasses float) keep their dtype
+    cdef type t = type(o)
+    return t is float or t is int or t is bool or t is complex
 
 
 cdef object _first_leaf(object obj):

@@ -381,7 +381,9 @@ cdef int write_scalar(char* buf, int code, object v) except -1:
 
 
 cdef inline bint _is_scalar(object o):
-    return isinstance(o, (int, float, complex))
+    """A Python scalar (weak in promotion); NumPy scalars are arrays here, as in NumPy 2."""
+    cdef type t = type(o)
+    return t is float or t is int or t is bool or t is complex
 
 # ---------------------------------------------------------------- casting / copying
 
