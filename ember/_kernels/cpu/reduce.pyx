@@ -167,7 +167,8 @@ cdef void prod_into(acc_t* out, char* p, Py_ssize_t n, Py_ssize_t s) noexcept no
     out[0] = r
 
 
-cdef void max_into(real_t* out, char* p, Py_ssize_t n, Py_ssize_t s) noexcept nogil:
+cdef inline void _extreme_into(real_t* out, char* p, Py_ssize_t n, Py_ssize_t s, bint is_max) noexcept nogil:
+    """out = max (or min) of out and the line; any NaN makes it NaN."""
     cdef Py_ssize_t i
     cdef real_t m = out[0], v
     cdef bint nan = False
@@ -176,7 +177,7 @@ cdef void max_into(real_t* out, char* p, Py_ssize_t n, Py_ssize_t s) noexcept no
             return
     for i in range(n):
         v = (<real_t*>(p + i * s))[0]
-        if v > m:
+        if (v > m) if is_max else (v < m):
             m = v
         if real_t is float or real_t is double:
             if v != v:
@@ -185,61 +186,41 @@ cdef void max_into(real_t* out, char* p, Py_ssize_t n, Py_ssize_t s) noexcept no
         if nan:
             m = <real_t>NAN
     out[0] = m
+
+
+# is_max is a constant in each caller, so the compiler specialises the loop
+cdef void max_into(real_t* out, char* p, Py_ssize_t n, Py_ssize_t s) noexcept nogil:
+    _extreme_into(out, p, n, s, True)
 
 
 cdef void min_into(real_t* out, char* p, Py_ssize_t n, Py_ssize_t s) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef real_t m = out[0], v
-    cdef bint nan = False
+    _extreme_into(out, p, n, s, False)
+
+
+cdef inline Py_ssize_t _arg_extreme(char* p, Py_ssize_t n, Py_ssize_t s, bint is_max, real_t* tag) noexcept nogil:
+    """Index of the first max (min); a NaN wins at its first occurrence (NumPy)."""
+    cdef Py_ssize_t i, best_i = 0
+    cdef real_t best = (<real_t*>p)[0], v
     if real_t is float or real_t is double:
-        if m != m:
-            return
-    for i in range(n):
+        if best != best:
+            return 0
+    for i in range(1, n):
         v = (<real_t*>(p + i * s))[0]
-        if v < m:
-            m = v
-        if real_t is float or real_t is double:
+        if (v > best) if is_max else (v < best):
+            best = v
+            best_i = i
+        elif real_t is float or real_t is double:
             if v != v:
-                nan = True
-    if real_t is float or real_t is double:
-        if nan:
-            m = <real_t>NAN
-    out[0] = m
+                return i
+    return best_i
 
 
 cdef Py_ssize_t argmax_line(real_t* tag, char* p, Py_ssize_t n, Py_ssize_t s) noexcept nogil:
-    """Index of the first maximum; a NaN wins at its first occurrence (NumPy)."""
-    cdef Py_ssize_t i, best_i = 0
-    cdef real_t best = (<real_t*>p)[0], v
-    if real_t is float or real_t is double:
-        if best != best:
-            return 0
-    for i in range(1, n):
-        v = (<real_t*>(p + i * s))[0]
-        if v > best:
-            best = v
-            best_i = i
-        elif real_t is float or real_t is double:
-            if v != v:
-                return i
-    return best_i
+    return _arg_extreme(p, n, s, True, tag)
 
 
 cdef Py_ssize_t argmin_line(real_t* tag, char* p, Py_ssize_t n, Py_ssize_t s) noexcept nogil:
-    cdef Py_ssize_t i, best_i = 0
-    cdef real_t best = (<real_t*>p)[0], v
-    if real_t is float or real_t is double:
-        if best != best:
-            return 0
-    for i in range(1, n):
-        v = (<real_t*>(p + i * s))[0]
-        if v < best:
-            best = v
-            best_i = i
-        elif real_t is float or real_t is double:
-            if v != v:
-                return i
-    return best_i
+    return _arg_extreme(p, n, s, False, tag)
 
 
 cdef void cumsum_line(acc_t* out, Py_ssize_t os, char* p, Py_ssize_t s, Py_ssize_t n) noexcept nogil:
@@ -518,6 +499,20 @@ cdef void _run_columns(NdIter* it, loop_fn f, Py_ssize_t lo, Py_ssize_t chunk) n
         outer *= it.shape[i]
     run_range(&sub, f, 0, outer)
 
+cdef inline void _next_index(NdIter* it, Py_ssize_t* idx) noexcept nogil:
+    """Advance operands 0 and 1 of `it` to the next outer index (odometer order)."""
+    cdef int d = it.ndim - 1
+    while d >= 0:
+        idx[d] += 1
+        it.ptrs[0] += it.strides[0][d]
+        it.ptrs[1] += it.strides[1][d]
+        if idx[d] < it.shape[d]:
+            return
+        it.ptrs[0] -= it.strides[0][d] * it.shape[d]
+        it.ptrs[1] -= it.strides[1][d] * it.shape[d]
+        idx[d] = 0
+        d -= 1
+
 # ---------------------------------------------------------------- entry points
 
 cdef int _acc_code(int rop, int code):
@@ -627,27 +622,15 @@ def arg_reduce(x, int axis, bint is_max):
         (<int64_t*>res.data)[0] = f(NULL, a.data, inner, s_in)
         return res
     cdef Py_ssize_t idx[MAXDIM]
-    cdef char* pin
-    cdef char* pout
     cdef int d
     for d in range(it.ndim):
         idx[d] = 0
-    pin = a.data
-    pout = res.data
+    it.ptrs[0] = a.data
+    it.ptrs[1] = res.data
     with nogil:
         for c in range(outer):
-            (<int64_t*>pout)[0] = f(NULL, pin, inner, s_in)
-            d = it.ndim - 1
-            while d >= 0:
-                idx[d] += 1
-                pin += it.strides[0][d]
-                pout += it.strides[1][d]
-                if idx[d] < it.shape[d]:
-                    break
-                pin -= it.strides[0][d] * it.shape[d]
-                pout -= it.strides[1][d] * it.shape[d]
-                idx[d] = 0
-                d -= 1
+            (<int64_t*>it.ptrs[1])[0] = f(NULL, it.ptrs[0], inner, s_in)
+            _next_index(&it, idx)
     return res
 
 
@@ -658,9 +641,7 @@ def cumulative(x, int axis, bint is_prod, int acc_code):
     cdef cumline_fn f = CUMPROD[acc_code] if is_prod else CUMSUM[acc_code]
     cdef Py_ssize_t idx[MAXDIM]
     cdef Py_ssize_t outer = 1, inner, c
-    cdef char* pin
-    cdef char* pout
-    cdef int d, i
+    cdef int i
     cdef NdIter it
     if f == NULL:
         return None
@@ -680,20 +661,10 @@ def cumulative(x, int axis, bint is_prod, int acc_code):
             outer *= a.shape[i]
             it.ndim += 1
     cdef Py_ssize_t s_in = a.strides[axis], s_out = res.strides[axis]
-    pin = a.data
-    pout = res.data
+    it.ptrs[0] = a.data
+    it.ptrs[1] = res.data
     with nogil:
         for c in range(outer):
-            f(pout, s_out, pin, s_in, inner)
-            d = it.ndim - 1
-            while d >= 0:
-                idx[d] += 1
-                pin += it.strides[0][d]
-                pout += it.strides[1][d]
-                if idx[d] < it.shape[d]:
-                    break
-                pin -= it.strides[0][d] * it.shape[d]
-                pout -= it.strides[1][d] * it.shape[d]
-                idx[d] = 0
-                d -= 1
+            f(it.ptrs[1], s_out, it.ptrs[0], s_in, inner)
+            _next_index(&it, idx)
     return res
