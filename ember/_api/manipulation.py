@@ -189,6 +189,33 @@ def _nocopy_strides(old_shape, old_strides, new_shape, itemsize):
     return tuple(new_strides)
 
 
+def _fast_shape(shape, size):
+    """The shape (with -1 resolved) when it is a valid int / tuple of ints, else None."""
+    if type(shape) is int:
+        shape = (shape,)
+    elif type(shape) is not tuple:
+        return None
+    n = 1
+    neg = -1
+    for i, s in enumerate(shape):
+        if type(s) is not int:
+            return None
+        if s < 0:
+            if s != -1 or neg >= 0:
+                return None
+            neg = i
+        else:
+            n *= s
+    if neg >= 0:
+        if n == 0 or size % n:
+            return None
+        return shape[:neg] + (size // n,) + shape[neg + 1:]
+    return shape if n == size else None
+
+
+_as_strided = _array._as_strided
+
+
 def reshape(x, /, shape, *, order="C", copy=None):
     """A view with a new shape when the strides allow it (as NumPy decides), else a copy.
 
@@ -201,7 +228,18 @@ def reshape(x, /, shape, *, order="C", copy=None):
     >>> y = x.reshape(2, 3); y[0, 0] = 9; x[0].item()
     9
     """
-    x = as_array(x)
+    if not isinstance(x, ndarray):
+        x = as_array(x)
+    if order == "C" and not copy and x.is_contiguous():
+        new = _fast_shape(shape, x.size)
+        if new is not None:      # the common case: a contiguous input, a valid int shape
+            st = x.itemsize
+            strides = [0] * len(new)
+            for i in range(len(new) - 1, -1, -1):
+                strides[i] = st
+                if new[i]:
+                    st *= new[i]
+            return _as_strided(x, new, strides, _offset(x))
     shape = _infer_shape(_shape_arg(shape, "reshape"), x.size, "reshape")
     if order == "A" or order == "K":
         order = "F" if (_is_f_contig(x) and not x.is_contiguous()) else "C"
@@ -260,8 +298,12 @@ def permute_dims(x, /, axes):
     >>> ember.permute_dims(ember.zeros((2, 3, 4)), (2, 0, 1)).shape
     (4, 2, 3)
     """
-    x = as_array(x)
+    if not isinstance(x, ndarray):
+        x = as_array(x)
     axes = tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)
+    shape, strides = x.shape, x.strides
+    if sorted(axes) == list(range(len(shape))) and builtins.all(type(a) is int for a in axes):
+        return _as_strided(x, [shape[a] for a in axes], [strides[a] for a in axes], _offset(x))
     if len(axes) != x.ndim:
         raise ValueError(f"permute_dims: axes {axes} don't match an array of {x.ndim} "
                          f"dimensions (shape {shape_str(x.shape)})")
@@ -276,9 +318,10 @@ def transpose(x, /, axes=None):
     >>> ember.transpose(ember.zeros((2, 3))).shape
     (3, 2)
     """
-    x = as_array(x)
+    if not isinstance(x, ndarray):
+        x = as_array(x)
     if axes is None:
-        axes = tuple(range(x.ndim))[::-1]
+        return _as_strided(x, x.shape[::-1], x.strides[::-1], _offset(x))
     return permute_dims(x, axes)
 
 
