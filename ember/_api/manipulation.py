@@ -19,7 +19,7 @@ from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._core.dtypes import _code, dtype_from_code, promote_codes
 from ember._core.elementwise import _assign
-from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str
+from ember._api._util import as_array, numpy_view, empty_raw, shape_str
 
 __all__ = ["reshape", "transpose", "permute_dims", "permute", "moveaxis", "swapaxes",
            "expand_dims", "unsqueeze", "squeeze", "flip", "fliplr", "flipud", "rot90", "roll",
