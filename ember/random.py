@@ -184,6 +184,12 @@ def randint(low, high=None, size=None, dtype=np.int64):
 
 
 def integers(low, high=None, size=None, dtype=np.int64, endpoint=False):
+    """Module-level ``integers`` on the global generator (see ``Generator.integers``).
+
+    >>> import ember
+    >>> int(ember.random.integers(0, 3, size=5).max()) < 3
+    True
+    """
     return _global.integers(low, high, size=size, dtype=dtype, endpoint=endpoint)
 
 
@@ -205,6 +211,12 @@ random_sample = random
 
 
 def standard_normal(size=None, dtype=None):
+    """Module-level ``standard_normal`` on the global generator (see ``Generator.standard_normal``).
+
+    >>> import ember
+    >>> ember.random.standard_normal((2,)).dtype
+    dtype('float32')
+    """
     return _global.standard_normal(size, dtype=dtype)
 
 
@@ -233,10 +245,22 @@ def uniform(low=0.0, high=1.0, size=None, dtype=None):
 
 
 def exponential(scale=1.0, size=None, dtype=None):
+    """Module-level ``exponential`` on the global generator (see ``Generator.exponential``).
+
+    >>> import ember
+    >>> float(ember.random.exponential(1.0, size=10).min()) >= 0
+    True
+    """
     return _global.exponential(scale, size, dtype=dtype)
 
 
 def bernoulli(p, size=None, dtype=None):
+    """Module-level ``bernoulli`` on the global generator (see ``Generator.bernoulli``).
+
+    >>> import ember
+    >>> ember.random.bernoulli(0.5, size=(3,)).shape
+    (3,)
+    """
     return _global.bernoulli(p, size, dtype=dtype)
 
 

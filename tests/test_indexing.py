@@ -492,3 +492,16 @@ def test_results_are_ember_arrays_and_fresh():
               ember.argwhere(x), ember.flatnonzero(x), *ember.nonzero(x), ember.compress([1, 0, 1], x, 0)]:
         assert isinstance(r, ember.ndarray)
         assert not shares(r, x)
+
+
+def test_too_many_dimensions_is_an_error_not_a_crash():
+    x = ember.zeros((1,) * 32)
+    with pytest.raises(IndexError, match="at most 32"):
+        x[None]
+    with pytest.raises(IndexError, match="at most 32"):
+        x[..., None]
+    with pytest.raises(IndexError, match="out of bounds"):
+        ember.arange(3)[2 ** 70]
+    y = ember.arange(3)
+    with pytest.raises(IndexError, match="out of bounds"):
+        y[2 ** 70] = 1

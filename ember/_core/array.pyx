@@ -380,10 +380,15 @@ cdef object _basic_view(ndarray x, tuple key):
     if consumed > x.ndim:
         raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, "
                          f"but {consumed} were indexed")
+    cdef int n_new = 0
     for k in key:
         if k is None:
-            if out >= MAXDIM:
-                raise IndexError(f"indexing: ember supports at most {MAXDIM} dimensions")
+            n_new += 1
+    if x.ndim - consumed + n_new > MAXDIM:
+        raise IndexError(f"indexing: the result would have {x.ndim - consumed + n_new} "
+                         f"dimensions; ember supports at most {MAXDIM}")
+    for k in key:
+        if k is None:
             new_shape[out] = 1
             new_strides[out] = 0
             out += 1
@@ -404,16 +409,17 @@ cdef object _basic_view(ndarray x, tuple key):
             out += 1
             src += 1
         else:
-            idx = _operator.index(k)
+            pyidx = _operator.index(k)
             n = x.shape[src]
+            if not (-n <= pyidx < n):
+                raise IndexError(f"index {pyidx} is out of bounds for axis {src} with size {n}")
+            idx = pyidx
             if idx < -n or idx >= n:
                 raise IndexError(f"index {idx} is out of bounds for axis {src} with size {n}")
             if idx < 0:
                 idx += n
             offset += idx * x.strides[src]
             src += 1
-        if out > MAXDIM:
-            raise IndexError(f"indexing: ember supports at most {MAXDIM} dimensions")
     while src < x.ndim:
         new_shape[out] = x.shape[src]
         new_strides[out] = x.strides[src]
@@ -432,6 +438,15 @@ cdef inline ndarray _index_int(ndarray x, Py_ssize_t idx):
     if idx < 0:
         idx += n
     return new_view(x, x.ndim - 1, &x.shape[1], &x.strides[1], x.offset + idx * x.strides[0], x.tcode)
+
+
+cdef ndarray _index_pyint(ndarray x, object key):
+    """x[key] for a Python int key of any size (out of range -> IndexError)."""
+    if x.ndim == 0:
+        raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
+    if not (-x.shape[0] <= key < x.shape[0]):
+        raise IndexError(f"index {key} is out of bounds for axis 0 with size {x.shape[0]}")
+    return _index_int(x, key)
 
 
 # ---------------------------------------------------------------- the array
@@ -733,7 +748,7 @@ cdef class ndarray:
     def __getitem__(self, key):
         cdef object v
         if isinstance(key, int) and not isinstance(key, bool):
-            return _index_int(self, key)
+            return _index_pyint(self, key)
         if isinstance(key, tuple):
             v = _basic_view(self, <tuple>key)
         elif key is None or key is Ellipsis or isinstance(key, slice) or isinstance(key, _np.integer):
@@ -749,7 +764,7 @@ cdef class ndarray:
         if self.storage.readonly:
             raise ValueError("assignment destination is read-only")
         if isinstance(key, int) and not isinstance(key, bool):
-            v = _index_int(self, key)
+            v = _index_pyint(self, key)
         elif isinstance(key, tuple):
             v = _basic_view(self, <tuple>key)
         elif key is None or key is Ellipsis or isinstance(key, slice) or isinstance(key, _np.integer):

@@ -36,6 +36,8 @@ import numpy as _np
 cdef extern from "simd_sum.h" nogil:
     float ember_block_sum_f32_avx2(const float* a, Py_ssize_t n)
     double ember_block_sum_f64_avx2(const double* a, Py_ssize_t n)
+    void ember_extreme_f32_avx2(float* out, const float* a, Py_ssize_t n, int is_max)
+    void ember_extreme_f64_avx2(double* out, const double* a, Py_ssize_t n, int is_max)
     int ember_cpu_has_avx2()
 
 # AVX2 block sums when this CPU has them (checked once at import)
@@ -172,6 +174,14 @@ cdef inline void _extreme_into(real_t* out, char* p, Py_ssize_t n, Py_ssize_t s,
     cdef Py_ssize_t i
     cdef real_t m = out[0], v
     cdef bint nan = False
+    if real_t is float:
+        if _avx2 and s == sizeof(float):
+            ember_extreme_f32_avx2(out, <float*>p, n, is_max)
+            return
+    elif real_t is double:
+        if _avx2 and s == sizeof(double):
+            ember_extreme_f64_avx2(out, <double*>p, n, is_max)
+            return
     if real_t is float or real_t is double:
         if m != m:
             return
@@ -203,6 +213,18 @@ cdef inline Py_ssize_t _arg_extreme(char* p, Py_ssize_t n, Py_ssize_t s, bint is
     cdef real_t best = (<real_t*>p)[0], v
     if real_t is float or real_t is double:
         if best != best:
+            return 0
+        if _avx2 and s == sizeof(real_t) and n > 64:
+            # the extreme value first (SIMD), then its first occurrence (or the first NaN)
+            _extreme_into(&best, p, n, s, is_max)
+            if best != best:
+                for i in range(n):
+                    v = (<real_t*>p)[i]
+                    if v != v:
+                        return i
+            for i in range(n):
+                if (<real_t*>p)[i] == best:
+                    return i
             return 0
     for i in range(1, n):
         v = (<real_t*>(p + i * s))[0]
