@@ -380,6 +380,11 @@ cdef int write_scalar(char* buf, int code, object v) except -1:
     return 0
 
 
+cdef inline bint _int_like(ndarray x):
+    """True for a missing operand or an integer/bool array."""
+    return x is None or KIND[x.tcode] == b'b' or KIND[x.tcode] == b'i' or KIND[x.tcode] == b'u'
+
+
 cdef inline bint _is_scalar(object o):
     """A Python scalar (weak in promotion); NumPy scalars are arrays here, as in NumPy 2."""
     cdef type t = type(o)
@@ -575,6 +580,9 @@ cdef object binary(int op, object a, object b, object out):
             (KIND[tp] == b'f') and KIND[(x if x is not None else y).tcode] != b'f':
         tp = T_FLOAT64              # int array vs Python float: compare exactly, as NumPy does
     tloop = _loop_dtype(op, tp, OPNAMES[op])
+    if OPCLASS[op] == b'f' and KIND[tloop] == b'f' and _int_like(x) and _int_like(y) \
+            and (scalar is None or type(scalar) is int or type(scalar) is bool):
+        tloop = default_float       # e.g. uint64 / int64 promote to float64; integers -> default float
     tout = _out_dtype(op, tloop)
     f = LOOPS[op][tloop]
 
