@@ -11,6 +11,7 @@ import operator
 
 import numpy as np
 
+from ember._core import array as _array
 from ember._core.array import ndarray, check_device
 from ember._core.dtypes import _code, default_float_dtype, default_complex_dtype, dtype_from_code
 from ember._api._util import wrap, numpy_view, empty_raw, as_array, normalize_axis
@@ -107,7 +108,8 @@ def empty(shape, *, dtype=None, device=None, requires_grad=False):
     >>> ember.empty((2, 3)).shape
     (2, 3)
     """
-    check_device(device, "empty")
+    if device is not None:
+        check_device(device, "empty")
     return _finish(empty_raw(shape, dtype), requires_grad)
 
 
@@ -155,10 +157,9 @@ def zeros(shape, *, dtype=None, device=None, requires_grad=False):
     >>> ember.zeros((2, 2), dtype=ember.int32).tolist()
     [[0, 0], [0, 0]]
     """
-    check_device(device, "zeros")
-    x = empty_raw(shape, dtype)
-    x.fill(0)
-    return _finish(x, requires_grad)
+    if device is not None:
+        check_device(device, "zeros")
+    return _finish(_array._zeros(shape, dtype), requires_grad)
 
 
 def ones(shape, *, dtype=None, device=None, requires_grad=False):

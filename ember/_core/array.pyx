@@ -13,7 +13,7 @@ from cpython.ref cimport Py_INCREF
 from cpython.object cimport PyObject
 from cpython.slice cimport PySlice_GetIndicesEx
 from cpython.buffer cimport PyObject_CheckBuffer
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from ember._core.storage cimport Storage, new_storage, wrap_pointer, wrap_buffer
 from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, T_BOOL, T_INT64,
@@ -333,6 +333,13 @@ def _empty(shape, dtype=None):
     for i in range(len(shape)):
         dims[i] = shape[i]
     return new_empty(code, len(shape), dims)
+
+
+def _zeros(shape, dtype=None):
+    """A fresh C-contiguous array of zeros (all-zero bytes are zero in every dtype)."""
+    cdef ndarray x = _empty(shape, dtype)
+    memset(x.data, 0, x.size * x.itemsize)
+    return x
 
 
 def _as_strided(ndarray base, shape, strides, Py_ssize_t offset_bytes, dtype=None):
