@@ -16,6 +16,7 @@ cdef loop_fn get_cast(int src, int dst) noexcept
 cdef int broadcast_shapes2(ndarray a, ndarray b, int* ndim, Py_ssize_t* shape, str opname) except -1
 cdef void simplify(NdIter* it) noexcept nogil
 cdef void run(NdIter* it, loop_fn f) noexcept nogil
+cdef Py_ssize_t split_work(Py_ssize_t n, int nt, Py_ssize_t align, Py_ssize_t min_chunk, Py_ssize_t* chunk) noexcept nogil
 cdef void run_range(NdIter* it, loop_fn f, Py_ssize_t start, Py_ssize_t stop) noexcept nogil
 cdef int write_scalar(char* buf, int code, object v) except -1
 cdef Py_ssize_t PAR_MIN

@@ -228,6 +228,22 @@ cdef void _run_chunk_1d(NdIter* it, loop_fn f, Py_ssize_t start, Py_ssize_t stop
     f(p, steps, stop - start)
 
 
+cdef Py_ssize_t split_work(Py_ssize_t n, int nt, Py_ssize_t align, Py_ssize_t min_chunk,
+                           Py_ssize_t* chunk) noexcept nogil:
+    """Cut n items into about 4 chunks per thread (at least min_chunk items each,
+    multiples of align): with dynamic scheduling a thread slowed by another job
+    on the machine then takes fewer chunks instead of holding up the rest."""
+    cdef Py_ssize_t target = 4 * nt, c
+    c = (n + target - 1) // target
+    if c < min_chunk:
+        c = min_chunk
+    c = ((c + align - 1) // align) * align
+    if c < 1:
+        c = 1
+    chunk[0] = c
+    return (n + c - 1) // c
+
+
 cdef void run(NdIter* it, loop_fn f) noexcept nogil:
     """Run a simplified iteration, on several threads when it is large."""
     cdef Py_ssize_t outer = 1, inner, total, chunk, c, nchunks, lo, hi
@@ -240,10 +256,8 @@ cdef void run(NdIter* it, loop_fn f) noexcept nogil:
         return
     if it.ndim == 1:
         if nt > 1 and total >= PAR_MIN:
-            chunk = (total + nt - 1) // nt
-            chunk = (chunk + 63) & ~(<Py_ssize_t>63)
-            nchunks = (total + chunk - 1) // chunk
-            for c in prange(nchunks, schedule="static", num_threads=nt):
+            nchunks = split_work(total, nt, 64, PAR_MIN // 4, &chunk)
+            for c in prange(nchunks, schedule="dynamic", num_threads=nt):
                 lo = c * chunk
                 hi = lo + chunk
                 if hi > total:
@@ -253,8 +267,8 @@ cdef void run(NdIter* it, loop_fn f) noexcept nogil:
             _run_chunk_1d(it, f, 0, total)
         return
     if nt > 1 and total >= PAR_MIN and outer >= nt:
-        chunk = (outer + nt - 1) // nt
-        for c in prange(nt, schedule="static", num_threads=nt):
+        nchunks = split_work(outer, nt, 1, 1, &chunk)
+        for c in prange(nchunks, schedule="dynamic", num_threads=nt):
             lo = c * chunk
             hi = lo + chunk
             if hi > outer:

@@ -27,7 +27,7 @@ from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, T_BOOL, T_I
                                  T_INT32, T_INT64, T_UINT8, T_UINT16, T_UINT32, T_UINT64,
                                  T_FLOAT16, T_FLOAT32, T_FLOAT64, T_COMPLEX64, T_COMPLEX128,
                                  code_of)
-from ember._core.elementwise cimport (NdIter, loop_fn, simplify, run_range, get_loop, cast,
+from ember._core.elementwise cimport (NdIter, loop_fn, simplify, run_range, get_loop, cast, split_work,
                                       assign, num_threads, setup_operand, PAR_MIN)
 from ember._core.opcodes cimport OP_ADD, OP_MULTIPLY, OP_MAXIMUM, OP_MINIMUM
 
@@ -418,7 +418,7 @@ cdef int _reduce_into(ndarray x, ndarray out, int rop, bint* reduced) except -1:
     cdef int i, j = 0, nd, t, nt = num_threads()
     cdef line_fn lf = LINE[rop][x.tcode]
     cdef loop_fn bf = get_loop(COMBINE[rop], x.tcode)
-    cdef Py_ssize_t outer = 1, inner, total = x.size, chunk, c, lo, hi, ncols
+    cdef Py_ssize_t outer = 1, inner, total = x.size, chunk, c, lo, hi, ncols, nchunks
     cdef bint outer_kept = True
     cdef double partial[2 * 64]
     cdef NdIter sub
@@ -453,25 +453,27 @@ cdef int _reduce_into(ndarray x, ndarray out, int rop, bint* reduced) except -1:
     if it.strides[1][nd - 1] == 0:
         # innermost axis reduced: line reductions
         with nogil:
-            if nd == 1 and nt > 1 and total >= PAR_MIN and nt <= 64:
-                # one long line: per-thread partial results, combined in order
-                chunk = (inner + nt - 1) // nt
-                chunk = (chunk + 63) & ~(<Py_ssize_t>63)
-                for c in range(nt):
+            if nd == 1 and nt > 1 and total >= PAR_MIN:
+                # one long line: a partial result per chunk, combined in chunk order
+                # (so the answer does not depend on which thread ran which chunk)
+                nchunks = split_work(inner, nt, 64, PAR_MIN // 4, &chunk)
+                if nchunks > 64:
+                    chunk = (inner + 63) // 64
+                    nchunks = (inner + chunk - 1) // chunk
+                for c in range(nchunks):
                     memcpy(<char*>&partial[c * 2], it.ptrs[1], x.itemsize)
-                for c in prange(nt, schedule="static", num_threads=nt):
+                for c in prange(nchunks, schedule="dynamic", num_threads=nt):
                     lo = c * chunk
                     hi = lo + chunk
                     if hi > inner:
                         hi = inner
                     if lo < hi:
                         lf(<char*>&partial[c * 2], it.ptrs[0] + lo * it.strides[0][0], hi - lo, it.strides[0][0])
-                # combine: the partials start from the identity, so reduce them into out
-                for c in range(nt):
+                for c in range(nchunks):
                     lf(it.ptrs[1], <char*>&partial[c * 2], 1, 0)
             elif outer_kept and nt > 1 and total >= PAR_MIN and outer >= nt:
-                chunk = (outer + nt - 1) // nt
-                for c in prange(nt, schedule="static", num_threads=nt):
+                nchunks = split_work(outer, nt, 1, 1, &chunk)
+                for c in prange(nchunks, schedule="dynamic", num_threads=nt):
                     lo = c * chunk
                     hi = lo + chunk
                     if hi > outer:
@@ -496,9 +498,8 @@ cdef int _reduce_into(ndarray x, ndarray out, int rop, bint* reduced) except -1:
     it3.ptrs[2] = it.ptrs[1]
     with nogil:
         if nt > 1 and total >= PAR_MIN and inner >= 64 * nt:
-            chunk = (inner + nt - 1) // nt
-            chunk = (chunk + 15) & ~(<Py_ssize_t>15)
-            for c in prange(nt, schedule="static", num_threads=nt):
+            nchunks = split_work(inner, nt, 16, 64, &chunk)
+            for c in prange(nchunks, schedule="dynamic", num_threads=nt):
                 _run_columns(&it3, bf, c * chunk, chunk)
         else:
             run_range(&it3, bf, 0, outer)
