@@ -294,6 +294,12 @@ cdef ndarray as_ndarray(object obj):
         return wrap_numpy(_np.from_dlpack(obj))
     if isinstance(obj, (list, tuple)):
         leaf = _first_leaf(obj)
+        if type(leaf) is float:
+            # Python floats: build straight in the default float dtype (one pass)
+            try:
+                return wrap_numpy(_np.asarray(obj, dtype=DTYPE_OBJS[default_float]))
+            except (TypeError, ValueError):
+                pass            # mixed content: let NumPy infer below
         arr = _np.asarray(obj)
         if arr.dtype.kind in "OUSV":
             raise TypeError(f"asarray: cannot convert {type(obj).__name__} of "
