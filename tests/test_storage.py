@@ -165,3 +165,16 @@ def test_scalar_conversions():
     assert [v.item() for v in ember.asarray([1, 2, 3])] == [1, 2, 3]
     assert ember.asarray(5)[()].item() == 5
     assert list(range(10))[ember.asarray(3)] == 3
+
+
+def test_wraps_a_bare_dlpack_capsule_without_copying():
+    a = np.arange(4.0)
+    cap = a.__dlpack__()
+    x = ember.from_dlpack(cap)
+    assert np.shares_memory(np.asarray(x), a)
+    del a
+    gc.collect()
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]          # the producer is kept alive
+    b = np.arange(3, dtype=np.int16)
+    y = ember.asarray(b.__dlpack__())
+    assert y.dtype == np.int16 and y.tolist() == [0, 1, 2]

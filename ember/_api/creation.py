@@ -382,6 +382,9 @@ def from_dlpack(x, /, *, device=None, copy=None):
     [0, 1, 2]
     """
     check_device(device, "from_dlpack")
+    if type(x).__name__ == "PyCapsule":
+        res = wrap(x)                       # a bare DLPack capsule (zero-copy)
+        return res.copy() if copy else res
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"from_dlpack: {type(x).__name__} does not implement __dlpack__")
     if isinstance(x, ndarray):

@@ -277,6 +277,19 @@ cdef object _first_leaf(object obj):
     return obj
 
 
+class _CapsuleProducer:
+    """Presents a bare DLPack capsule as a CPU DLPack producer (it can be consumed once)."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
 cdef ndarray as_ndarray(object obj):
     """Anything array-like -> ember array; zero-copy where the memory allows."""
     cdef int code
@@ -289,6 +302,9 @@ cdef ndarray as_ndarray(object obj):
         return wrap_numpy(_np.asarray(obj, dtype=DTYPE_OBJS[code]))
     if isinstance(obj, _np.generic):
         return wrap_numpy(_np.asarray(obj))
+    if type(obj).__name__ == "PyCapsule":
+        # a bare DLPack capsule ("dltensor"): NumPy consumes it through a producer shim
+        return wrap_numpy(_np.from_dlpack(_CapsuleProducer(obj)))
     if hasattr(obj, "__dlpack__") and not isinstance(obj, (list, tuple)) and \
             not hasattr(obj, "__array__") and not hasattr(obj, "__array_interface__"):
         return wrap_numpy(_np.from_dlpack(obj))
