@@ -14,98 +14,65 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
-typedef float ember_v8f __attribute__((vector_size(32)));
-typedef double ember_v4d __attribute__((vector_size(32)));
-
-__attribute__((target("avx2")))
-static float ember_block_sum_f32_avx2(const float* a, ptrdiff_t n) {
-    ember_v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, x0, x1, x2, x3;
-    ptrdiff_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        __builtin_prefetch(a + i + 512);      /* 2 KiB ahead: keeps more loads in flight */
-        memcpy(&x0, a + i, 32);
-        memcpy(&x1, a + i + 8, 32);
-        memcpy(&x2, a + i + 16, 32);
-        memcpy(&x3, a + i + 24, 32);
-        s0 += x0; s1 += x1; s2 += x2; s3 += x3;
-    }
-    s0 = (s0 + s1) + (s2 + s3);
-    float r = ((s0[0] + s0[1]) + (s0[2] + s0[3])) + ((s0[4] + s0[5]) + (s0[6] + s0[7]));
-    for (; i < n; i++) r += a[i];
-    return r;
-}
-
-__attribute__((target("avx2")))
-static double ember_block_sum_f64_avx2(const double* a, ptrdiff_t n) {
-    ember_v4d s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, x0, x1, x2, x3;
-    ptrdiff_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        memcpy(&x0, a + i, 32);
-        memcpy(&x1, a + i + 4, 32);
-        memcpy(&x2, a + i + 8, 32);
-        memcpy(&x3, a + i + 12, 32);
-        s0 += x0; s1 += x1; s2 += x2; s3 += x3;
-    }
-    s0 = (s0 + s1) + (s2 + s3);
-    double r = (s0[0] + s0[1]) + (s0[2] + s0[3]);
-    for (; i < n; i++) r += a[i];
-    return r;
-}
-
 #include <immintrin.h>
 
-/* out[0] = max (is_max) or min of out[0] and a[0..n); NaN propagates. */
-__attribute__((target("avx2")))
-static void ember_extreme_f32_avx2(float* out, const float* a, ptrdiff_t n, int is_max) {
-    float m0 = out[0];
-    if (m0 != m0) return;
-    __m256 m = _mm256_set1_ps(m0), m2 = m, nan = _mm256_setzero_ps();
-    ptrdiff_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m256 x = _mm256_loadu_ps(a + i), y = _mm256_loadu_ps(a + i + 8);
-        nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, y, _CMP_UNORD_Q));
-        m = is_max ? _mm256_max_ps(m, x) : _mm256_min_ps(m, x);
-        m2 = is_max ? _mm256_max_ps(m2, y) : _mm256_min_ps(m2, y);
-    }
-    m = is_max ? _mm256_max_ps(m, m2) : _mm256_min_ps(m, m2);
-    float lanes[8];
-    _mm256_storeu_ps(lanes, m);
-    int any_nan = _mm256_movemask_ps(nan) != 0;
-    float r = lanes[0];
-    for (int k = 1; k < 8; k++) r = is_max ? (lanes[k] > r ? lanes[k] : r) : (lanes[k] < r ? lanes[k] : r);
-    for (; i < n; i++) {
-        float v = a[i];
-        if (v != v) any_nan = 1;
-        else if (is_max ? v > r : v < r) r = v;
-    }
-    out[0] = any_nan ? (float)NAN : r;
+/* Blocked sum: four AVX2 registers of independent accumulators (32 floats or
+ * 16 doubles), prefetching 2 KiB ahead; returns the sum of a[0..n). */
+#define EMBER_BLOCK_SUM(NAME, T, VT, P, LANES)                                       \
+__attribute__((target("avx2")))                                                    \
+static T NAME(const T* a, ptrdiff_t n) {                                           \
+    VT s0 = _mm256_setzero_##P(), s1 = s0, s2 = s0, s3 = s0;        \
+    ptrdiff_t i = 0;                                                               \
+    for (; i + 4 * LANES <= n; i += 4 * LANES) {                                   \
+        __builtin_prefetch(a + i + 2048 / sizeof(T));                              \
+        s0 = _mm256_add_##P(s0, _mm256_loadu_##P(a + i));              \
+        s1 = _mm256_add_##P(s1, _mm256_loadu_##P(a + i + LANES));      \
+        s2 = _mm256_add_##P(s2, _mm256_loadu_##P(a + i + 2 * LANES));  \
+        s3 = _mm256_add_##P(s3, _mm256_loadu_##P(a + i + 3 * LANES));  \
+    }                                                                              \
+    s0 = _mm256_add_##P(_mm256_add_##P(s0, s1), _mm256_add_##P(s2, s3)); \
+    T lanes[LANES];                                                                \
+    _mm256_storeu_##P(lanes, s0);                                            \
+    T r = 0;                                                                       \
+    for (int k = 0; k < LANES; k++) r += lanes[k];                                 \
+    for (; i < n; i++) r += a[i];                                                  \
+    return r;                                                                      \
 }
 
-__attribute__((target("avx2")))
-static void ember_extreme_f64_avx2(double* out, const double* a, ptrdiff_t n, int is_max) {
-    double m0 = out[0];
-    if (m0 != m0) return;
-    __m256d m = _mm256_set1_pd(m0), m2 = m, nan = _mm256_setzero_pd();
-    ptrdiff_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256d x = _mm256_loadu_pd(a + i), y = _mm256_loadu_pd(a + i + 4);
-        nan = _mm256_or_pd(nan, _mm256_cmp_pd(x, y, _CMP_UNORD_Q));
-        m = is_max ? _mm256_max_pd(m, x) : _mm256_min_pd(m, x);
-        m2 = is_max ? _mm256_max_pd(m2, y) : _mm256_min_pd(m2, y);
-    }
-    m = is_max ? _mm256_max_pd(m, m2) : _mm256_min_pd(m, m2);
-    double lanes[4];
-    _mm256_storeu_pd(lanes, m);
-    int any_nan = _mm256_movemask_pd(nan) != 0;
-    double r = lanes[0];
-    for (int k = 1; k < 4; k++) r = is_max ? (lanes[k] > r ? lanes[k] : r) : (lanes[k] < r ? lanes[k] : r);
-    for (; i < n; i++) {
-        double v = a[i];
-        if (v != v) any_nan = 1;
-        else if (is_max ? v > r : v < r) r = v;
-    }
-    out[0] = any_nan ? (double)NAN : r;
+/* out[0] = max (is_max) or min of out[0] and a[0..n); a NaN anywhere gives NaN. */
+#define EMBER_EXTREME(NAME, T, VT, P, LANES)                                         \
+__attribute__((target("avx2")))                                                    \
+static void NAME(T* out, const T* a, ptrdiff_t n, int is_max) {                    \
+    T m0 = out[0];                                                                 \
+    if (m0 != m0) return;                                                          \
+    VT m = _mm256_set1_##P(m0), m2 = m, nan = _mm256_setzero_##P(); \
+    ptrdiff_t i = 0;                                                               \
+    for (; i + 2 * LANES <= n; i += 2 * LANES) {                                   \
+        VT x = _mm256_loadu_##P(a + i);                             \
+        VT y = _mm256_loadu_##P(a + i + LANES);                     \
+        nan = _mm256_or_##P(nan, _mm256_cmp_##P(x, y, _CMP_UNORD_Q));  \
+        m = is_max ? _mm256_max_##P(m, x) : _mm256_min_##P(m, x);      \
+        m2 = is_max ? _mm256_max_##P(m2, y) : _mm256_min_##P(m2, y);   \
+    }                                                                              \
+    m = is_max ? _mm256_max_##P(m, m2) : _mm256_min_##P(m, m2);        \
+    T lanes[LANES];                                                                \
+    _mm256_storeu_##P(lanes, m);                                             \
+    int any_nan = _mm256_movemask_##P(nan) != 0;                             \
+    T r = lanes[0];                                                                \
+    for (int k = 1; k < LANES; k++)                                                \
+        r = is_max ? (lanes[k] > r ? lanes[k] : r) : (lanes[k] < r ? lanes[k] : r); \
+    for (; i < n; i++) {                                                           \
+        T v = a[i];                                                                \
+        if (v != v) any_nan = 1;                                                   \
+        else if (is_max ? v > r : v < r) r = v;                                    \
+    }                                                                              \
+    out[0] = any_nan ? (T)NAN : r;                                                 \
 }
+
+EMBER_BLOCK_SUM(ember_block_sum_f32_avx2, float, __m256, ps, 8)
+EMBER_BLOCK_SUM(ember_block_sum_f64_avx2, double, __m256d, pd, 4)
+EMBER_EXTREME(ember_extreme_f32_avx2, float, __m256, ps, 8)
+EMBER_EXTREME(ember_extreme_f64_avx2, double, __m256d, pd, 4)
 
 static int ember_cpu_has_avx2(void) {
     __builtin_cpu_init();
