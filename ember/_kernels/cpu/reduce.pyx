@@ -38,6 +38,12 @@ cdef extern from "simd_sum.h" nogil:
     double ember_block_sum_f64_avx2(const double* a, Py_ssize_t n)
     void ember_extreme_f32_avx2(float* out, const float* a, Py_ssize_t n, int is_max)
     void ember_extreme_f64_avx2(double* out, const double* a, Py_ssize_t n, int is_max)
+    void ember_extreme_i8_avx2(int8_t* out, const int8_t* a, Py_ssize_t n, int is_max)
+    void ember_extreme_i16_avx2(int16_t* out, const int16_t* a, Py_ssize_t n, int is_max)
+    void ember_extreme_i32_avx2(int32_t* out, const int32_t* a, Py_ssize_t n, int is_max)
+    void ember_extreme_u8_avx2(uint8_t* out, const uint8_t* a, Py_ssize_t n, int is_max)
+    void ember_extreme_u16_avx2(uint16_t* out, const uint16_t* a, Py_ssize_t n, int is_max)
+    void ember_extreme_u32_avx2(uint32_t* out, const uint32_t* a, Py_ssize_t n, int is_max)
     int ember_cpu_has_avx2()
 
 # AVX2 block sums when this CPU has them (checked once at import)
@@ -174,13 +180,31 @@ cdef inline void _extreme_into(real_t* out, char* p, Py_ssize_t n, Py_ssize_t s,
     cdef Py_ssize_t i
     cdef real_t m = out[0], v
     cdef bint nan = False
-    if real_t is float:
-        if _avx2 and s == sizeof(float):
+    if _avx2 and s == sizeof(real_t):
+        # contiguous: the AVX2 kernel of this type (int64 has no AVX2 max/min)
+        if real_t is float:
             ember_extreme_f32_avx2(out, <float*>p, n, is_max)
             return
-    elif real_t is double:
-        if _avx2 and s == sizeof(double):
+        elif real_t is double:
             ember_extreme_f64_avx2(out, <double*>p, n, is_max)
+            return
+        elif real_t is int8_t:
+            ember_extreme_i8_avx2(out, <int8_t*>p, n, is_max)
+            return
+        elif real_t is int16_t:
+            ember_extreme_i16_avx2(out, <int16_t*>p, n, is_max)
+            return
+        elif real_t is int32_t:
+            ember_extreme_i32_avx2(out, <int32_t*>p, n, is_max)
+            return
+        elif real_t is uint8_t:
+            ember_extreme_u8_avx2(out, <uint8_t*>p, n, is_max)
+            return
+        elif real_t is uint16_t:
+            ember_extreme_u16_avx2(out, <uint16_t*>p, n, is_max)
+            return
+        elif real_t is uint32_t:
+            ember_extreme_u32_avx2(out, <uint32_t*>p, n, is_max)
             return
     if real_t is float or real_t is double:
         if m != m:

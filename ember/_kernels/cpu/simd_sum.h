@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -69,10 +70,41 @@ static void NAME(T* out, const T* a, ptrdiff_t n, int is_max) {                 
     out[0] = any_nan ? (T)NAN : r;                                                 \
 }
 
+/* out[0] = max (is_max) or min of out[0] and a[0..n) for 8/16/32-bit integers. */
+#define EMBER_EXTREME_INT(NAME, T, SFX)                                            \
+__attribute__((target("avx2")))                                                    \
+static void NAME(T* out, const T* a, ptrdiff_t n, int is_max) {                    \
+    enum { LANES = 32 / sizeof(T) };                                               \
+    T lanes[LANES], r = out[0];                                                    \
+    ptrdiff_t i = 0;                                                               \
+    if (n >= 2 * LANES) {                                                          \
+        for (int k = 0; k < LANES; k++) lanes[k] = r;                              \
+        __m256i m = _mm256_loadu_si256((const __m256i*)lanes), m2 = m;             \
+        for (; i + 2 * LANES <= n; i += 2 * LANES) {                               \
+            __m256i x = _mm256_loadu_si256((const __m256i*)(a + i));               \
+            __m256i y = _mm256_loadu_si256((const __m256i*)(a + i + LANES));       \
+            m = is_max ? _mm256_max_##SFX(m, x) : _mm256_min_##SFX(m, x);          \
+            m2 = is_max ? _mm256_max_##SFX(m2, y) : _mm256_min_##SFX(m2, y);       \
+        }                                                                          \
+        m = is_max ? _mm256_max_##SFX(m, m2) : _mm256_min_##SFX(m, m2);            \
+        _mm256_storeu_si256((__m256i*)lanes, m);                                   \
+        for (int k = 0; k < LANES; k++)                                            \
+            r = is_max ? (lanes[k] > r ? lanes[k] : r) : (lanes[k] < r ? lanes[k] : r); \
+    }                                                                              \
+    for (; i < n; i++) r = is_max ? (a[i] > r ? a[i] : r) : (a[i] < r ? a[i] : r); \
+    out[0] = r;                                                                    \
+}
+
 EMBER_BLOCK_SUM(ember_block_sum_f32_avx2, float, __m256, ps, 8)
 EMBER_BLOCK_SUM(ember_block_sum_f64_avx2, double, __m256d, pd, 4)
 EMBER_EXTREME(ember_extreme_f32_avx2, float, __m256, ps, 8)
 EMBER_EXTREME(ember_extreme_f64_avx2, double, __m256d, pd, 4)
+EMBER_EXTREME_INT(ember_extreme_i8_avx2, int8_t, epi8)
+EMBER_EXTREME_INT(ember_extreme_i16_avx2, int16_t, epi16)
+EMBER_EXTREME_INT(ember_extreme_i32_avx2, int32_t, epi32)
+EMBER_EXTREME_INT(ember_extreme_u8_avx2, uint8_t, epu8)
+EMBER_EXTREME_INT(ember_extreme_u16_avx2, uint16_t, epu16)
+EMBER_EXTREME_INT(ember_extreme_u32_avx2, uint32_t, epu32)
 
 static int ember_cpu_has_avx2(void) {
     __builtin_cpu_init();
@@ -93,6 +125,14 @@ static void ember_extreme_f32_avx2(float* out, const float* a, ptrdiff_t n, int 
 static void ember_extreme_f64_avx2(double* out, const double* a, ptrdiff_t n, int is_max) {
     (void)out; (void)a; (void)n; (void)is_max;
 }
+#define EMBER_NO_AVX2_STUB(NAME, T) \
+static void NAME(T* out, const T* a, ptrdiff_t n, int is_max) { (void)out; (void)a; (void)n; (void)is_max; }
+EMBER_NO_AVX2_STUB(ember_extreme_i8_avx2, int8_t)
+EMBER_NO_AVX2_STUB(ember_extreme_i16_avx2, int16_t)
+EMBER_NO_AVX2_STUB(ember_extreme_i32_avx2, int32_t)
+EMBER_NO_AVX2_STUB(ember_extreme_u8_avx2, uint8_t)
+EMBER_NO_AVX2_STUB(ember_extreme_u16_avx2, uint16_t)
+EMBER_NO_AVX2_STUB(ember_extreme_u32_avx2, uint32_t)
 static int ember_cpu_has_avx2(void) { return 0; }
 
 #endif
