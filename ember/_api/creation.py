@@ -34,7 +34,7 @@ def _finish(x, requires_grad):
     return x
 
 
-def asarray(obj, /, dtype=None, *, device=None, copy=None, requires_grad=False):
+def asarray(obj, /, dtype=None, order=None, *, device=None, copy=None, requires_grad=False):
     """Convert `obj` to an ember array, without copying when possible.
 
     `obj` may be an ember array, a NumPy array, a (nested) list or tuple,
@@ -42,7 +42,8 @@ def asarray(obj, /, dtype=None, *, device=None, copy=None, requires_grad=False):
     ``copy=True`` always copies, ``copy=False`` raises ValueError when a copy
     (or a dtype conversion) would be needed, ``copy=None`` copies only then.
     Python floats become the default float dtype (float32); NumPy arrays keep
-    theirs.
+    theirs.  ``order`` is NumPy's: ``'C'``/``'F'`` ask for that memory layout
+    (copying if needed), ``None``/``'K'``/``'A'`` keep the input's.
 
     >>> import ember, numpy
     >>> ember.asarray([1.0, 2.0]).dtype
@@ -50,7 +51,13 @@ def asarray(obj, /, dtype=None, *, device=None, copy=None, requires_grad=False):
     >>> a = numpy.arange(3.0); x = ember.asarray(a); a[0] = 7; x[0].item()
     7.0
     """
-    check_device(device, "asarray")
+    if device is not None:
+        check_device(device, "asarray")
+    if order not in (None, "K", "A", "C", "F"):
+        raise ValueError(f"asarray: order must be one of 'C', 'F', 'A', 'K' or None, got {order!r}")
+    if order in ("C", "F"):
+        x = asarray(obj, dtype, device=device, copy=copy, requires_grad=False)
+        return _finish(_to_order(x, order, copy, "asarray"), requires_grad)
     dt = _resolve_dtype(dtype)
     if isinstance(obj, (list, tuple)) and dt is not None:
         # build straight in the requested dtype (no detour through float64)
@@ -77,15 +84,27 @@ def asarray(obj, /, dtype=None, *, device=None, copy=None, requires_grad=False):
     return _finish(x, requires_grad)
 
 
-def array(obj, dtype=None, *, copy=True, device=None, requires_grad=False, ndmin=0):
+def _to_order(x, order, copy, opname):
+    """x laid out in C or Fortran order (a copy only when it is not already)."""
+    ok = x.is_contiguous() if order == "C" else numpy_view(x).flags.f_contiguous
+    if ok:
+        return x
+    if copy is False:
+        raise ValueError(f"{opname}: copy=False but order={order!r} requires a copy")
+    return _copy_into_ember(numpy_view(x), order)
+
+
+def array(obj, dtype=None, *, copy=True, order="K", device=None, requires_grad=False, ndmin=0):
     """Like ``asarray`` but copies by default (NumPy's ``array``).
+
+    ``copy=True`` always copies, ``copy=None`` only when needed and
+    ``copy=False`` never (ValueError when a copy is needed), as in NumPy 2.
 
     >>> import ember
     >>> ember.array([[1, 2], [3, 4]]).shape
     (2, 2)
     """
-    x = asarray(obj, dtype=dtype, device=device, copy=True if copy else None,
-                requires_grad=False)
+    x = asarray(obj, dtype=dtype, order=order, device=device, copy=copy, requires_grad=False)
     if ndmin > x.ndim:
         x = x.reshape((1,) * (ndmin - x.ndim) + x.shape)
     return _finish(x, requires_grad)
@@ -101,7 +120,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     return array(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def empty(shape, *, dtype=None, device=None, requires_grad=False):
+def empty(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     """An uninitialised array of `shape` (contents are whatever the memory held).
 
     >>> import ember
@@ -110,10 +129,27 @@ def empty(shape, *, dtype=None, device=None, requires_grad=False):
     """
     if device is not None:
         check_device(device, "empty")
+    if order != "C":
+        _check_order(order, "empty")
+        return _finish(_f_order(empty_raw(_rev(shape), dtype)), requires_grad)
     return _finish(empty_raw(shape, dtype), requires_grad)
 
 
-def full(shape, fill_value, *, dtype=None, device=None, requires_grad=False):
+def _check_order(order, opname):
+    if order not in ("C", "F"):
+        raise ValueError(f"{opname}: order must be 'C' or 'F', got {order!r}")
+
+
+def _rev(shape):
+    return tuple(shape)[::-1] if isinstance(shape, (tuple, list)) else shape
+
+
+def _f_order(x):
+    """A C-contiguous array of the reversed shape, seen as a Fortran-ordered one."""
+    return x.T if x.ndim > 1 else x
+
+
+def full(shape, fill_value, dtype=None, order="C", *, device=None, requires_grad=False):
     """An array of `shape` filled with `fill_value`.
 
     Without `dtype`: bool -> bool, int -> int64, float -> the default float
@@ -123,7 +159,8 @@ def full(shape, fill_value, *, dtype=None, device=None, requires_grad=False):
     >>> ember.full((2,), 7).tolist(), ember.full((1,), 0.5).dtype
     ([7, 7], dtype('float32'))
     """
-    check_device(device, "full")
+    if device is not None:
+        check_device(device, "full")
     if dtype is None:
         if isinstance(fill_value, builtins.bool):
             dtype = np.bool_
@@ -138,7 +175,7 @@ def full(shape, fill_value, *, dtype=None, device=None, requires_grad=False):
             if fv.ndim != 0:
                 raise ValueError(f"full: fill_value must be a scalar, got an array of shape {fv.shape}")
             dtype = fv.dtype
-    x = empty_raw(shape, dtype)
+    x = empty(shape, dtype, order)
     if isinstance(fill_value, (int, float, complex)) and not isinstance(fill_value, np.generic):
         if x.dtype.kind in "iu" and isinstance(fill_value, int) and not isinstance(fill_value, builtins.bool):
             info = np.iinfo(x.dtype)
@@ -150,7 +187,7 @@ def full(shape, fill_value, *, dtype=None, device=None, requires_grad=False):
     return _finish(x, requires_grad)
 
 
-def zeros(shape, *, dtype=None, device=None, requires_grad=False):
+def zeros(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     """An array of zeros.
 
     >>> import ember
@@ -159,18 +196,22 @@ def zeros(shape, *, dtype=None, device=None, requires_grad=False):
     """
     if device is not None:
         check_device(device, "zeros")
+    if order != "C":
+        _check_order(order, "zeros")
+        return _finish(_f_order(_array._zeros(_rev(shape), dtype)), requires_grad)
     return _finish(_array._zeros(shape, dtype), requires_grad)
 
 
-def ones(shape, *, dtype=None, device=None, requires_grad=False):
+def ones(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     """An array of ones.
 
     >>> import ember
     >>> ember.ones(3).tolist()
     [1.0, 1.0, 1.0]
     """
-    check_device(device, "ones")
-    x = empty_raw(shape, dtype)
+    if device is not None:
+        check_device(device, "ones")
+    x = empty(shape, dtype, order)
     x.fill(1)
     return _finish(x, requires_grad)
 
@@ -180,7 +221,8 @@ def _like(x, dtype, shape):
     return (x.shape if shape is None else shape), (x.dtype if dtype is None else dtype)
 
 
-def empty_like(x, /, *, dtype=None, device=None, shape=None, requires_grad=False):
+def empty_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=None,
+               requires_grad=False):
     """An uninitialised array with x's shape and dtype.
 
     >>> import ember
@@ -191,7 +233,8 @@ def empty_like(x, /, *, dtype=None, device=None, shape=None, requires_grad=False
     return empty(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
-def zeros_like(x, /, *, dtype=None, device=None, shape=None, requires_grad=False):
+def zeros_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=None,
+               requires_grad=False):
     """Zeros with x's shape and dtype.
 
     >>> import ember
@@ -202,7 +245,8 @@ def zeros_like(x, /, *, dtype=None, device=None, shape=None, requires_grad=False
     return zeros(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
-def ones_like(x, /, *, dtype=None, device=None, shape=None, requires_grad=False):
+def ones_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=None,
+              requires_grad=False):
     """Ones with x's shape and dtype.
 
     >>> import ember
@@ -213,7 +257,8 @@ def ones_like(x, /, *, dtype=None, device=None, shape=None, requires_grad=False)
     return ones(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
-def full_like(x, /, fill_value, *, dtype=None, device=None, shape=None, requires_grad=False):
+def full_like(x, /, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None,
+              requires_grad=False):
     """`fill_value` everywhere, with x's shape and dtype.
 
     >>> import ember
@@ -224,7 +269,7 @@ def full_like(x, /, fill_value, *, dtype=None, device=None, shape=None, requires
     return full(s, fill_value, dtype=d, device=device, requires_grad=requires_grad)
 
 
-def arange(start, /, stop=None, step=1, *, dtype=None, device=None, requires_grad=False):
+def arange(start, /, stop=None, step=1, dtype=None, *, device=None, requires_grad=False):
     """Evenly spaced values in [start, stop), NumPy's length rule ``ceil((stop-start)/step)``.
 
     Integer arguments give int64; any float argument gives the default float dtype.
@@ -233,12 +278,11 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, requires_gra
     >>> ember.arange(5).tolist(), ember.arange(0, 1, 0.25).tolist()
     ([0, 1, 2, 3, 4], [0.0, 0.25, 0.5, 0.75])
     """
-    check_device(device, "arange")
+    if device is not None:
+        check_device(device, "arange")
     if stop is None:
         start, stop = 0, start
-    for v in (start, stop, step):
-        if isinstance(v, complex):
-            raise TypeError("arange: complex arguments are not supported")
+    start, stop, step = (_arange_arg(v) for v in (start, stop, step))
     if step == 0:
         raise ValueError("arange: step must not be zero")
     if dtype is None:
@@ -247,7 +291,10 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, requires_gra
         else:
             dtype = default_float_dtype()
     dt = _resolve_dtype(dtype)
-    n = builtins.max(0, math.ceil((stop - start) / step))
+    span = (stop - start) / step
+    if not math.isfinite(span):
+        raise ValueError(f"arange: cannot compute the length of arange({start}, {stop}, {step})")
+    n = builtins.max(0, math.ceil(span))
     # NumPy computes in the target dtype from start and step; do the same
     res = np.arange(start, stop, step, dtype=dt) if dt.kind != "b" else np.arange(start, stop, step).astype(dt)
     if len(res) != n and dt.kind in "iu":
@@ -255,64 +302,118 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, requires_gra
     return _finish(_copy_into_ember(res), requires_grad)
 
 
-def _copy_into_ember(np_arr):
+def _arange_arg(v):
+    """A Python/NumPy real number from an arange argument (0-d arrays included)."""
+    if isinstance(v, ndarray):
+        if v.ndim != 0:
+            raise TypeError(f"arange: arguments must be scalars, got an array of shape {v.shape}")
+        v = v.item()
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if isinstance(v, (builtins.bool, np.bool_)):
+        v = int(v)
+    if not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"arange: arguments must be real numbers, got {type(v).__name__}")
+    return v
+
+
+def _copy_into_ember(np_arr, order="C"):
     """Copy a NumPy array into fresh ember memory (the caching allocator)."""
-    out = empty_raw(np_arr.shape, np_arr.dtype)
+    if order == "F" and np_arr.ndim > 1:
+        out = empty_raw(np_arr.shape[::-1], np_arr.dtype).T
+    else:
+        out = empty_raw(np_arr.shape, np_arr.dtype)
     numpy_view(out)[...] = np_arr
     return out
 
 
-def linspace(start, stop, /, num=50, *, dtype=None, device=None, endpoint=True, retstep=False,
-             requires_grad=False):
+def _np_endpoint(v):
+    """A linspace/logspace endpoint for NumPy: ember arrays become zero-copy views."""
+    return numpy_view(v) if isinstance(v, ndarray) else v
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None, requires_grad=False):
     """`num` evenly spaced samples from start to stop (inclusive unless ``endpoint=False``).
+
+    Without `dtype` the result has the default float dtype (complex endpoints:
+    the default complex dtype); an integer `dtype` rounds towards -inf, as
+    NumPy does.  `start`/`stop` may be arrays: the samples then run along `axis`.
 
     >>> import ember
     >>> ember.linspace(0, 1, 5).tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    check_device(device, "linspace")
-    num = operator.index(num)
+    if device is not None:
+        check_device(device, "linspace")
+    try:
+        num = operator.index(num)
+    except TypeError:
+        raise TypeError(f"linspace: num must be an integer, got {type(num).__name__}") from None
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    a, b = _np_endpoint(start), _np_endpoint(stop)
     if dtype is None:
-        dtype = default_complex_dtype() if builtins.any(isinstance(v, complex) for v in (start, stop)) \
-            else default_float_dtype()
+        is_complex = builtins.any(np.iscomplexobj(v) for v in (a, b))
+        dtype = default_complex_dtype() if is_complex else default_float_dtype()
     dt = _resolve_dtype(dtype)
-    res, step = np.linspace(start, stop, num, endpoint=endpoint, retstep=True,
-                            dtype=np.float64 if dt.kind in "fiub" else np.complex128)
-    x = _finish(_copy_into_ember(res.astype(dt)), requires_grad)
+    res, step = np.linspace(a, b, num, endpoint=endpoint, retstep=True, dtype=dt, axis=axis)
+    x = _finish(_copy_into_ember(res), requires_grad)
     return (x, step) if retstep else x
 
 
-def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, *, device=None):
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, *, device=None,
+             requires_grad=False):
     """`num` samples evenly spaced on a log scale, ``base ** linspace(start, stop)``.
+
+    Without `dtype` the result has the default float dtype.
 
     >>> import ember
     >>> ember.logspace(0, 2, 3).tolist()
     [1.0, 10.0, 100.0]
     """
-    check_device(device, "logspace")
-    dt = _resolve_dtype(dtype) or default_float_dtype()
-    return _copy_into_ember(np.logspace(start, stop, num, endpoint=endpoint, base=base).astype(dt))
+    if device is not None:
+        check_device(device, "logspace")
+    a, b = _np_endpoint(start), _np_endpoint(stop)
+    if dtype is None:
+        is_complex = builtins.any(np.iscomplexobj(v) for v in (a, b, base))
+        dtype = default_complex_dtype() if is_complex else default_float_dtype()
+    dt = _resolve_dtype(dtype)
+    res = np.logspace(a, b, num, endpoint=endpoint, base=_np_endpoint(base), axis=axis)
+    return _finish(_copy_into_ember(res.astype(dt, copy=False)), requires_grad)
 
 
-def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, requires_grad=False):
-    """A 2-d array with ones on the k-th diagonal.
+def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, requires_grad=False):
+    """A 2-d array with ones on the k-th diagonal (``N`` rows, ``M`` columns).
+
+    Array API spelling ``eye(n_rows, n_cols, k=..., dtype=...)`` works too.
 
     >>> import ember
     >>> ember.eye(2, 3, k=1).tolist()
     [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
-    check_device(device, "eye")
-    n_cols = n_rows if n_cols is None else n_cols
-    x = zeros((n_rows, n_cols), dtype=dtype)
-    if n_rows and n_cols and -n_rows < k < n_cols:
+    if device is not None:
+        check_device(device, "eye")
+    M = N if M is None else M
+    try:
+        N, M, k = operator.index(N), operator.index(M), operator.index(k)
+    except TypeError:
+        raise TypeError(f"eye: N, M and k must be integers, got {N!r}, {M!r}, {k!r}") from None
+    if N < 0 or M < 0:
+        raise ValueError(f"eye: negative dimensions are not allowed, got N={N}, M={M}")
+    x = zeros((N, M), dtype, order)
+    if N > 0 and M > 0 and -N < k < M:
+        # the k-th diagonal as a strided view: one fill, no loop
         d = numpy_view(x)
-        np.fill_diagonal(d[builtins.max(-k, 0):, builtins.max(k, 0):], 1)
+        diag = np.lib.stride_tricks.as_strided(
+            d[builtins.max(-k, 0):, builtins.max(k, 0):],
+            shape=(builtins.min(N - builtins.max(-k, 0), M - builtins.max(k, 0)),),
+            strides=(d.strides[0] + d.strides[1],))
+        diag[...] = 1
     return _finish(x, requires_grad)
 
 
-def identity(n, *, dtype=None, device=None, requires_grad=False):
+def identity(n, dtype=None, *, device=None, requires_grad=False):
     """The n x n identity matrix.
 
     >>> import ember
@@ -325,7 +426,10 @@ def identity(n, *, dtype=None, device=None, requires_grad=False):
 def meshgrid(*arrays, indexing="xy", sparse=False, copy=True):
     """Coordinate matrices from 1-d coordinate vectors (``indexing='xy'`` or ``'ij'``).
 
-    The outputs are copies (``copy=False`` returns broadcast views instead).
+    Returns a list of arrays.  The outputs are fresh copies; ``copy=False``
+    returns read-only broadcast views of the inputs instead and ``sparse=True``
+    keeps the length-1 axes, as in NumPy.  Inputs that are not 1-d are
+    flattened (NumPy's rule).
 
     >>> import ember
     >>> X, Y = ember.meshgrid(ember.arange(3), ember.arange(2))
@@ -338,9 +442,6 @@ def meshgrid(*arrays, indexing="xy", sparse=False, copy=True):
             not isinstance(arrays[0][0], (int, float, complex)):
         arrays = tuple(arrays[0])
     xs = [as_array(a) for a in arrays]
-    for i, a in enumerate(xs):
-        if a.ndim != 1:
-            raise ValueError(f"meshgrid: array {i} must be 1-dimensional, got shape {a.shape}")
     grids = np.meshgrid(*[numpy_view(a) for a in xs], indexing=indexing, sparse=sparse, copy=False)
     out = [(_copy_into_ember(g) if copy else wrap(g)) for g in grids]
     return out if isinstance(out, list) else list(out)
@@ -350,11 +451,11 @@ def _tri(x, k, lower, opname):
     x = as_array(x)
     if x.ndim < 2:
         raise ValueError(f"{opname}: input must have at least 2 dimensions, got shape {x.shape}")
-    out = _copy_into_ember(np.tril(numpy_view(x), k) if lower else np.triu(numpy_view(x), k))
-    return out
+    k = operator.index(k)
+    return _copy_into_ember(np.tril(numpy_view(x), k) if lower else np.triu(numpy_view(x), k))
 
 
-def tril(x, /, *, k=0):
+def tril(x, /, k=0):
     """The lower triangle of the last two axes (elements above the k-th diagonal zeroed).
 
     >>> import ember
@@ -364,7 +465,7 @@ def tril(x, /, *, k=0):
     return _tri(x, k, True, "tril")
 
 
-def triu(x, /, *, k=0):
+def triu(x, /, k=0):
     """The upper triangle of the last two axes (elements below the k-th diagonal zeroed).
 
     >>> import ember

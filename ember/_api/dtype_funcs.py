@@ -99,7 +99,10 @@ def result_type(*arrays_and_dtypes):
     if code is None:
         code = scalar_code(scalars.pop(0))
     for s in scalars:
-        code = weak_result_code(code, s)
+        try:
+            code = weak_result_code(code, s)
+        except OverflowError:
+            pass        # NumPy 2: an out-of-range Python int still leaves the integer dtype
     return dtype_from_code(code)
 
 

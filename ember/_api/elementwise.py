@@ -77,10 +77,21 @@ class ufunc:
     def _np_args(self, args):
         return [numpy_view(as_array(a)) if isinstance(a, ndarray) else a for a in args]
 
+    def _need_binary(self, method):
+        if self.nin != 2:
+            raise ValueError(f"{self.__name__}.{method}: only supported for binary functions "
+                             f"({self.__name__} takes {self.nin} input)")
+
     def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue,
                where=True):
-        """Reduce along `axis` by repeated application (``ember.add.reduce`` is a sum)."""
+        """Reduce along `axis` by repeated application (``ember.add.reduce`` is a sum).
+
+        >>> import ember
+        >>> ember.maximum.reduce(ember.asarray([[1, 5], [3, 2]]), axis=1).tolist()
+        [5, 3]
+        """
         import ember
+        self._need_binary("reduce")
         if self.__name__ == "add" and initial is np._NoValue and where is True:
             return ember.sum(array, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
         if self.__name__ == "multiply" and initial is np._NoValue and where is True:
@@ -91,12 +102,24 @@ class ufunc:
         return _result(res, out)
 
     def accumulate(self, array, axis=0, dtype=None, out=None):
-        """Running application along `axis` (``ember.add.accumulate`` is a cumsum)."""
+        """Running application along `axis` (``ember.add.accumulate`` is a cumsum).
+
+        >>> import ember
+        >>> ember.add.accumulate(ember.asarray([1, 2, 3])).tolist()
+        [1, 3, 6]
+        """
+        self._need_binary("accumulate")
         res = self._np.accumulate(numpy_view(as_array(array)), axis=axis, dtype=dtype)
         return _result(res, out)
 
     def outer(self, a, b, **kwargs):
-        """The op applied to every pair (a[i...], b[j...]): result shape a.shape + b.shape."""
+        """The op applied to every pair (a[i...], b[j...]): result shape a.shape + b.shape.
+
+        >>> import ember
+        >>> ember.multiply.outer(ember.asarray([1, 2]), ember.asarray([1, 10])).tolist()
+        [[1, 10], [2, 20]]
+        """
+        self._need_binary("outer")
         a, b = as_array(a), as_array(b)
         return self(a.reshape(a.shape + (1,) * b.ndim), b, **kwargs)
 
@@ -208,6 +231,12 @@ def where(condition, x=None, y=None, /):
 def clip(x, /, min=None, max=None, *, out=None, a_min=np._NoValue, a_max=np._NoValue):
     """Limit values to [min, max] (either may be None); NaN propagates.
 
+    The result dtype is the promotion of x with the bounds (Python scalar bounds
+    are weak, so they keep x's dtype when of the same kind; an integer array
+    clipped by Python floats gives the default float dtype).  Python integer
+    bounds outside x's integer range clip nothing on that side, as in NumPy 2.
+    Where ``min > max`` the result is ``max`` (NumPy's rule).
+
     >>> import ember
     >>> ember.clip(ember.asarray([-2, 0, 5]), 0, 3).tolist()
     [0, 0, 3]
@@ -217,6 +246,9 @@ def clip(x, /, min=None, max=None, *, out=None, a_min=np._NoValue, a_max=np._NoV
     if a_max is not np._NoValue:
         max = a_max
     x = as_array(x)
+    if x.dtype.kind in "iu":
+        min = _int_bound(min, x.dtype, True)
+        max = _int_bound(max, x.dtype, False)
     res = x
     if min is None and max is None:
         return x.copy() if out is None else _assign_out(out, x)
@@ -224,12 +256,19 @@ def clip(x, /, min=None, max=None, *, out=None, a_min=np._NoValue, a_max=np._NoV
         res = _ew.call_binary(_ew._op_index("maximum"), res, min, None)
     if max is not None:
         res = _ew.call_binary(_ew._op_index("minimum"), res, max, None)
-    if res.dtype != x.dtype and (isinstance(min, (int, float)) or isinstance(max, (int, float))):
-        # Array API: clip keeps x's dtype when the bounds are Python scalars
-        res = res.astype(x.dtype)
     if out is not None:
         return _assign_out(out, res)
     return res
+
+
+def _int_bound(b, dt, lower):
+    """A Python-int clip bound outside dt's range: None (no effect) or the range's end."""
+    if type(b) is not int:
+        return b
+    info = np.iinfo(dt)
+    if lower:
+        return None if b < info.min else builtins.min(b, int(info.max))
+    return None if b > info.max else builtins.max(b, int(info.min))
 
 
 def _assign_out(out, value):
@@ -310,7 +349,11 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     [True, False]
     """
     av, bv = _np_pair(a, b)
-    return wrap(np.asarray(np.isclose(av, bv, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+    try:
+        return wrap(np.asarray(np.isclose(av, bv, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+    except ValueError:
+        raise ValueError(f"isclose: operands could not be broadcast together with shapes "
+                         f"{shape_str(av.shape)} {shape_str(bv.shape)}") from None
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -321,7 +364,11 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     True
     """
     av, bv = _np_pair(a, b)
-    return builtins.bool(np.allclose(av, bv, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    try:
+        return builtins.bool(np.allclose(av, bv, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    except ValueError:
+        raise ValueError(f"allclose: operands could not be broadcast together with shapes "
+                         f"{shape_str(av.shape)} {shape_str(bv.shape)}") from None
 
 
 def array_equal(a1, a2, equal_nan=False):

@@ -35,20 +35,24 @@ def _to_ember(obj):
 
 
 def _array_ufunc(ufunc, method, inputs, kwargs):
+    """``numpy.<ufunc>(..., ember arrays ...)``: ember computes plain calls of its own
+    ufuncs; everything else (methods, other ufuncs, keywords ember lacks, NumPy
+    outputs) runs NumPy on zero-copy views, and array results come back as ember
+    arrays (NumPy scalars stay scalars, a NumPy ``out=`` stays NumPy's)."""
     import ember
     ours = getattr(ember, ufunc.__name__, None)
-    if method == "__call__" and isinstance(ours, ember.ufunc) and not kwargs.get("where") is not None:
-        out = kwargs.pop("out", None)
-        if out is not None:
-            out = out[0] if isinstance(out, tuple) else out
-            if not isinstance(out, ndarray):
-                return NotImplemented
-        if kwargs:
-            kw = {k: v for k, v in kwargs.items() if k in ("dtype",)}
-            if len(kw) != len(kwargs):
-                return _run_numpy(ufunc, method, inputs, dict(kwargs, out=out) if out is not None else kwargs)
-            kwargs = kw
-        return ours(*inputs, out=out, **kwargs)
+    if method == "__call__" and isinstance(ours, ember.ufunc) and ours.nin == ufunc.nin \
+            and kwargs.get("where", True) is True:
+        kw = dict(kwargs)
+        kw.pop("where", None)
+        out = kw.pop("out", None)
+        if isinstance(out, tuple):
+            out = out[0] if len(out) == 1 else out
+        dtype = kw.pop("dtype", None)
+        if kw.get("casting", "same_kind") == "same_kind":
+            kw.pop("casting", None)
+        if not kw and (out is None or isinstance(out, ndarray)):
+            return ours(*inputs, out=out, dtype=dtype)
     return _run_numpy(ufunc, method, inputs, kwargs)
 
 
@@ -58,8 +62,15 @@ def _run_numpy(ufunc, method, inputs, kwargs):
     if "out" in np_kwargs and not isinstance(np_kwargs["out"], tuple) and np_kwargs["out"] is not None:
         np_kwargs["out"] = (np_kwargs["out"],)
     res = getattr(ufunc, method)(*np_inputs, **np_kwargs)
+    for a in inputs:                    # ufunc.at writes into its first operand
+        if method == "at" and isinstance(a, ndarray):
+            a._bump_version()
+            break
     if "out" in kwargs and kwargs["out"] is not None:
         out = kwargs["out"]
+        for o in (out if isinstance(out, tuple) else (out,)):
+            if isinstance(o, ndarray):
+                o._bump_version()
         return out[0] if isinstance(out, tuple) and len(out) == 1 else out
     return _to_ember(res)
 
