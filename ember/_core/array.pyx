@@ -478,6 +478,43 @@ cdef ndarray _index_pyint(ndarray x, object key):
     return _index_int(x, key)
 
 
+cdef object _reshape_contiguous(ndarray x, tuple shape):
+    """Fast path of reshape for a C-contiguous array and a tuple of Python ints
+    (at most one -1): the view's strides are the C strides.  None when the
+    shape needs the general routine (errors included, which it words)."""
+    cdef Py_ssize_t dims[MAXDIM]
+    cdef Py_ssize_t strides[MAXDIM]
+    cdef Py_ssize_t known = 1, st
+    cdef int n = len(shape), i, neg = -1
+    if n > MAXDIM:
+        return None
+    for i in range(n):
+        s = shape[i]
+        if type(s) is not int:
+            return None
+        dims[i] = s
+        if dims[i] == -1:
+            if neg >= 0:
+                return None
+            neg = i
+        elif dims[i] < 0:
+            return None
+        else:
+            known *= dims[i]
+    if neg >= 0:
+        if known == 0 or x.size % known:
+            return None
+        dims[neg] = x.size // known
+        known *= dims[neg]
+    if known != x.size:
+        return None
+    st = x.itemsize
+    for i in range(n - 1, -1, -1):
+        strides[i] = st
+        st *= dims[i] if dims[i] > 0 else 1
+    return new_view(x, n, dims, strides, x.offset, x.tcode)
+
+
 # ---------------------------------------------------------------- the array
 
 cdef inline object _bin(int op, object a, object b):
@@ -924,8 +961,14 @@ cdef class ndarray:
         return self.itemsize
 
     def reshape(self, *shape, order="C", copy=None):
+        """A view with a new shape when the strides allow it, else a copy (see ember.reshape)."""
+        cdef object v
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
+        if self.c_contig and copy is None and order == "C" and type(shape) is tuple:
+            v = _reshape_contiguous(self, <tuple>shape)
+            if v is not None:
+                return v
         return _E.reshape(self, shape, order=order, copy=copy)
 
     def view(self, *args, dtype=None):
