@@ -752,7 +752,10 @@ cdef class ndarray:
     def __int__(self):
         if self.size != 1:
             raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {self.shape}")
-        return int(numpy_view(self).reshape(()).item().real if KIND[self.tcode] == b'c' else numpy_view(self).item())
+        v = numpy_view(self).item()
+        if isinstance(v, complex):
+            raise TypeError("int: cannot convert a complex array to int; take .real first")
+        return int(v)
 
     def __float__(self):
         if self.size != 1:
