@@ -61,9 +61,21 @@ class ufunc:
             args = tuple(as_array(a).astype(dtype, copy=False) for a in args)
         if where is not True:
             return self._call_where(args, out, where)
-        if self.nin == 2:
-            return _ew.call_binary(self._op, args[0], args[1], out)
-        return _ew.call_unary(self._op, args[0], out)
+        try:
+            if self.nin == 2:
+                return _ew.call_binary(self._op, args[0], args[1], out)
+            return _ew.call_unary(self._op, args[0], out)
+        except ValueError as err:
+            if out is None:
+                raise
+            # NumPy lets out= take part in broadcasting: inputs stretch to out's shape
+            try:
+                args = tuple(_broadcast_to(a, out.shape) for a in args)
+            except ValueError:
+                raise err from None
+            if self.nin == 2:
+                return _ew.call_binary(self._op, args[0], args[1], out)
+            return _ew.call_unary(self._op, args[0], out)
 
     def _call_where(self, args, out, where):
         res = self(*args)
@@ -143,6 +155,22 @@ class ufunc:
         else:
             self._np.at(view, idx)
         a._bump_version()
+
+
+def _broadcast_to(a, shape):
+    """An array argument as a read-only broadcast view of `shape` (Python scalars pass)."""
+    if isinstance(a, (builtins.bool, int, float, complex)) and not isinstance(a, np.generic):
+        return a
+    a = as_array(a)
+    if a.shape == tuple(shape):
+        return a
+    try:
+        np.broadcast_shapes(a.shape, tuple(shape))
+    except ValueError:
+        raise ValueError("cannot broadcast") from None
+    if np.broadcast_shapes(a.shape, tuple(shape)) != tuple(shape):
+        raise ValueError("cannot broadcast")
+    return wrap(np.broadcast_to(numpy_view(a), shape))
 
 
 def _np_index(key):
@@ -278,6 +306,10 @@ def _assign_out(out, value):
 
 def round(x, /, decimals=0, out=None):
     """Round half to even; `decimals` may be negative (NumPy's ``round``).
+
+    Integer input with ``decimals >= 0`` comes back unchanged (a copy); bool
+    input stays bool (NumPy gives float16 there).  ``decimals != 0`` on floats
+    runs NumPy's algorithm on a zero-copy view.
 
     >>> import ember
     >>> ember.round(ember.asarray([0.5, 1.5, 2.567]), decimals=0).tolist()
