@@ -578,7 +578,9 @@ cdef object binary(int op, object a, object b, object out):
         except OverflowError:
             if OPCLASS[op] == b'c':
                 return _fallback(op, [x, b], x.tcode, T_BOOL, out, OPNAMES[op])
-            raise
+            if OPCLASS[op] != b'f':
+                raise
+            tp = default_float      # float-valued op of integers: the int only has to fit a float
     else:
         y = <ndarray>b
         scalar = a
@@ -588,7 +590,9 @@ cdef object binary(int op, object a, object b, object out):
         except OverflowError:
             if OPCLASS[op] == b'c':
                 return _fallback(op, [a, y], y.tcode, T_BOOL, out, OPNAMES[op])
-            raise
+            if OPCLASS[op] != b'f':
+                raise
+            tp = default_float      # float-valued op of integers: the int only has to fit a float
 
     if OPCLASS[op] == b'c' and scalar is not None and isinstance(scalar, float) and \
             (KIND[tp] == b'f') and KIND[(x if x is not None else y).tcode] != b'f':

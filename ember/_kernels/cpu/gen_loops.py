@@ -230,6 +230,24 @@ cdef inline double _heaviside(double a, double b) noexcept nogil:
     if a == 0:
         return b
     return 1.0 if a > 0 else 0.0
+
+# complex division by a (signed) zero: NumPy divides each part by |0| (inf/nan with
+# the numerator's signs), where C's a / b would flip them for -0.
+cdef inline float complex _cdivf(float complex a, float complex b) noexcept nogil:
+    cdef float complex r
+    if b != 0:
+        return a / b
+    (<float*>&r)[0] = (<float*>&a)[0] / fabsf((<float*>&b)[0])
+    (<float*>&r)[1] = (<float*>&a)[1] / fabsf((<float*>&b)[0])
+    return r
+
+cdef inline double complex _cdiv(double complex a, double complex b) noexcept nogil:
+    cdef double complex r
+    if b != 0:
+        return a / b
+    (<double*>&r)[0] = (<double*>&a)[0] / fabs((<double*>&b)[0])
+    (<double*>&r)[1] = (<double*>&a)[1] / fabs((<double*>&b)[0])
+    return r
 '''
 
 INT_HELPERS = '''
@@ -482,7 +500,8 @@ def generate_part(part):
                 expr = expression_for(table, kind)
                 if expr is None:
                     continue
-                expr = expr.format(F=suf or "", T=comp, N=name, U=unsigned_of(store) if kind in "iu" else "")
+                expr = expr.format(F=suf or "", T=comp, N=name, U=unsigned_of(store) if kind in "iu" else "",
+                                   C="f" if name == "complex64" else "")
                 fn, src = emit_loop(op, arity, is_bool, dt, expr)
                 out.append(src)
                 registry.append((op, code, fn))

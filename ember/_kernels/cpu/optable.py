@@ -34,7 +34,7 @@ OPS = [
     ("add", 2, False, {"b": "(a | b)", "iu": "a + b", "f": "a + b", "c": "a + b"}),
     ("subtract", 2, False, {"iu": "a - b", "f": "a - b", "c": "a - b"}),
     ("multiply", 2, False, {"b": "(a & b)", "iu": "a * b", "f": "a * b", "c": "a * b"}),
-    ("divide", 2, False, {"f": "a / b", "c": "a / b"}),
+    ("divide", 2, False, {"f": "a / b", "c": "_cdiv{C}(a, b)"}),
     ("floor_divide", 2, False, {"i": "_floordiv_{N}(a, b)", "u": "((a // b) if b != 0 else 0)",
                                 "f": "_floordiv_f{F}(a, b)"}),
     ("remainder", 2, False, {"i": "_mod_{N}(a, b)", "u": "((a % b) if b != 0 else 0)",
