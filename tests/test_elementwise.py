@@ -799,8 +799,6 @@ def test_numpy_names_are_the_same_ufuncs():
     assert_matches(ember.conjugate(ember.asarray([1j])), np.array([-1j], np.complex64))
 
 
-@pytest.mark.xfail(strict=True, reason="dispatcher range-checks a Python int against the integer "
-                   "array's dtype even for float-valued ops; NumPy computes uint8 / -3 in floats")
 def test_float_valued_op_of_uint_and_negative_python_int():
     a = np.array([1, 2], np.uint8)
     assert_matches(ember.divide(ember.asarray(a), -3), np.divide(a.astype(np.float32), -3))
