@@ -40,3 +40,12 @@ __version__ = "0.1.0"
 __array_api_version__ = "2024.12"
 
 _array._set_namespace(_sys.modules[__name__], _elementwise._assign)
+
+# autograd: grad-mode switches at the top level (as in PyTorch), then every
+# public function gets its gradient rule
+from ember import autograd                                        # noqa: E402
+from ember.autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa: E402,F401
+                                      inference_mode, is_grad_enabled,
+                                      is_inference_mode_enabled)
+from ember.autograd.install import install as _install_autograd   # noqa: E402
+_install_autograd(_sys.modules[__name__])

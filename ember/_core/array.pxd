@@ -21,6 +21,8 @@ cdef class ndarray:
     cdef public object grad
     cdef public object grad_fn
     cdef public object _grad_meta    # hooks, retain_grad flag... (autograd owns it)
+    cdef public int _output_nr       # which output of grad_fn this array is
+    cdef public object _view_of      # (base, view_fn) when this is a differentiable view
     cdef object __weakref__
 
 ctypedef object (*binary_hook_t)(int op, object a, object b, object out)
@@ -38,3 +40,7 @@ cdef bint is_c_contiguous(int ndim, const Py_ssize_t* shape, const Py_ssize_t* s
 cdef object shape_tuple(ndarray x)
 cdef int normalize_axis(Py_ssize_t axis, int ndim, str opname) except -1
 cdef object parse_shape(object shape, str opname)
+
+# Grad mode: a thread-local flag (ember.no_grad and friends set it).
+cdef bint grad_enabled() noexcept nogil
+cdef void set_grad_mode(bint on) noexcept nogil

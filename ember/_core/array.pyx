@@ -30,6 +30,38 @@ cdef extern from "numpy/arrayobject.h":
     object PyArray_NewFromDescr(void* subtype, void* descr, int nd, cnp.npy_intp* dims,
                                 cnp.npy_intp* strides, void* data, int flags, void* obj)
 
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    static __declspec(thread) int ember_grad_mode = 1;
+    #else
+    static __thread int ember_grad_mode = 1;
+    #endif
+    """
+    int ember_grad_mode
+
+
+cdef bint grad_enabled() noexcept nogil:
+    return ember_grad_mode
+
+
+cdef void set_grad_mode(bint on) noexcept nogil:
+    global ember_grad_mode
+    ember_grad_mode = on
+
+
+def _is_grad_enabled():
+    return ember_grad_mode != 0
+
+
+def _set_grad_enabled(bint on):
+    """Set this thread's grad mode; returns the previous one."""
+    global ember_grad_mode
+    cdef bint prev = ember_grad_mode
+    ember_grad_mode = on
+    return prev
+
+
 cdef object _E = None          # the ember namespace, set by ember/__init__.py
 cdef binary_hook_t _binary = NULL
 cdef unary_hook_t _unary = NULL
@@ -517,6 +549,15 @@ cdef object _reshape_contiguous(ndarray x, tuple shape):
 
 # ---------------------------------------------------------------- the array
 
+cdef inline bint _tracking(ndarray x) noexcept:
+    """True when an operation on x must be recorded for autograd."""
+    return x._requires_grad and ember_grad_mode
+
+
+cdef inline bint _tracked_value(object v) noexcept:
+    return isinstance(v, ndarray) and (<ndarray>v)._requires_grad and ember_grad_mode
+
+
 cdef inline object _bin(int op, object a, object b):
     return _binary(op, a, b, None)
 
@@ -618,6 +659,8 @@ cdef class ndarray:
         cdef Py_ssize_t sh[MAXDIM]
         cdef Py_ssize_t st[MAXDIM]
         cdef int i
+        if _tracking(self):
+            return _E.permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
         for i in range(self.ndim):
             sh[i] = self.shape[self.ndim - 1 - i]
             st[i] = self.strides[self.ndim - 1 - i]
@@ -631,6 +674,8 @@ cdef class ndarray:
         cdef int i
         if self.ndim < 2:
             raise ValueError(f"mT: array must have at least 2 dimensions, got shape {self.shape}")
+        if _tracking(self):
+            return _E.matrix_transpose(self)
         for i in range(self.ndim):
             sh[i] = self.shape[i]
             st[i] = self.strides[i]
@@ -654,18 +699,62 @@ cdef class ndarray:
     @requires_grad.setter
     def requires_grad(self, value):
         value = bool(value)
+        if not value and self.grad_fn is not None:
+            raise RuntimeError("requires_grad: you can only change requires_grad of leaf "
+                               "arrays; use x.detach() to get an array that does not require grad")
         if value and KIND[self.tcode] != b'f' and KIND[self.tcode] != b'c':
             raise RuntimeError(f"only arrays of floating point or complex dtype can require "
                                f"gradients, got {DTYPE_OBJS[self.tcode]}")
         self._requires_grad = value
 
     def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` in place and return the array (leaves only)."""
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError("requires_grad_: you can only change requires_grad of leaf "
+                               "arrays; use x.detach() to get an array that does not require grad")
         self.requires_grad = requires_grad
         return self
 
     @property
     def is_leaf(self):
+        """True for arrays not produced by a recorded op (those accumulate ``.grad``)."""
         return self.grad_fn is None
+
+    def detach(self):
+        """A new array on the same memory, cut from the graph (does not require grad)."""
+        return new_view(self, self.ndim, self.shape, self.strides, self.offset, self.tcode)
+
+    def detach_(self):
+        """Cut this array from the graph, in place."""
+        if self._view_of is not None:
+            raise RuntimeError("detach_: cannot detach a view of another array in place; "
+                               "use x.detach()")
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this array into the ``.grad`` of the leaves
+        (see ``ember.autograd.backward``)."""
+        _E.autograd.backward(self, gradient, retain_graph=retain_graph,
+                             create_graph=create_graph, inputs=inputs)
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf array on backward (leaves always do)."""
+        _E.autograd._retain_grad(self)
+
+    @property
+    def retains_grad(self):
+        return _E.autograd._retains_grad(self)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this array's gradient is computed; a returned
+        array replaces the gradient.  Returns a handle with ``remove()``."""
+        return _E.autograd._register_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(x)`` after the gradient is accumulated into leaf ``x.grad``."""
+        return _E.autograd._register_post_accumulate_grad_hook(self, hook)
 
     # ------------------------------------------------------------ conversion
     def __array__(self, dtype=None, copy=None):
@@ -785,6 +874,8 @@ cdef class ndarray:
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d array")
         cdef Py_ssize_t i
+        if _tracking(self):
+            return (self[i] for i in range(self.shape[0]))
         return (_index_int(self, i) for i in range(self.shape[0]))
 
     def __repr__(self):
@@ -816,6 +907,8 @@ cdef class ndarray:
     # ------------------------------------------------------------ indexing
     def __getitem__(self, key):
         cdef object v
+        if _tracking(self):
+            return _E._ag_getitem(self, key)
         if isinstance(key, int) and not isinstance(key, bool):
             return _index_pyint(self, key)
         if isinstance(key, tuple):
@@ -832,6 +925,9 @@ cdef class ndarray:
         cdef object v
         if self.storage.readonly:
             raise ValueError("assignment destination is read-only")
+        if ember_grad_mode and (self._requires_grad or _tracked_value(value)):
+            _E._ag_setitem(self, key, value)
+            return
         if isinstance(key, int) and not isinstance(key, bool):
             v = _index_pyint(self, key)
         elif isinstance(key, tuple):
@@ -887,6 +983,9 @@ cdef class ndarray:
     def __rmatmul__(self, other): return _E.matmul(other, self)
     def __imatmul__(self, other):
         res = _E.matmul(self, other)
+        if ember_grad_mode and (self._requires_grad or _tracked_value(res)):
+            _E._ag_setitem(self, Ellipsis, res)
+            return self
         _assign(self, res)
         self.storage.version += 1
         return self
@@ -928,12 +1027,16 @@ cdef class ndarray:
             check_device(device, "astype")
         if code == self.tcode and not copy:
             return self
+        if _tracking(self):
+            return _E.astype(self, dtype, copy=copy)
         out = new_empty(code, self.ndim, self.shape)
         _assign(out, self)
         return out
 
     def copy(self, order="C"):
         """A C-contiguous copy in fresh memory."""
+        if _tracking(self):
+            return _E.astype(self, self.dtype, copy=True)
         out = new_empty(self.tcode, self.ndim, self.shape)
         _assign(out, self)
         return out
@@ -948,6 +1051,9 @@ cdef class ndarray:
         """Set every element to `value`, in place."""
         if self.storage.readonly:
             raise ValueError("fill: assignment destination is read-only")
+        if ember_grad_mode and (self._requires_grad or _tracked_value(value)):
+            _E._ag_setitem(self, Ellipsis, value)
+            return
         _assign(self, value)
         self.storage.version += 1
 
@@ -968,7 +1074,7 @@ cdef class ndarray:
         cdef object v
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
-        if self.c_contig and copy is None and order == "C" and type(shape) is tuple:
+        if self.c_contig and copy is None and order == "C" and type(shape) is tuple and not _tracking(self):
             v = _reshape_contiguous(self, <tuple>shape)
             if v is not None:
                 return v
@@ -1025,6 +1131,9 @@ cdef class ndarray:
     def sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True):
         """Sort in place along `axis` (NumPy's method semantics)."""
         res = _E.sort(self, axis=axis, descending=descending, stable=stable)
+        if _tracking(self):
+            _E._ag_setitem(self, Ellipsis, res)
+            return
         _assign(self, res)
         self.storage.version += 1
 

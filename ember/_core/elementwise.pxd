@@ -26,3 +26,7 @@ cdef object unary(int op, object a, object out)
 cdef int assign(ndarray dst, object src) except -1
 cdef ndarray cast(ndarray x, int tcode)
 cdef int num_threads() noexcept nogil
+
+ctypedef object (*ag_binary_t)(int op, object a, object b, object out)
+ctypedef object (*ag_unary_t)(int op, object a, object out)
+cdef void set_autograd_hooks(ag_binary_t b, ag_unary_t u) noexcept

@@ -15,7 +15,7 @@ from libc.string cimport memcpy, memcmp
 from libc.stdint cimport uint8_t, uint16_t, int64_t, uint64_t
 
 from ember._core.array cimport (ndarray, MAXDIM, new_empty, new_view, as_ndarray, numpy_view,
-                                set_elementwise_hooks, shape_tuple)
+                                set_elementwise_hooks, shape_tuple, grad_enabled)
 from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, PROMOTE, T_BOOL,
                                  T_INT64, T_FLOAT16, T_FLOAT32, T_FLOAT64, T_COMPLEX64,
                                  T_COMPLEX128, default_float, weak_result, scalar_default_code)
@@ -705,10 +705,32 @@ cdef object unary(int op, object a, object out):
     return o
 
 
+# autograd: the engine registers these; an entry point calls them when grad mode
+# is on and an operand requires grad (two flag tests on the hot path)
+cdef ag_binary_t _ag_binary = NULL
+cdef ag_unary_t _ag_unary = NULL
+
+
+cdef void set_autograd_hooks(ag_binary_t b, ag_unary_t u) noexcept:
+    global _ag_binary, _ag_unary
+    _ag_binary = b
+    _ag_unary = u
+
+
+cdef inline bint _needs_grad(object a) noexcept:
+    return isinstance(a, ndarray) and (<ndarray>a)._requires_grad
+
+
 cdef object _binary_hook(int op, object a, object b, object out):
+    if (_needs_grad(a) or _needs_grad(b) or (out is not None and _needs_grad(out))) \
+            and grad_enabled() and _ag_binary != NULL:
+        return _ag_binary(op, a, b, out)
     return binary(op, a, b, out)
 
 cdef object _unary_hook(int op, object a, object out):
+    if (_needs_grad(a) or (out is not None and _needs_grad(out))) and grad_enabled() \
+            and _ag_unary != NULL:
+        return _ag_unary(op, a, out)
     return unary(op, a, out)
 
 set_elementwise_hooks(_binary_hook, _unary_hook)
@@ -721,11 +743,11 @@ def _op_index(str name):
 
 
 def call_binary(int op, a, b, out=None):
-    return binary(op, a, b, out)
+    return _binary_hook(op, a, b, out)
 
 
 def call_unary(int op, a, out=None):
-    return unary(op, a, out)
+    return _unary_hook(op, a, out)
 
 
 def has_loop(str name, dtype):

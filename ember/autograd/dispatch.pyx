@@ -1,0 +1,105 @@
+# cython: wraparound=True, boundscheck=True
+"""The autograd-aware entry of every public ember function.
+
+``ember.<name>`` is a ``DiffOp`` around the plain function: with grad mode off,
+or no argument that requires grad, it calls the function straight away (one
+flag test and a scan of the arguments).  Otherwise it runs the function with
+grad mode off and records its gradient rule; a function without a rule refuses
+to silently drop gradients when it returns floating-point arrays.
+"""
+cimport cython
+from ember._core.array cimport ndarray, grad_enabled, set_grad_mode
+from ember.autograd.engine cimport Rule, record
+
+import inspect as _inspect
+
+
+cdef inline bint _tracked(object a) noexcept:
+    return isinstance(a, ndarray) and (<ndarray>a)._requires_grad
+
+
+cdef bint _any_tracked(tuple args, dict kwargs):
+    for a in args:
+        if isinstance(a, ndarray):
+            if (<ndarray>a)._requires_grad:
+                return True
+        elif isinstance(a, (list, tuple)):
+            for e in a:
+                if _tracked(e):
+                    return True
+    if kwargs:
+        for a in kwargs.values():
+            if _tracked(a):
+                return True
+            if isinstance(a, (list, tuple)):
+                for e in a:
+                    if _tracked(e):
+                        return True
+    return False
+
+
+cdef bint _has_float_output(object res):
+    if isinstance(res, ndarray):
+        return res.dtype.kind in "fc"
+    if isinstance(res, (tuple, list)):
+        return any(_has_float_output(r) for r in res)
+    return False
+
+
+@cython.final
+cdef class DiffOp:
+    """A public ember function with its gradient rule (``rule`` None: no gradient)."""
+    cdef public object fn
+    cdef public Rule rule
+    cdef public str name
+    cdef object _sig
+    cdef dict __dict__
+
+    def __init__(self, fn, name, rule=None):
+        self.fn = fn
+        self.name = name
+        self.rule = rule
+        self._sig = None
+        for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+            if hasattr(fn, attr):
+                setattr(self, attr, getattr(fn, attr))
+        setattr(self, "__wrapped__", fn)
+
+    def __repr__(self):
+        return f"<ember function {self.name}>"
+
+    def __call__(self, *args, **kwargs):
+        if not grad_enabled() or not _any_tracked(args, kwargs):
+            return self.fn(*args, **kwargs)
+        return self._record(args, kwargs)
+
+    cdef object _record(self, tuple args, dict kwargs):
+        if kwargs.get("out") is not None:
+            raise RuntimeError(f"{self.name}: out= is not supported when an input requires "
+                               f"grad (autograd records new arrays); drop out= or call it "
+                               f"under ember.no_grad()")
+        if kwargs:
+            for a in kwargs.values():
+                if _tracked(a) or (isinstance(a, (list, tuple)) and any(_tracked(e) for e in a)):
+                    args, kwargs = self._positional(args, kwargs)
+                    break
+        set_grad_mode(False)
+        try:
+            res = self.fn(*args, **kwargs)
+        finally:
+            set_grad_mode(True)
+        if self.rule is None:
+            if _has_float_output(res):
+                raise RuntimeError(
+                    f"ember.{self.name} does not support autograd: an input requires grad but "
+                    f"this function has no gradient rule; call it on x.detach() or under "
+                    f"ember.no_grad() if no gradient should flow through it")
+            return res
+        return record(self.rule, args, kwargs if kwargs else None, res)
+
+    cdef tuple _positional(self, tuple args, dict kwargs):
+        """Move array keyword arguments to their positions (rules see them positionally)."""
+        if self._sig is None:
+            self._sig = _inspect.signature(self.fn)
+        bound = self._sig.bind(*args, **kwargs)
+        return tuple(bound.args), dict(bound.kwargs)

@@ -1,0 +1,809 @@
+# cython: wraparound=True, boundscheck=True
+"""The backward engine: graph nodes, recording, and dependency-counted execution.
+
+Recording (define-by-run): an op whose inputs require grad runs its forward
+with grad mode off, then ``record`` adds one ``RuleNode`` holding the op's
+gradient rule, its arguments and edges to the inputs' nodes; outputs point
+back to the node through ``grad_fn``.  Leaves get one ``AccumulateGrad`` node
+each (cached on the leaf, which it references weakly, so there is no cycle).
+
+Execution (``run_backward``): one iterative pass counts, for every node that
+leads to a wanted gradient, how many edges reach it; nodes then run once each
+when all their gradients have arrived (no recursion, so chains of any length
+work).  Gradient rules are written with ember ops, so with
+``create_graph=True`` the backward pass is itself recorded.
+"""
+cimport cython
+from cpython.ref cimport PyObject
+
+from ember._core.array cimport ndarray, grad_enabled, set_grad_mode, new_view, shape_tuple
+from ember._core.dtypes cimport KIND, DTYPE_OBJS
+from ember._core.elementwise cimport binary, unary, set_autograd_hooks
+
+import weakref as _weakref
+import traceback as _traceback
+
+cdef object _E = None               # the ember namespace (set by ember.autograd)
+cdef list _EW_RULES = []            # elementwise op code -> Rule or None
+cdef list _EW_NONDIFF = []          # elementwise op code -> True if its results are constants
+cdef dict _EW_CODES = {}            # elementwise op name -> op code
+cdef bint _anomaly = False          # ember.autograd.detect_anomaly()
+
+
+def _set_namespace(ns, list op_names):
+    global _E, _EW_RULES, _EW_CODES
+    _E = ns
+    _EW_RULES = [None] * len(op_names)
+    _EW_NONDIFF[:] = [False] * len(op_names)
+    _EW_CODES = {n: i for i, n in enumerate(op_names)}
+
+
+def _set_anomaly(bint on):
+    global _anomaly
+    cdef bint prev = _anomaly
+    _anomaly = on
+    return prev
+
+
+def _anomaly_enabled():
+    return _anomaly
+
+
+cdef inline bint _is_float(ndarray x) noexcept:
+    cdef char k = KIND[x.tcode]
+    return k == b'f' or k == b'c'
+
+
+# ---------------------------------------------------------------- nodes
+
+cdef class Node:
+    """A step of the recorded graph: turns gradients of its outputs into
+    gradients of its inputs (``grad_fn`` of arrays that ops produced)."""
+
+    cpdef list apply(self, list grads):
+        raise NotImplementedError
+
+    cdef void release(self):
+        self.released = True
+
+    @property
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()}>" if callable(self.name) else f"<{self.name}>"
+
+    @property
+    def next_functions(self):
+        """((node, output index), ...) for each input, as in PyTorch."""
+        if self.next_nodes is None:
+            return ()
+        return tuple((n, self.next_nrs[i]) for i, n in enumerate(self.next_nodes))
+
+    def register_prehook(self, fn):
+        """fn(grad) runs on the gradient of this node's output before the node does."""
+        if self.pre_hooks is None:
+            self.pre_hooks = []
+        entry = (0, fn)
+        self.pre_hooks.append(entry)
+        return _RemovableHandle(self.pre_hooks, entry)
+
+
+@cython.final
+cdef class AccumulateGrad(Node):
+    """The node of a leaf: adds what reaches it into ``leaf.grad``."""
+
+    cpdef list apply(self, list grads):
+        return []
+
+    @property
+    def variable(self):
+        return self.leaf_ref()
+
+    @property
+    def name(self):
+        return "AccumulateGrad"
+
+
+cdef class _RemovableHandle:
+    cdef list container
+    cdef object entry
+
+    def __init__(self, container, entry):
+        self.container = container
+        self.entry = entry
+
+    def remove(self):
+        """Unregister the hook (a no-op the second time)."""
+        if self.container is not None:
+            try:
+                self.container.remove(self.entry)
+            except ValueError:
+                pass
+            self.container = None
+
+
+@cython.final
+cdef class Rule:
+    """An op's gradient rule: ``fn(grad, result, *args, **kwargs)`` returns one
+    gradient per positional argument (a list of them for a list argument, None
+    where there is none).  ``grad`` and ``result`` are tuples for ops with
+    several outputs."""
+
+    def __init__(self, fn, name, save_args=True, save_result=False):
+        self.fn = fn
+        self.name = name
+        self.save_args = save_args
+        self.save_result = save_result
+
+
+cdef str _shape_str(object shape):
+    return str(tuple(shape)).replace(" ", "")
+
+
+cdef object _fit(object g, tuple meta, str opname, Py_ssize_t k):
+    """g summed down to the input's shape (undoing broadcasting) and cast to its dtype."""
+    cdef ndarray x
+    shape, dtype = meta
+    if not isinstance(g, ndarray):
+        g = _E.asarray(g, dtype=dtype)
+    x = <ndarray>g
+    gshape = shape_tuple(x)
+    if gshape != shape:
+        g = _sum_to(g, gshape, shape, opname, k)
+    if (<ndarray>g).dtype != dtype:
+        if KIND[(<ndarray>g).tcode] == b'c' and dtype.kind != 'c':
+            g = _E.real(g)
+        g = g.astype(dtype)
+    return g
+
+
+cdef object _sum_to(object g, tuple gshape, tuple shape, str opname, Py_ssize_t k):
+    cdef Py_ssize_t lead = len(gshape) - len(shape), i
+    if lead < 0:
+        raise RuntimeError(f"{opname}: the gradient for input {k} has shape {_shape_str(gshape)}, "
+                           f"which cannot be reduced to the input's shape {_shape_str(shape)}")
+    axes = list(range(lead))
+    for i in range(len(shape)):
+        if shape[i] == 1 and gshape[lead + i] != 1:
+            axes.append(lead + i)
+        elif shape[i] != gshape[lead + i]:
+            raise RuntimeError(f"{opname}: the gradient for input {k} has shape "
+                               f"{_shape_str(gshape)}, which cannot be reduced to the input's "
+                               f"shape {_shape_str(shape)}")
+    if axes:
+        g = _E.sum(g, axis=tuple(axes), keepdims=True)
+    if lead:
+        g = _E.reshape(g, shape)
+    return g
+
+
+cdef str _node_name(str opname):
+    return "".join(p[:1].upper() + p[1:] for p in opname.split("_")) + "Backward"
+
+
+@cython.final
+cdef class RuleNode(Node):
+    """The node of an op with a gradient rule (most of ember's ops)."""
+
+    @property
+    def name(self):
+        return _node_name(self.rule.name)
+
+    cdef void release(self):
+        self.released = True
+        self.args = None
+        self.kwargs = None
+        self.saved = None
+        self.result = None
+
+    cdef object _unpack_result(self, bint connect):
+        cdef ndarray r, v
+        cdef Py_ssize_t i
+        if self.result is None:
+            return None
+        if not connect:
+            return self.result
+        # create_graph: the output as part of the graph (this node is its grad_fn)
+        if isinstance(self.result, ndarray):
+            return _attached(<ndarray>self.result, self, 0)
+        return tuple(_attached(<ndarray>r, self, i) if r is not None else None
+                     for i, r in enumerate(self.result))
+
+    cpdef list apply(self, list grads):
+        cdef Py_ssize_t i, k, j
+        cdef ndarray s
+        name = self.rule.name
+        if self.released:
+            raise RuntimeError(
+                f"{self.name}: trying to backward through the graph a second time (or to "
+                f"use its saved arrays after they were freed); pass retain_graph=True to "
+                f"the first backward() or autograd.grad() call to keep them")
+        if self.saved is not None:
+            for i in range(len(self.saved)):
+                s = <ndarray>self.saved[i]
+                if s.storage.version != <Py_ssize_t>self.versions[i]:
+                    raise RuntimeError(
+                        f"one of the arrays needed for gradient computation has been modified "
+                        f"by an in-place operation: an input of ember.{name} ({self.name}) of "
+                        f"shape {_shape_str(shape_tuple(s))} and dtype {s.dtype} is at version "
+                        f"{s.storage.version}; expected version {self.versions[i]}")
+        if self.result is not None:
+            r0 = self.result
+            if not isinstance(r0, ndarray):
+                r0 = None
+                for r in self.result:
+                    if r is not None:
+                        r0 = r
+                        break
+            if r0 is not None and (<ndarray>r0).storage.version != self.result_version:
+                raise RuntimeError(
+                    f"one of the arrays needed for gradient computation has been modified by "
+                    f"an in-place operation: the output of ember.{name} ({self.name}) of shape "
+                    f"{_shape_str(shape_tuple(<ndarray>r0))} is at version "
+                    f"{(<ndarray>r0).storage.version}; expected version {self.result_version}")
+        if self.num_outputs == 1:
+            g = grads[0]
+        else:
+            g = tuple(_materialize(grads, self.out_meta))
+        result = self._unpack_result(grad_enabled())
+        if self.kwargs:
+            ret = self.rule.fn(g, result, *self.args, **self.kwargs)
+        else:
+            ret = self.rule.fn(g, result, *self.args)
+        if isinstance(ret, ndarray) or not isinstance(ret, (tuple, list)):
+            ret = (ret,)
+        out = []
+        for k in range(len(self.slots)):
+            i, j = self.slots[k]
+            gi = ret[i] if i < len(ret) else None
+            if gi is not None and j >= 0:
+                gi = gi[j]
+            if gi is not None:
+                gi = _fit(gi, self.slot_meta[k], name, k)
+            out.append(gi)
+        return out
+
+
+cdef list _materialize(list grads, object out_meta):
+    cdef list res = []
+    cdef Py_ssize_t i
+    for i in range(len(grads)):
+        g = grads[i]
+        if g is None and out_meta is not None and out_meta[i] is not None:
+            g = _E.zeros(out_meta[i][0], dtype=out_meta[i][1])
+        res.append(g)
+    return res
+
+
+cdef ndarray _detached(ndarray x):
+    """A new array object on x's memory with no autograd history."""
+    return new_view(x, x.ndim, x.shape, x.strides, x.offset, x.tcode)
+
+
+cdef ndarray _attached(ndarray x, Node node, int nr):
+    cdef ndarray v = _detached(x)
+    v._requires_grad = True
+    v.grad_fn = node
+    v._output_nr = nr
+    return v
+
+
+@cython.final
+cdef class CallableNode(Node):
+    """A node whose backward is a Python callable (custom Functions, in-place on views)."""
+
+    @property
+    def name(self):
+        return self._name
+
+    cdef void release(self):
+        self.released = True
+        if self.on_release is not None:
+            self.on_release()
+
+    cpdef list apply(self, list grads):
+        cdef Py_ssize_t k
+        if self.released:
+            raise RuntimeError(
+                f"{self._name}: trying to backward through the graph a second time (or to "
+                f"use its saved arrays after they were freed); pass retain_graph=True to "
+                f"the first backward() or autograd.grad() call to keep them")
+        ret = self.fn(_materialize(grads, self.out_meta) if self.out_meta is not None else grads)
+        if isinstance(ret, ndarray) or not isinstance(ret, (tuple, list)):
+            ret = (ret,)
+        out = []
+        for k in range(len(self.slot_meta)):
+            gi = ret[k] if k < len(ret) else None
+            if gi is not None and self.slot_meta[k] is not None:
+                gi = _fit(gi, self.slot_meta[k], self._name, k)
+            out.append(gi)
+        return out
+
+
+# ---------------------------------------------------------------- edges of leaves
+
+cdef class GradMeta:
+    """Per-array autograd extras: the leaf's AccumulateGrad, retain_grad, hooks."""
+    cdef public AccumulateGrad accumulator
+    cdef public bint retains_grad
+    cdef public list post_accumulate_hooks
+
+
+cdef GradMeta _meta(ndarray x):
+    cdef GradMeta m = x._grad_meta
+    if m is None:
+        m = GradMeta.__new__(GradMeta)
+        x._grad_meta = m
+    return m
+
+
+cdef AccumulateGrad accumulator_of(ndarray leaf):
+    cdef GradMeta m = _meta(leaf)
+    cdef AccumulateGrad acc = m.accumulator
+    if acc is None:
+        acc = AccumulateGrad.__new__(AccumulateGrad)
+        acc.leaf_ref = _weakref.ref(leaf)
+        acc.next_nodes = ()
+        acc.next_nrs = ()
+        acc.num_outputs = 1
+        m.accumulator = acc
+    return acc
+
+
+def _accumulator(ndarray leaf):
+    return accumulator_of(leaf)
+
+
+cdef inline Node edge_node(ndarray x):
+    if x._view_of is not None and (<tuple>x._view_of)[2] != x.storage.version:
+        _E._ag_refresh_view(x)      # its base was written in place since: re-derive its history
+    if x.grad_fn is not None:
+        return <Node>x.grad_fn
+    return accumulator_of(x)
+
+
+def _edge(ndarray x):
+    """(node, output index) that the gradient of x flows to."""
+    return (edge_node(x), x._output_nr if x.grad_fn is not None else 0)
+
+
+# ---------------------------------------------------------------- recording
+
+cdef inline bint _tracked(object a) noexcept:
+    return isinstance(a, ndarray) and (<ndarray>a)._requires_grad
+
+
+@cython.final
+cdef class ArrayMeta:
+    """What a rule that does not keep an input sees of it: shape and dtype."""
+    cdef readonly tuple shape
+    cdef readonly object dtype
+    cdef readonly bint requires_grad
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        cdef Py_ssize_t n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+cdef ArrayMeta _array_meta(ndarray x):
+    cdef ArrayMeta m = ArrayMeta.__new__(ArrayMeta)
+    m.shape = shape_tuple(x)
+    m.dtype = x.dtype
+    m.requires_grad = x._requires_grad
+    return m
+
+
+cdef object _strip(object a):
+    """An argument as a rule that does not keep array values sees it."""
+    if isinstance(a, ndarray):
+        return _array_meta(<ndarray>a)
+    if isinstance(a, (list, tuple)) and a and isinstance(a[0], ndarray):
+        return [_array_meta(<ndarray>e) if isinstance(e, ndarray) else e for e in a]
+    return a
+
+
+cdef object record(Rule rule, tuple args, dict kwargs, object result):
+    """Attach a RuleNode for `rule` to `result` (computed with grad mode off)."""
+    cdef list slots = [], nodes = [], nrs = [], meta = [], saved = None, versions = None
+    cdef Py_ssize_t i, j
+    cdef ndarray x
+    cdef RuleNode node
+    cdef list outs
+    cdef bint single = isinstance(result, ndarray)
+    for i in range(len(args)):
+        a = args[i]
+        if isinstance(a, ndarray):
+            if (<ndarray>a)._requires_grad:
+                x = <ndarray>a
+                slots.append((i, -1))
+                nodes.append(edge_node(x))
+                nrs.append(x._output_nr if x.grad_fn is not None else 0)
+                meta.append((shape_tuple(x), x.dtype))
+        elif isinstance(a, (list, tuple)):
+            for j in range(len(a)):
+                if _tracked(a[j]):
+                    x = <ndarray>a[j]
+                    slots.append((i, j))
+                    nodes.append(edge_node(x))
+                    nrs.append(x._output_nr if x.grad_fn is not None else 0)
+                    meta.append((shape_tuple(x), x.dtype))
+    if not slots:
+        return result
+    if single:
+        if not _is_float(<ndarray>result):
+            return result
+        outs = [result]
+    elif isinstance(result, (tuple, list)):
+        outs = list(result)
+        if not any(isinstance(o, ndarray) and _is_float(<ndarray>o) for o in outs):
+            return result
+    else:
+        return result
+    node = RuleNode.__new__(RuleNode)
+    node.rule = rule
+    node.next_nodes = tuple(nodes)
+    node.next_nrs = tuple(nrs)
+    node.slots = tuple(slots)
+    node.slot_meta = tuple(meta)
+    node.num_outputs = len(outs)
+    if rule.save_args:
+        node.args = args
+        node.kwargs = kwargs
+        saved = []
+        versions = []
+        for a in args:
+            if isinstance(a, ndarray):
+                saved.append(a)
+                versions.append((<ndarray>a).storage.version)
+            elif isinstance(a, (list, tuple)):
+                for e in a:
+                    if isinstance(e, ndarray):
+                        saved.append(e)
+                        versions.append((<ndarray>e).storage.version)
+        node.saved = saved
+        node.versions = versions
+    else:
+        node.args = tuple(_strip(a) for a in args)
+        node.kwargs = kwargs
+    if not single:
+        node.out_meta = tuple((shape_tuple(<ndarray>o), (<ndarray>o).dtype)
+                              if isinstance(o, ndarray) and _is_float(<ndarray>o) else None
+                              for o in outs)
+    if rule.save_result:
+        if single:
+            node.result = _detached(<ndarray>result)
+            node.result_version = (<ndarray>result).storage.version
+        else:
+            node.result = tuple(_detached(<ndarray>o) if isinstance(o, ndarray) else None
+                                for o in outs)
+            node.result_version = next((<ndarray>o).storage.version for o in outs
+                                       if isinstance(o, ndarray))
+    if _anomaly:
+        node.creation_trace = "".join(_traceback.format_stack()[:-2])
+    for i in range(len(outs)):
+        o = outs[i]
+        if isinstance(o, ndarray) and _is_float(<ndarray>o):
+            x = <ndarray>o
+            x._requires_grad = True
+            x.grad_fn = node
+            x._output_nr = i
+            if args and isinstance(args[0], ndarray) and x.storage is (<ndarray>args[0]).storage \
+                    and (<ndarray>args[0])._requires_grad and rule.forward is not None:
+                _E._ag_mark_view(args[0], x, rule, args, kwargs, i, single)
+    return result
+
+
+def _record(Rule rule, tuple args, kwargs, result):
+    return record(rule, args, kwargs if kwargs else None, result)
+
+
+def attach(str name, fn, inputs, outputs, out_meta=None, on_release=None):
+    """Attach a CallableNode ``fn(grads) -> grads per input`` to `outputs`.
+
+    `inputs` lists arrays (or None); those that require grad become edges.
+    Returns the node, or None when no input requires grad."""
+    cdef list nodes = [], nrs = [], meta = []
+    cdef ndarray x
+    cdef CallableNode node
+    cdef Py_ssize_t i
+    any_tracked = False
+    for a in inputs:
+        if _tracked(a):
+            x = <ndarray>a
+            nodes.append(edge_node(x))
+            nrs.append(x._output_nr if x.grad_fn is not None else 0)
+            meta.append((shape_tuple(x), x.dtype))
+            any_tracked = True
+        else:
+            nodes.append(None)
+            nrs.append(0)
+            meta.append(None)
+    if not any_tracked:
+        return None
+    node = CallableNode.__new__(CallableNode)
+    node._name = name
+    node.fn = fn
+    node.next_nodes = tuple(nodes)
+    node.next_nrs = tuple(nrs)
+    node.slot_meta = tuple(meta)
+    node.num_outputs = len(outputs)
+    node.out_meta = out_meta
+    node.on_release = on_release
+    if _anomaly:
+        node.creation_trace = "".join(_traceback.format_stack()[:-2])
+    for i in range(len(outputs)):
+        o = outputs[i]
+        if isinstance(o, ndarray) and _is_float(<ndarray>o):
+            x = <ndarray>o
+            x._requires_grad = True
+            x.grad_fn = node
+            x._output_nr = i
+    return node
+
+
+# ---------------------------------------------------------------- elementwise hooks
+
+cdef object record_elementwise(int op, object a, object b, object result):
+    cdef Rule rule = <Rule>_EW_RULES[op]
+    if b is None:
+        return record(rule, (a,), None, result)
+    return record(rule, (a, b), None, result)
+
+
+cdef object _ag_binary(int op, object a, object b, object out):
+    """The elementwise dispatcher calls this when an operand requires grad."""
+    cdef object rule = _EW_RULES[op]
+    if out is not None:
+        return _inplace_elementwise(op, a, b, out)
+    set_grad_mode(False)
+    try:
+        res = binary(op, a, b, None)
+    finally:
+        set_grad_mode(True)
+    if rule is None:
+        return _no_rule(op, res)
+    return record(<Rule>rule, (a, b), None, res)
+
+
+cdef object _ag_unary(int op, object a, object out):
+    cdef object rule = _EW_RULES[op]
+    if out is not None:
+        return _inplace_elementwise(op, a, None, out)
+    set_grad_mode(False)
+    try:
+        res = unary(op, a, None)
+    finally:
+        set_grad_mode(True)
+    if rule is None:
+        return _no_rule(op, res)
+    return record(<Rule>rule, (a,), None, res)
+
+
+cdef object _inplace_elementwise(int op, object a, object b, object out):
+    """``out = op(a, b)`` written into out's memory, recorded as out's new history."""
+    rule = _EW_RULES[op]
+    args = (a,) if b is None else (a, b)
+
+    def compute(*args):
+        set_grad_mode(False)
+        try:
+            if len(args) == 1:
+                return unary(op, args[0], None)
+            return binary(op, args[0], args[1], None)
+        finally:
+            set_grad_mode(True)
+    return _E._ag_inplace(rule, compute, args, out)
+
+
+set_autograd_hooks(_ag_binary, _ag_unary)
+
+
+def _register_elementwise(str name, Rule rule):
+    _EW_RULES[_EW_CODES[name]] = rule
+
+
+def _register_elementwise_nondiff(str name):
+    _EW_NONDIFF[_EW_CODES[name]] = True
+
+
+cdef object _no_rule(int op, object res):
+    if isinstance(res, ndarray) and _is_float(<ndarray>res) and not _EW_NONDIFF[op]:
+        raise RuntimeError(f"ember.{list(_EW_CODES)[op]} does not support autograd: an input "
+                           f"requires grad but this op has no gradient rule; call it on "
+                           f"x.detach() or under ember.no_grad()")
+    return res
+
+
+def _elementwise_rule(str name):
+    return _EW_RULES[_EW_CODES[name]]
+
+
+# ---------------------------------------------------------------- execution
+
+cdef _check_anomaly(Node node, list grads):
+    for g in grads:
+        if isinstance(g, ndarray) and _is_float(<ndarray>g) and (<ndarray>g).size:
+            if bool(_E.any(_E.isnan(g))):
+                where = node.creation_trace or "(the forward ran before detect_anomaly was on)\n"
+                raise RuntimeError(
+                    f"Function '{node.name}' returned nan values in its output; the forward "
+                    f"op was created here:\n{where}")
+
+
+cdef _accumulate(ndarray leaf, object g, bint create_graph):
+    """leaf.grad += g (or = a copy of g), then the post-accumulate hooks."""
+    cdef GradMeta m
+    if create_graph:
+        leaf.grad = g if leaf.grad is None else leaf.grad + g
+    else:
+        set_grad_mode(False)
+        try:
+            if isinstance(g, ndarray) and (<ndarray>g)._requires_grad:
+                g = _detached(<ndarray>g)
+            if leaf.grad is None:
+                leaf.grad = _E.astype(g, (<ndarray>g).dtype, copy=True)
+            elif isinstance(leaf.grad, ndarray) and (<ndarray>leaf.grad).grad_fn is None and \
+                    shape_tuple(<ndarray>leaf.grad) == shape_tuple(<ndarray>g) and \
+                    not (<ndarray>leaf.grad).storage.readonly:
+                leaf.grad += g
+            else:
+                leaf.grad = leaf.grad + g
+        finally:
+            set_grad_mode(True)
+    m = leaf._grad_meta
+    if m is not None and m.post_accumulate_hooks:
+        for h in list(m.post_accumulate_hooks):
+            h(leaf)
+
+
+cdef object _run_hooks(Node node, list buf):
+    cdef Py_ssize_t nr
+    for entry in list(node.pre_hooks):
+        nr, fn = entry
+        if buf[nr] is not None:
+            r = fn(buf[nr])
+            if r is not None:
+                buf[nr] = r
+
+
+def run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
+                 tuple inputs=None, bint accumulate=True, bint allow_unused=True):
+    """Propagate `grads` of `outputs` back through the graph.
+
+    Without `inputs`: accumulate into every leaf's ``.grad``.  With `inputs`:
+    only the parts of the graph that lead to them run; their gradients are
+    returned (and accumulated into their ``.grad`` when `accumulate`)."""
+    cdef dict deps = {}, needed = {}, buffers = {}, captures = {}
+    cdef list roots = [], ready = [], stack, buf, result = None
+    cdef Node node, nxt
+    cdef ndarray x
+    cdef Py_ssize_t i, k, nr
+    cdef bint prune = inputs is not None
+    cdef set capture_nodes = set()
+
+    for i in range(len(outputs)):
+        x = <ndarray>outputs[i]
+        node = edge_node(x)
+        nr = x._output_nr if x.grad_fn is not None else 0
+        roots.append((node, nr, grads[i]))
+    if prune:
+        result = [None] * len(inputs)
+        for i in range(len(inputs)):
+            x = <ndarray>inputs[i]
+            node = edge_node(x)
+            nr = x._output_nr if x.grad_fn is not None else 0
+            captures.setdefault(node, []).append((nr, i))
+            capture_nodes.add(node)
+
+    # pass 1 (iterative post-order): which nodes lead to a wanted gradient, and
+    # how many edges from such nodes reach each of them
+    for root in roots:
+        node = root[0]
+        if node in needed:
+            continue
+        stack = [(node, 0)]
+        needed[node] = False           # visiting
+        while stack:
+            node, i = stack[-1]
+            nn = node.next_nodes
+            if nn is not None and i < len(nn):
+                stack[-1] = (node, i + 1)
+                nxt_o = nn[i]
+                if nxt_o is not None and nxt_o not in needed:
+                    needed[nxt_o] = False
+                    stack.append((nxt_o, 0))
+                continue
+            stack.pop()
+            if prune:
+                want = node in capture_nodes
+                if nn is not None:
+                    for nxt_o in nn:
+                        if nxt_o is not None and needed[nxt_o]:
+                            want = True
+            else:
+                want = True
+            needed[node] = want
+            if want and nn is not None:
+                for nxt_o in nn:
+                    if nxt_o is not None and needed[nxt_o]:
+                        deps[nxt_o] = deps.get(nxt_o, 0) + 1
+
+    # seed the roots' gradients
+    for node, nr, g in roots:
+        if not needed[node]:
+            continue
+        buf = buffers.get(node)
+        if buf is None:
+            buf = [None] * node.num_outputs
+            buffers[node] = buf
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    for node in buffers:
+        if deps.get(node, 0) == 0:
+            ready.append(node)
+
+    prev_mode = grad_enabled()
+    set_grad_mode(create_graph)
+    try:
+        while ready:
+            node = <Node>ready.pop()
+            buf = buffers.pop(node)
+            if node.pre_hooks:
+                _run_hooks(node, buf)
+            if prune and node in captures:
+                for nr, i in captures[node]:
+                    result[i] = buf[nr]
+            if isinstance(node, AccumulateGrad):
+                if accumulate and (not prune or node in captures):
+                    leaf = (<AccumulateGrad>node).leaf_ref()
+                    if leaf is not None and buf[0] is not None:
+                        _accumulate(<ndarray>leaf, buf[0], create_graph)
+                continue
+            if prune and node in captures and not any(
+                    n is not None and needed[n] for n in node.next_nodes):
+                continue
+            if all(g is None for g in buf):
+                grads_in = [None] * len(node.next_nodes)
+            else:
+                grads_in = node.apply(buf)
+                if _anomaly:
+                    _check_anomaly(node, grads_in)
+            if not keep_graph:
+                node.release()
+            for k in range(len(node.next_nodes)):
+                nxt_o = node.next_nodes[k]
+                if nxt_o is None or not needed[nxt_o]:
+                    continue
+                nxt = <Node>nxt_o
+                g = grads_in[k] if k < len(grads_in) else None
+                b = buffers.get(nxt)
+                if b is None:
+                    b = [None] * nxt.num_outputs
+                    buffers[nxt] = b
+                if g is not None:
+                    nr = node.next_nrs[k]
+                    b[nr] = g if b[nr] is None else b[nr] + g
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    ready.append(nxt)
+    finally:
+        set_grad_mode(prev_mode)
+
+    if prune and accumulate:
+        # non-leaf inputs of backward(inputs=...) get .grad too
+        for i in range(len(inputs)):
+            x = <ndarray>inputs[i]
+            if x.grad_fn is not None and result[i] is not None:
+                _accumulate(x, result[i], create_graph)
+    return result
+
+
+def _meta_of(ndarray x):
+    return _meta(x)

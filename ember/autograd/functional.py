@@ -1,0 +1,1 @@
+"""vjp, jvp, jacobian, hessian. Being written."""

@@ -1,0 +1,86 @@
+"""Put autograd on the public namespace.
+
+Every public function of ``ember`` (and ``ember.linalg``) becomes a
+``DiffOp`` with its gradient rule, if it has one; the elementwise ufuncs get
+their rules in the engine's op-code table (they record from Cython).  A
+function with no rule raises rather than silently dropping the gradient when
+an input requires grad and it returns floating-point arrays, unless it is
+declared non-differentiable (its results are constants, as ``zeros_like``).
+"""
+import types
+
+from ember.autograd import engine, inplace, registry
+from ember.autograd.dispatch import DiffOp
+
+# rule modules register on import
+from ember.autograd.rules import load_all as _load_rules
+
+# functions that produce constants or integer data whatever their input
+registry.nondifferentiable(
+    "zeros_like", "ones_like", "empty_like", "full_like", "shape", "ndim", "size",
+    "result_type", "can_cast", "isdtype", "finfo", "iinfo", "asnumpy", "from_dlpack",
+    "allclose", "array_equal", "array_equiv", "isclose", "count_nonzero", "nonzero",
+    "argwhere", "flatnonzero", "argmax", "argmin", "argsort", "searchsorted", "digitize",
+    "bincount", "histogram", "histogram_bin_edges", "unique_counts", "unique_inverse",
+    "nanargmax", "nanargmin", "argpartition", "lexsort", "isfinite", "isinf", "isnan",
+    "signbit", "all", "any", "array_split_indices", "broadcast_shapes", "tril_indices",
+    "triu_indices", "indices", "diag_indices", "ndindex", "unravel_index", "ravel_multi_index",
+    "iscomplexobj", "isrealobj", "iscomplex", "isreal", "isscalar", "shares_memory",
+    "may_share_memory", "asarray_chkfinite_nograd", "heaviside", "sign", "floor", "ceil",
+    "trunc", "rint", "fix", "around_int",
+)
+
+_INTERNAL = {
+    "_getitem": inplace._getitem,
+    "_index_add_into": inplace._index_add_into,
+    "_setitem_value": inplace._setitem_value,
+}
+
+
+def _wrap(fn, name):
+    rule = registry.RULES.get(name) or registry.RULES.get(getattr(fn, "__name__", ""))
+    if rule is not None and rule.forward is None:
+        rule.forward = fn
+    if rule is None and name in registry.NONDIFF:
+        return fn
+    return DiffOp(fn, name, rule)
+
+
+def install(ns):
+    """Wrap ns's public functions (ns is the ember module)."""
+    from ember._core import elementwise as _ew
+    _load_rules()
+    engine._set_namespace(ns, list(_ew.op_names()))
+    inplace._E = ns
+    import ember.autograd as ag
+    ag._E = ns
+    for name in _ew.op_names():
+        rule = registry.RULES.get(name)
+        if rule is not None:
+            engine._register_elementwise(name, rule)
+        elif name in registry.NONDIFF:
+            engine._register_elementwise_nondiff(name)
+
+    for name, fn in _INTERNAL.items():
+        setattr(ns, name, _wrap(fn, name))
+    done = {}           # aliases (around = round) stay one object
+    for name in list(vars(ns)):
+        obj = getattr(ns, name)
+        if name.startswith("_") or not isinstance(obj, types.FunctionType):
+            continue
+        mod = getattr(obj, "__module__", "") or ""
+        if not mod.startswith("ember._api") and not mod.startswith("ember.linalg"):
+            continue
+        if id(obj) not in done:
+            done[id(obj)] = _wrap(obj, obj.__name__ if obj.__name__ in registry.RULES else name)
+        setattr(ns, name, done[id(obj)])
+    linalg = ns.linalg
+    for name in list(getattr(linalg, "__all__", [])):
+        obj = getattr(linalg, name)
+        if isinstance(obj, types.FunctionType):
+            setattr(linalg, name, _wrap(obj, "linalg." + name))
+    ns._ag_getitem = inplace._ag_getitem
+    ns._ag_setitem = inplace._ag_setitem
+    ns._ag_inplace = inplace._ag_inplace
+    ns._ag_mark_view = inplace._ag_mark_view
+    ns._ag_refresh_view = inplace._ag_refresh_view

@@ -1,0 +1,40 @@
+"""Gradient rules, one per op, and their installation on the public namespace.
+
+A rule is a function ``rule(grad, result, *args, **kwargs)`` with the op's own
+signature after its first two parameters; it returns one gradient per
+positional argument (None where there is none, a list for a list argument).
+The engine sums each gradient down to its input's shape (undoing
+broadcasting) and casts it to the input's dtype, so rules need not.  Rules
+are written with ember ops: with ``create_graph=True`` they are recorded too,
+which is what makes gradients of any order work.
+
+    @defgrad("multiply")
+    def _(g, res, a, b):
+        return g * b, g * a
+"""
+from ember.autograd.engine import Rule, _register_elementwise, _elementwise_rule
+
+RULES = {}              # public name -> Rule
+NONDIFF = set()         # names whose float results carry no gradient on purpose
+
+__all__ = ["defgrad", "nondifferentiable", "RULES"]
+
+
+def defgrad(*names, save_args=True, save_result=False):
+    """Register the decorated function as the gradient rule of `names`.
+
+    save_args=False: the rule sees array arguments only as their shape and
+    dtype (``.shape``, ``.dtype``, ``.ndim``, ``.requires_grad``); the graph
+    then does not keep the inputs alive (add, sum, reshape...).
+    save_result=True: the rule's second argument is the op's output."""
+    def register(fn):
+        for name in names:
+            rule = Rule(fn, name, save_args, save_result)
+            RULES[name] = rule
+        return fn
+    return register
+
+
+def nondifferentiable(*names):
+    """Ops whose floating-point results are constants for autograd (zeros_like...)."""
+    NONDIFF.update(names)

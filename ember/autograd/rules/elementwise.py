@@ -1,0 +1,268 @@
+"""Gradient rules of the elementwise ops (ufuncs) and their Python-level relatives.
+
+For complex inputs the rules follow PyTorch's convention: the gradient of a
+holomorphic f is ``grad * conj(f'(z))``.
+"""
+import ember as E
+from ember.autograd.registry import defgrad, nondifferentiable
+
+nondifferentiable("floor_divide", "remainder", "fmod", "nextafter", "heaviside", "floor", "ceil",
+                  "trunc", "rint", "sign", "bitwise_and", "bitwise_or", "bitwise_xor",
+                  "left_shift", "right_shift", "invert", "equal", "not_equal", "less",
+                  "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
+                  "logical_xor", "logical_not", "isnan", "isinf", "isfinite", "signbit")
+
+
+def _c(x):
+    """conj(x) for complex arrays, x itself otherwise (and for Python scalars)."""
+    if isinstance(x, E.ndarray) and x.dtype.kind == "c":
+        return E.conj(x)
+    if isinstance(x, complex):
+        return x.conjugate()
+    return x
+
+
+@defgrad("add", save_args=False)
+def _(g, res, a, b):
+    return g, g
+
+
+@defgrad("subtract", save_args=False)
+def _(g, res, a, b):
+    return g, -g
+
+
+@defgrad("multiply")
+def _(g, res, a, b):
+    return g * _c(b), g * _c(a)
+
+
+@defgrad("divide")
+def _(g, res, a, b):
+    gb = None
+    if isinstance(b, E.ndarray) and b.requires_grad:
+        gb = -g * _c(a / (b * b))
+    return g / _c(b), gb
+
+
+@defgrad("power")
+def _(g, res, a, b):
+    ga = gb = None
+    if isinstance(a, E.ndarray) and a.requires_grad:
+        # b * a**(b-1), with 0 where b == 0 (so 0**0 has gradient 0, as in PyTorch)
+        d = b * a ** (b - 1)
+        if isinstance(b, E.ndarray) or b == 0:
+            d = E.where(E.asarray(b) == 0, 0.0, d)
+        ga = g * _c(d)
+    if isinstance(b, E.ndarray) and b.requires_grad:
+        # a**b * log(a), with 0 where a == 0 and b >= 0
+        d = a ** b * E.log(E.where(E.asarray(a) == 0, 1.0, a) if isinstance(a, E.ndarray)
+                           else (a if a != 0 else 1.0))
+        gb = g * _c(d)
+    return ga, gb
+
+
+def _pick_grad(g, a, b, take_a):
+    """g routed to a where take_a, else to b; ties (take_a None) split evenly."""
+    zero = E.zeros((), dtype=g.dtype)
+    return E.where(take_a, g, zero), E.where(take_a, zero, g)
+
+
+@defgrad("maximum", "fmax")
+def _(g, res, a, b):
+    # ties share the gradient equally (PyTorch's rule for maximum/minimum)
+    a_arr, b_arr = E.asarray(a), E.asarray(b)
+    ga = g * E.where(a_arr > b_arr, 1.0, E.where(a_arr == b_arr, 0.5, 0.0)).astype(g.dtype)
+    gb = g * E.where(b_arr > a_arr, 1.0, E.where(a_arr == b_arr, 0.5, 0.0)).astype(g.dtype)
+    return _nan_route(g, ga, gb, a_arr, b_arr, res)
+
+
+@defgrad("minimum", "fmin")
+def _(g, res, a, b):
+    a_arr, b_arr = E.asarray(a), E.asarray(b)
+    ga = g * E.where(a_arr < b_arr, 1.0, E.where(a_arr == b_arr, 0.5, 0.0)).astype(g.dtype)
+    gb = g * E.where(b_arr < a_arr, 1.0, E.where(a_arr == b_arr, 0.5, 0.0)).astype(g.dtype)
+    return _nan_route(g, ga, gb, a_arr, b_arr, res)
+
+
+def _nan_route(g, ga, gb, a, b, res):
+    """A NaN operand: maximum passes it (gradient to the NaN one); fmax skips it."""
+    if not (E.any(E.isnan(a)) or E.any(E.isnan(b))):
+        return ga, gb
+    an, bn = E.isnan(a), E.isnan(b)
+    zero = E.zeros((), dtype=g.dtype)
+    ga = E.where(an, E.where(E.isnan(res), g, zero), E.where(bn, E.where(E.isnan(res), zero, g), ga))
+    gb = E.where(bn, E.where(E.isnan(res) & ~an, g, zero), E.where(an, E.where(E.isnan(res), zero, g), gb))
+    return ga, gb
+
+
+@defgrad("arctan2")
+def _(g, res, a, b):
+    d = a * a + b * b
+    return g * b / d, -g * a / d
+
+
+@defgrad("hypot", save_result=True)
+def _(g, res, a, b):
+    return g * a / res, g * b / res
+
+
+@defgrad("copysign")
+def _(g, res, a, b):
+    # d/da copysign(a, b) = sign(a) * sign-of-b (0 where a == 0)
+    a_arr = E.asarray(a)
+    s = E.where(a_arr == 0, 0.0, E.sign(a_arr) * E.copysign(1.0, E.asarray(b)))
+    return g * s.astype(g.dtype), None
+
+
+@defgrad("logaddexp", save_result=True)
+def _(g, res, a, b):
+    return g * E.exp(a - res), g * E.exp(b - res)
+
+
+@defgrad("logaddexp2", save_result=True)
+def _(g, res, a, b):
+    return g * E.exp2(a - res), g * E.exp2(b - res)
+
+
+@defgrad("negative", save_args=False)
+def _(g, res, a):
+    return (-g,)
+
+
+@defgrad("positive", save_args=False)
+def _(g, res, a):
+    return (g,)
+
+
+@defgrad("absolute")
+def _(g, res, a):
+    if a.dtype.kind == "c":
+        r = E.absolute(a)
+        return (g * E.where(r == 0, 0.0, a / E.where(r == 0, 1.0, r)),)
+    return (g * E.sign(a),)
+
+
+@defgrad("square")
+def _(g, res, a):
+    return (g * 2 * _c(a),)
+
+
+@defgrad("reciprocal", save_result=True)
+def _(g, res, a):
+    return (-g * _c(res * res),)
+
+
+@defgrad("sqrt", save_result=True)
+def _(g, res, a):
+    return (g / _c(2 * res),)
+
+
+@defgrad("cbrt", save_result=True)
+def _(g, res, a):
+    return (g / (3 * res * res),)
+
+
+@defgrad("exp", save_result=True)
+def _(g, res, a):
+    return (g * _c(res),)
+
+
+@defgrad("exp2", save_result=True)
+def _(g, res, a):
+    return (g * _c(res) * 0.6931471805599453,)
+
+
+@defgrad("expm1", save_result=True)
+def _(g, res, a):
+    return (g * _c(res + 1),)
+
+
+@defgrad("log")
+def _(g, res, a):
+    return (g / _c(a),)
+
+
+@defgrad("log2")
+def _(g, res, a):
+    return (g / _c(a * 0.6931471805599453),)
+
+
+@defgrad("log10")
+def _(g, res, a):
+    return (g / _c(a * 2.302585092994046),)
+
+
+@defgrad("log1p")
+def _(g, res, a):
+    return (g / _c(a + 1),)
+
+
+@defgrad("sin")
+def _(g, res, a):
+    return (g * _c(E.cos(a)),)
+
+
+@defgrad("cos")
+def _(g, res, a):
+    return (-g * _c(E.sin(a)),)
+
+
+@defgrad("tan", save_result=True)
+def _(g, res, a):
+    return (g * _c(1 + res * res),)
+
+
+@defgrad("arcsin")
+def _(g, res, a):
+    return (g / _c(E.sqrt(1 - a * a)),)
+
+
+@defgrad("arccos")
+def _(g, res, a):
+    return (-g / _c(E.sqrt(1 - a * a)),)
+
+
+@defgrad("arctan")
+def _(g, res, a):
+    return (g / _c(1 + a * a),)
+
+
+@defgrad("sinh")
+def _(g, res, a):
+    return (g * _c(E.cosh(a)),)
+
+
+@defgrad("cosh")
+def _(g, res, a):
+    return (g * _c(E.sinh(a)),)
+
+
+@defgrad("tanh", save_result=True)
+def _(g, res, a):
+    return (g * _c(1 - res * res),)
+
+
+@defgrad("arcsinh")
+def _(g, res, a):
+    return (g / _c(E.sqrt(a * a + 1)),)
+
+
+@defgrad("arccosh")
+def _(g, res, a):
+    return (g / _c(E.sqrt(a * a - 1)),)
+
+
+@defgrad("arctanh")
+def _(g, res, a):
+    return (g / _c(1 - a * a),)
+
+
+@defgrad("deg2rad", save_args=False)
+def _(g, res, a):
+    return (g * 0.017453292519943295,)
+
+
+@defgrad("rad2deg", save_args=False)
+def _(g, res, a):
+    return (g * 57.29577951308232,)
