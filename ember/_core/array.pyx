@@ -881,7 +881,7 @@ cdef class ndarray:
     def __repr__(self):
         r = repr(numpy_view(self))
         if self._requires_grad or self.grad_fn is not None:
-            r = r[:-1] + (f", grad_fn=<{type(self.grad_fn).__name__}>)" if self.grad_fn is not None
+            r = r[:-1] + (f", grad_fn=<{self.grad_fn.name}>)" if self.grad_fn is not None
                           else ", requires_grad=True)")
         return r
 

@@ -487,7 +487,7 @@ cdef object record(Rule rule, tuple args, dict kwargs, object result):
             node.result_version = next((<ndarray>o).storage.version for o in outs
                                        if isinstance(o, ndarray))
     if _anomaly:
-        node.creation_trace = "".join(_traceback.format_stack()[:-2])
+        node.creation_trace = "".join(_traceback.format_stack(limit=12))
     for i in range(len(outs)):
         o = outs[i]
         if isinstance(o, ndarray) and _is_float(<ndarray>o):
@@ -538,7 +538,7 @@ def attach(str name, fn, inputs, outputs, out_meta=None, on_release=None):
     node.out_meta = out_meta
     node.on_release = on_release
     if _anomaly:
-        node.creation_trace = "".join(_traceback.format_stack()[:-2])
+        node.creation_trace = "".join(_traceback.format_stack(limit=12))
     for i in range(len(outputs)):
         o = outputs[i]
         if isinstance(o, ndarray) and _is_float(<ndarray>o):

@@ -195,7 +195,7 @@ def _index_add_into(g, key, shape, dtype):
     return z
 
 
-@defgrad("_getitem")
+@defgrad("_getitem", save_args=False)
 def _(g, res, x, key):
     return (_E._index_add_into(g, key, x.shape, x.dtype),)
 
@@ -206,7 +206,8 @@ def _(gz, res, g, key, shape, dtype):
 
 
 def _ag_getitem(x, key):
-    return _E._getitem(x, key)
+    # index arrays as NumPy arrays: the node keeps the key, not ember arrays
+    return _E._getitem(x, _np_key(key))
 
 
 def _setitem_value(x, key, value):
@@ -216,7 +217,7 @@ def _setitem_value(x, key, value):
     return new
 
 
-@defgrad("_setitem_value")
+@defgrad("_setitem_value", save_args=False)
 def _(g, res, x, key, value):
     prev = _no_grad()
     try:
@@ -224,7 +225,7 @@ def _(g, res, x, key, value):
         mask[key] = 0
     finally:
         _restore(prev)
-    gv = g[key] if isinstance(value, ndarray) and value.requires_grad else None
+    gv = g[key] if getattr(value, "requires_grad", False) else None
     if gv is not None and gv.ndim < value.ndim:
         gv = gv.reshape((1,) * (value.ndim - gv.ndim) + tuple(gv.shape))
     return g * mask, None, gv
@@ -234,6 +235,7 @@ def _ag_setitem(x, key, value):
     """x[key] = value with autograd (x gets a new history)."""
     if isinstance(value, (list, tuple)):
         value = _E.asarray(value)
+    key = _np_key(key)
     rule = RULES["_setitem_value"]
 
     def compute(x_old, v):

@@ -148,32 +148,32 @@ def _(g, res, a):
     return (g * 2 * _c(a),)
 
 
-@defgrad("reciprocal", save_result=True)
+@defgrad("reciprocal", save_args=False, save_result=True)
 def _(g, res, a):
     return (-g * _c(res * res),)
 
 
-@defgrad("sqrt", save_result=True)
+@defgrad("sqrt", save_args=False, save_result=True)
 def _(g, res, a):
     return (g / _c(2 * res),)
 
 
-@defgrad("cbrt", save_result=True)
+@defgrad("cbrt", save_args=False, save_result=True)
 def _(g, res, a):
     return (g / (3 * res * res),)
 
 
-@defgrad("exp", save_result=True)
+@defgrad("exp", save_args=False, save_result=True)
 def _(g, res, a):
     return (g * _c(res),)
 
 
-@defgrad("exp2", save_result=True)
+@defgrad("exp2", save_args=False, save_result=True)
 def _(g, res, a):
     return (g * _c(res) * 0.6931471805599453,)
 
 
-@defgrad("expm1", save_result=True)
+@defgrad("expm1", save_args=False, save_result=True)
 def _(g, res, a):
     return (g * _c(res + 1),)
 
@@ -208,7 +208,7 @@ def _(g, res, a):
     return (-g * _c(E.sin(a)),)
 
 
-@defgrad("tan", save_result=True)
+@defgrad("tan", save_args=False, save_result=True)
 def _(g, res, a):
     return (g * _c(1 + res * res),)
 
@@ -238,7 +238,7 @@ def _(g, res, a):
     return (g * _c(E.sinh(a)),)
 
 
-@defgrad("tanh", save_result=True)
+@defgrad("tanh", save_args=False, save_result=True)
 def _(g, res, a):
     return (g * _c(1 - res * res),)
 
