@@ -736,6 +736,9 @@ cdef class ndarray:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this array into the ``.grad`` of the leaves
         (see ``ember.autograd.backward``)."""
+        if gradient is None and inputs is None and _E.autograd._engine._backward_scalar(
+                self, create_graph if retain_graph is None else retain_graph, create_graph):
+            return
         _E.autograd.backward(self, gradient, retain_graph=retain_graph,
                              create_graph=create_graph, inputs=inputs)
 

@@ -30,3 +30,5 @@ cdef int num_threads() noexcept nogil
 ctypedef object (*ag_binary_t)(int op, object a, object b, object out)
 ctypedef object (*ag_unary_t)(int op, object a, object out)
 cdef void set_autograd_hooks(ag_binary_t b, ag_unary_t u) noexcept
+cdef object binary_ag(int op, object a, object b, object out)
+cdef object unary_ag(int op, object a, object out)

@@ -721,6 +721,15 @@ cdef inline bint _needs_grad(object a) noexcept:
     return isinstance(a, ndarray) and (<ndarray>a)._requires_grad
 
 
+cdef object binary_ag(int op, object a, object b, object out):
+    """binary() that records for autograd when it must (what the operators call)."""
+    return _binary_hook(op, a, b, out)
+
+
+cdef object unary_ag(int op, object a, object out):
+    return _unary_hook(op, a, out)
+
+
 cdef object _binary_hook(int op, object a, object b, object out):
     if (_needs_grad(a) or _needs_grad(b) or (out is not None and _needs_grad(out))) \
             and grad_enabled() and _ag_binary != NULL:

@@ -18,21 +18,25 @@ cdef class AccumulateGrad(Node):
     cdef public object leaf_ref      # weakref to the leaf array
 
 
+cdef class RuleNode
+ctypedef object (*crule_t)(RuleNode node, object g)
+
 cdef class Rule:
     cdef public object fn            # fn(grad, result, *args, **kwargs) -> grads per positional arg
     cdef public str name
     cdef public bint save_args
     cdef public bint save_result
     cdef public object forward       # the op itself (views are re-derived with it)
+    cdef crule_t cfn                 # a C version of fn for hot ops (NotImplemented: use fn)
 
 
 cdef class RuleNode(Node):
     cdef public Rule rule
-    cdef tuple args
+    cdef readonly tuple args
     cdef dict kwargs
     cdef list saved                  # arrays among args (flattened), for version checks
     cdef list versions
-    cdef object result               # detached alias of the output(s) when the rule needs it
+    cdef readonly object result      # detached alias of the output(s) when the rule needs it
     cdef Py_ssize_t result_version
     cdef tuple slots                 # per input slot: (arg index, index in a list arg or -1)
     cdef tuple slot_meta             # per input slot: the input's (shape, dtype)

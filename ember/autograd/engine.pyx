@@ -16,9 +16,10 @@ work).  Gradient rules are written with ember ops, so with
 cimport cython
 from cpython.ref cimport PyObject
 
-from ember._core.array cimport ndarray, grad_enabled, set_grad_mode, new_view, shape_tuple
+from ember._core.array cimport (ndarray, grad_enabled, set_grad_mode, new_view, new_empty,
+                                shape_tuple)
 from ember._core.dtypes cimport KIND, DTYPE_OBJS
-from ember._core.elementwise cimport binary, unary, set_autograd_hooks
+from ember._core.elementwise cimport binary, unary, set_autograd_hooks, write_scalar
 
 import weakref as _weakref
 import traceback as _traceback
@@ -141,6 +142,16 @@ cdef str _shape_str(object shape):
     return str(tuple(shape)).replace(" ", "")
 
 
+cdef inline bint _same_shape(ndarray x, tuple shape) noexcept:
+    cdef Py_ssize_t i
+    if x.ndim != len(shape):
+        return False
+    for i in range(x.ndim):
+        if x.shape[i] != <Py_ssize_t>shape[i]:
+            return False
+    return True
+
+
 cdef object _fit(object g, tuple meta, str opname, Py_ssize_t k):
     """g summed down to the input's shape (undoing broadcasting) and cast to its dtype."""
     cdef ndarray x
@@ -148,10 +159,9 @@ cdef object _fit(object g, tuple meta, str opname, Py_ssize_t k):
     if not isinstance(g, ndarray):
         g = _E.asarray(g, dtype=dtype)
     x = <ndarray>g
-    gshape = shape_tuple(x)
-    if gshape != shape:
-        g = _sum_to(g, gshape, shape, opname, k)
-    if (<ndarray>g).dtype != dtype:
+    if not _same_shape(x, <tuple>shape):
+        g = _sum_to(g, shape_tuple(x), shape, opname, k)
+    if (<ndarray>g).dtype is not dtype and (<ndarray>g).dtype != dtype:
         if KIND[(<ndarray>g).tcode] == b'c' and dtype.kind != 'c':
             g = _E.real(g)
         g = g.astype(dtype)
@@ -246,11 +256,15 @@ cdef class RuleNode(Node):
             g = grads[0]
         else:
             g = tuple(_materialize(grads, self.out_meta))
-        result = self._unpack_result(grad_enabled())
-        if self.kwargs:
-            ret = self.rule.fn(g, result, *self.args, **self.kwargs)
-        else:
-            ret = self.rule.fn(g, result, *self.args)
+        ret = NotImplemented
+        if self.rule.cfn != NULL:
+            ret = self.rule.cfn(self, g)
+        if ret is NotImplemented:
+            result = self._unpack_result(grad_enabled())
+            if self.kwargs:
+                ret = self.rule.fn(g, result, *self.args, **self.kwargs)
+            else:
+                ret = self.rule.fn(g, result, *self.args)
         if isinstance(ret, ndarray) or not isinstance(ret, (tuple, list)):
             ret = (ret,)
         out = []
@@ -471,7 +485,10 @@ cdef object record(Rule rule, tuple args, dict kwargs, object result):
         node.saved = saved
         node.versions = versions
     else:
-        node.args = tuple(_strip(a) for a in args)
+        stripped = []
+        for a in args:
+            stripped.append(_strip(a))
+        node.args = tuple(stripped)
         node.kwargs = kwargs
     if not single:
         node.out_meta = tuple((shape_tuple(<ndarray>o), (<ndarray>o).dtype)
@@ -644,12 +661,13 @@ cdef _accumulate(ndarray leaf, object g, bint create_graph):
     if create_graph:
         leaf.grad = g if leaf.grad is None else leaf.grad + g
     else:
+        prev = grad_enabled()
         set_grad_mode(False)
         try:
             if isinstance(g, ndarray) and (<ndarray>g)._requires_grad:
                 g = _detached(<ndarray>g)
             if leaf.grad is None:
-                leaf.grad = _E.astype(g, (<ndarray>g).dtype, copy=True)
+                leaf.grad = g.copy()
             elif isinstance(leaf.grad, ndarray) and (<ndarray>leaf.grad).grad_fn is None and \
                     shape_tuple(<ndarray>leaf.grad) == shape_tuple(<ndarray>g) and \
                     not (<ndarray>leaf.grad).storage.readonly:
@@ -657,7 +675,7 @@ cdef _accumulate(ndarray leaf, object g, bint create_graph):
             else:
                 leaf.grad = leaf.grad + g
         finally:
-            set_grad_mode(True)
+            set_grad_mode(prev)
     m = leaf._grad_meta
     if m is not None and m.post_accumulate_hooks:
         for h in list(m.post_accumulate_hooks):
@@ -672,6 +690,20 @@ cdef object _run_hooks(Node node, list buf):
             r = fn(buf[nr])
             if r is not None:
                 buf[nr] = r
+
+
+cdef bint _all_none(list buf):
+    for g in buf:
+        if g is not None:
+            return False
+    return True
+
+
+cdef bint _leads_anywhere(Node node, dict needed):
+    for n in node.next_nodes:
+        if n is not None and needed[n]:
+            return True
+    return False
 
 
 def run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
@@ -766,10 +798,9 @@ def run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
                     if leaf is not None and buf[0] is not None:
                         _accumulate(<ndarray>leaf, buf[0], create_graph)
                 continue
-            if prune and node in captures and not any(
-                    n is not None and needed[n] for n in node.next_nodes):
+            if prune and node in captures and not _leads_anywhere(node, needed):
                 continue
-            if all(g is None for g in buf):
+            if _all_none(buf):
                 grads_in = [None] * len(node.next_nodes)
             else:
                 grads_in = node.apply(buf)
@@ -807,3 +838,14 @@ def run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
 
 def _meta_of(ndarray x):
     return _meta(x)
+
+
+def _backward_scalar(ndarray y, bint retain_graph, bint create_graph):
+    """y.backward() for a one-element y: the common case, without Python-level checks."""
+    cdef ndarray g
+    if y.size != 1 or not y._requires_grad:
+        return False
+    g = new_empty(y.tcode, y.ndim, y.shape)
+    write_scalar(g.data, y.tcode, 1)
+    run_backward((y,), (g,), retain_graph, create_graph, None, True)
+    return True

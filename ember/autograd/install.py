@@ -51,6 +51,8 @@ def install(ns):
     from ember._core import elementwise as _ew
     _load_rules()
     engine._set_namespace(ns, list(_ew.op_names()))
+    from ember.autograd import fast_rules
+    fast_rules.install()
     inplace._E = ns
     import ember.autograd as ag
     ag._E = ns

@@ -6,7 +6,7 @@ holomorphic f is ``grad * conj(f'(z))``.
 import ember as E
 from ember.autograd.registry import defgrad, nondifferentiable
 
-nondifferentiable("floor_divide", "remainder", "fmod", "nextafter", "heaviside", "floor", "ceil",
+nondifferentiable("floor_divide", "nextafter", "heaviside", "floor", "ceil",
                   "trunc", "rint", "sign", "bitwise_and", "bitwise_or", "bitwise_xor",
                   "left_shift", "right_shift", "invert", "equal", "not_equal", "less",
                   "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
@@ -20,6 +20,16 @@ def _c(x):
     if isinstance(x, complex):
         return x.conjugate()
     return x
+
+
+def _arr(x):
+    """x as an ember array: an ember array itself (asarray would refuse a tracked one in
+    a recorded backward), anything else (Python or NumPy scalar, NumPy array) converted."""
+    return x if isinstance(x, E.ndarray) else E.asarray(x)
+
+
+def _is_num(x):
+    return isinstance(x, (int, float, complex))
 
 
 @defgrad("add", save_args=False)
@@ -48,52 +58,91 @@ def _(g, res, a, b):
 @defgrad("power")
 def _(g, res, a, b):
     ga = gb = None
+    if not _is_num(a):
+        a = _arr(a)
+    if not _is_num(b):
+        b = _arr(b)
     if isinstance(a, E.ndarray) and a.requires_grad:
         # b * a**(b-1), with 0 where b == 0 (so 0**0 has gradient 0, as in PyTorch)
         d = b * a ** (b - 1)
         if isinstance(b, E.ndarray) or b == 0:
-            d = E.where(E.asarray(b) == 0, 0.0, d)
+            d = E.where(_arr(b) == 0, 0.0, d)
         ga = g * _c(d)
     if isinstance(b, E.ndarray) and b.requires_grad:
-        # a**b * log(a), with 0 where a == 0 and b >= 0
-        d = a ** b * E.log(E.where(E.asarray(a) == 0, 1.0, a) if isinstance(a, E.ndarray)
-                           else (a if a != 0 else 1.0))
-        gb = g * _c(d)
+        # a**b * log(a), with 0 where a == 0 and b >= 0 (as PyTorch; log's argument is
+        # replaced there rather than the product masked, so double backward has no 0 * inf)
+        if isinstance(a, E.ndarray):
+            la = E.log(E.where((a == 0) & (b >= 0), 1.0, a))
+        else:
+            la = E.log(E.where(b >= 0, 1.0, 0.0)) if a == 0 else E.log(_arr(a))
+        gb = g * _c(a ** b * la)
     return ga, gb
 
 
-def _pick_grad(g, a, b, take_a):
-    """g routed to a where take_a, else to b; ties (take_a None) split evenly."""
+def _pick_grad(g, take_a):
+    """g routed to a where take_a, else to b."""
     zero = E.zeros((), dtype=g.dtype)
     return E.where(take_a, g, zero), E.where(take_a, zero, g)
 
 
-@defgrad("maximum", "fmax")
+@defgrad("maximum")
 def _(g, res, a, b):
     # ties share the gradient equally (PyTorch's rule for maximum/minimum)
-    a_arr, b_arr = E.asarray(a), E.asarray(b)
+    a_arr, b_arr = _arr(a), _arr(b)
     ga = g * E.where(a_arr > b_arr, 1.0, E.where(a_arr == b_arr, 0.5, 0.0)).astype(g.dtype)
     gb = g * E.where(b_arr > a_arr, 1.0, E.where(a_arr == b_arr, 0.5, 0.0)).astype(g.dtype)
-    return _nan_route(g, ga, gb, a_arr, b_arr, res)
+    return _nan_route(g, ga, gb, a_arr, b_arr)
 
 
-@defgrad("minimum", "fmin")
+@defgrad("minimum")
 def _(g, res, a, b):
-    a_arr, b_arr = E.asarray(a), E.asarray(b)
+    a_arr, b_arr = _arr(a), _arr(b)
     ga = g * E.where(a_arr < b_arr, 1.0, E.where(a_arr == b_arr, 0.5, 0.0)).astype(g.dtype)
     gb = g * E.where(b_arr < a_arr, 1.0, E.where(a_arr == b_arr, 0.5, 0.0)).astype(g.dtype)
-    return _nan_route(g, ga, gb, a_arr, b_arr, res)
+    return _nan_route(g, ga, gb, a_arr, b_arr)
 
 
-def _nan_route(g, ga, gb, a, b, res):
-    """A NaN operand: maximum passes it (gradient to the NaN one); fmax skips it."""
+@defgrad("fmax")
+def _(g, res, a, b):
+    # PyTorch's rule: a tie goes to a; a NaN operand is skipped (gets nothing)
+    a, b = _arr(a), _arr(b)
+    return _pick_grad(g, (a >= b) | E.isnan(b))
+
+
+@defgrad("fmin")
+def _(g, res, a, b):
+    a, b = _arr(a), _arr(b)
+    return _pick_grad(g, (a <= b) | E.isnan(b))
+
+
+def _nan_route(g, ga, gb, a, b):
+    """A NaN operand of maximum/minimum becomes the result, so it takes the gradient (a
+    first when both are NaN) and the other operand gets none."""
     if not (E.any(E.isnan(a)) or E.any(E.isnan(b))):
         return ga, gb
     an, bn = E.isnan(a), E.isnan(b)
     zero = E.zeros((), dtype=g.dtype)
-    ga = E.where(an, E.where(E.isnan(res), g, zero), E.where(bn, E.where(E.isnan(res), zero, g), ga))
-    gb = E.where(bn, E.where(E.isnan(res) & ~an, g, zero), E.where(an, E.where(E.isnan(res), zero, g), gb))
+    ga = E.where(an, g, E.where(bn, zero, ga))
+    gb = E.where(an, zero, E.where(bn, g, gb))
     return ga, gb
+
+
+@defgrad("remainder")
+def _(g, res, a, b):
+    # a - floor(a / b) * b, as PyTorch: d/da = 1, d/db = -floor(a / b)
+    gb = None
+    if isinstance(b, E.ndarray) and b.requires_grad:
+        gb = -g * E.floor_divide(a, b)
+    return g, gb
+
+
+@defgrad("fmod")
+def _(g, res, a, b):
+    # a - trunc(a / b) * b: d/da = 1, d/db = -trunc(a / b)
+    gb = None
+    if isinstance(b, E.ndarray) and b.requires_grad:
+        gb = -g * E.trunc(a / b)
+    return g, gb
 
 
 @defgrad("arctan2")
@@ -110,8 +159,8 @@ def _(g, res, a, b):
 @defgrad("copysign")
 def _(g, res, a, b):
     # d/da copysign(a, b) = sign(a) * sign-of-b (0 where a == 0)
-    a_arr = E.asarray(a)
-    s = E.where(a_arr == 0, 0.0, E.sign(a_arr) * E.copysign(1.0, E.asarray(b)))
+    a_arr = _arr(a)
+    s = E.where(a_arr == 0, 0.0, E.sign(a_arr) * E.copysign(1.0, _arr(b)))
     return g * s.astype(g.dtype), None
 
 
