@@ -11,6 +11,8 @@ dtype (float32).  Singular matrices raise ``LinAlgError``.
 """
 from collections import namedtuple
 
+import operator
+
 import numpy as np
 
 from ember._core.dtypes import default_float_dtype
@@ -291,6 +293,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
         if keepdims:
             res = np.reshape(res, (1,) * x.ndim)
     else:
+        if not isinstance(axis, (tuple, list)):
+            axis = operator.index(axis)
         res = np.linalg.norm(v, ord=ord, axis=axis, keepdims=keepdims) if isinstance(axis, int) or \
             len(axis) == 1 else _vector_norm_axes(v, ord, tuple(axis), keepdims)
     return _ember(res, np.finfo(x.dtype).dtype)

@@ -154,9 +154,19 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True):
     >>> ember.einsum("ij,jk->ik", ember.ones((2, 3)), ember.ones((3, 2))).tolist()
     [[3.0, 3.0], [3.0, 3.0]]
     """
-    ops = [numpy_view(as_array(o)) for o in operands]
+    if not isinstance(subscripts, str):
+        # interleaved form: einsum(op0, sublist0, op1, sublist1, ..., [sublist_out])
+        args = (subscripts,) + operands
+        n_pairs = len(args) // 2          # an odd count ends with the output sublist
+        ops = []
+        for i in range(n_pairs):
+            ops += [numpy_view(as_array(args[2 * i])), list(args[2 * i + 1])]
+        if len(args) % 2:
+            ops.append(list(args[-1]))
+    else:
+        ops = [subscripts] + [numpy_view(as_array(o)) for o in operands]
     try:
-        res = np.einsum(subscripts, *ops, dtype=dtype, optimize=optimize)
+        res = np.einsum(*ops, dtype=dtype, optimize=optimize)
     except ValueError as e:
         raise ValueError(f"einsum: {e}") from None
     return _to_ember(res, out)
