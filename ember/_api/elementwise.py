@@ -89,6 +89,15 @@ class ufunc:
     def _np_args(self, args):
         return [numpy_view(as_array(a)) if isinstance(a, ndarray) else a for a in args]
 
+    def _refuse_autograd(self, method, *arrays):
+        """ufunc methods other than the differentiable delegations do not record."""
+        from ember._core.array import _is_grad_enabled
+        if _is_grad_enabled() and builtins.any(isinstance(a, ndarray) and a.requires_grad
+                                               for a in arrays):
+            raise RuntimeError(f"ember.{self.__name__}.{method} does not support autograd: an "
+                               f"input requires grad; use the differentiable function "
+                               f"(ember.sum, ember.max, ember.cumsum, x[idx] = ...) or detach")
+
     def _need_binary(self, method):
         if self.nin != 2:
             raise ValueError(f"{self.__name__}.{method}: only supported for binary functions "
@@ -108,6 +117,11 @@ class ufunc:
             return ember.sum(array, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
         if self.__name__ == "multiply" and initial is np._NoValue and where is True:
             return ember.prod(array, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        if self.__name__ in ("maximum", "minimum") and initial is np._NoValue and where is True \
+                and dtype is None and isinstance(array, ndarray) and array.requires_grad:
+            fn = ember.max if self.__name__ == "maximum" else ember.min
+            return fn(array, axis=axis, out=out, keepdims=keepdims)
+        self._refuse_autograd("reduce", array)
         kw = {} if initial is np._NoValue else {"initial": initial}
         res = self._np.reduce(numpy_view(as_array(array)), axis=axis, dtype=dtype,
                               keepdims=keepdims, where=where, **kw)
@@ -121,6 +135,11 @@ class ufunc:
         [1, 3, 6]
         """
         self._need_binary("accumulate")
+        import ember
+        if isinstance(array, ndarray) and array.requires_grad and self.__name__ in ("add", "multiply"):
+            fn = ember.cumsum if self.__name__ == "add" else ember.cumprod
+            return fn(array, axis=axis, dtype=dtype, out=out)
+        self._refuse_autograd("accumulate", array)
         res = self._np.accumulate(numpy_view(as_array(array)), axis=axis, dtype=dtype)
         return _result(res, out)
 
@@ -144,6 +163,7 @@ class ufunc:
         """
         if not isinstance(a, ndarray):
             raise TypeError(f"{self.__name__}.at: the first argument must be an ember array")
+        self._refuse_autograd("at", a, b)
         idx = _np_index(indices)
         view = numpy_view(a)
         if not view.flags.writeable:

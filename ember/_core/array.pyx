@@ -1133,6 +1133,11 @@ cdef class ndarray:
         return _E.argsort(self, axis=axis, descending=descending, stable=stable)
     def sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True):
         """Sort in place along `axis` (NumPy's method semantics)."""
+        if _tracking(self):
+            # sort a copy: the sort node must not save the array it then overwrites
+            res = _E.sort(self.copy(), axis=axis, descending=descending, stable=stable)
+            _E._ag_setitem(self, Ellipsis, res)
+            return
         res = _E.sort(self, axis=axis, descending=descending, stable=stable)
         if _tracking(self):
             _E._ag_setitem(self, Ellipsis, res)

@@ -83,6 +83,12 @@ cdef class DiffOp:
                 if _tracked(a) or (isinstance(a, (list, tuple)) and any(_tracked(e) for e in a)):
                     args, kwargs = self._positional(args, kwargs)
                     break
+            for k, a in kwargs.items():
+                if _tracked(a) or (isinstance(a, (list, tuple)) and any(_tracked(e) for e in a)):
+                    raise RuntimeError(
+                        f"ember.{self.name}: the keyword-only argument {k}= requires grad, "
+                        f"but gradients flow only to positional arguments of this function; "
+                        f"pass it positionally if the signature allows, or detach it")
         set_grad_mode(False)
         try:
             res = self.fn(*args, **kwargs)
@@ -102,4 +108,5 @@ cdef class DiffOp:
         if self._sig is None:
             self._sig = _inspect.signature(self.fn)
         bound = self._sig.bind(*args, **kwargs)
+        bound.apply_defaults()      # else .args stops at the first parameter left out
         return tuple(bound.args), dict(bound.kwargs)

@@ -451,6 +451,7 @@ cdef object record(Rule rule, tuple args, dict kwargs, object result):
                     meta.append((shape_tuple(x), x.dtype))
     if not slots:
         return result
+    result = _fresh_outputs(args, result, single)
     if single:
         if not _is_float(<ndarray>result):
             return result
@@ -516,6 +517,43 @@ cdef object record(Rule rule, tuple args, dict kwargs, object result):
                     and (<ndarray>args[0])._requires_grad and rule.forward is not None:
                 _E._ag_mark_view(args[0], x, rule, args, kwargs, i, single)
     return result
+
+
+cdef bint _is_an_input(tuple args, object o):
+    for a in args:
+        if a is o:
+            return True
+        if isinstance(a, (list, tuple)):
+            for e in a:
+                if e is o:
+                    return True
+    return False
+
+
+cdef object _fresh_outputs(tuple args, object result, bint single):
+    """An op that hands back an input object (astype(copy=False), atleast_1d...) must
+    not rewrite that input's history: its output becomes a new array on the same memory."""
+    cdef list outs
+    if single:
+        if _is_an_input(args, result):
+            return _detached(<ndarray>result)
+        return result
+    if not isinstance(result, (tuple, list)):
+        return result
+    changed = False
+    outs = []
+    for o in result:
+        if isinstance(o, ndarray) and _is_an_input(args, o):
+            o = _detached(<ndarray>o)
+            changed = True
+        outs.append(o)
+    if not changed:
+        return result
+    if isinstance(result, list):
+        return outs
+    if type(result) is tuple:
+        return tuple(outs)
+    return type(result)(*outs)          # a namedtuple
 
 
 def _record(Rule rule, tuple args, kwargs, result):

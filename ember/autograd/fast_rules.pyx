@@ -84,12 +84,17 @@ cdef object _tanh(RuleNode node, object g):
 
 
 cdef object _sum(RuleNode node, object g):
-    """sum over all axes: the 0-d gradient seen as an array of the input's shape."""
+    """sum over all axes: the 0-d gradient seen as an array of the input's shape
+    (a 0-d result means every axis was reduced, whatever axis= said)."""
     cdef ndarray x
     cdef Py_ssize_t shape[32]
     cdef Py_ssize_t strides[32]
     cdef Py_ssize_t i
-    if len(node.args) != 1 or not isinstance(g, ndarray) or (<ndarray>g)._requires_grad:
+    if len(node.args) != 1 or len(node.slots) != 1 or (<tuple>node.slots[0])[1] != -1 \
+            or not isinstance(g, ndarray) or (<ndarray>g)._requires_grad:
+        return NotImplemented           # not a single array argument (e.g. sum of a list)
+    if node.kwargs and (node.kwargs.get("where") is not None or
+                        node.kwargs.get("initial") is not None):
         return NotImplemented
     x = <ndarray>g
     if x.ndim != 0:

@@ -48,7 +48,8 @@ def _ag_mark_view(x, out, rule, args, kwargs, index, single):
     """`out` (output `index` of rule's op on x) shares x's memory: remember how to redo it."""
     if rule.name in ("astype",):
         return
-    step = (rule.forward, tuple(args[1:]), kwargs)
+    # the public (recording) op, so that re-deriving the view records it
+    step = (_public_op(rule), tuple(args[1:]), kwargs)
     if single:
         fn_steps = [step]
     else:
@@ -59,6 +60,12 @@ def _ag_mark_view(x, out, rule, args, kwargs, index, single):
     else:
         base, steps = x, fn_steps
     out._view_of = (base, ViewFn(steps), out.storage.version)
+
+
+def _public_op(rule):
+    if rule.name.startswith("linalg."):
+        return getattr(_E.linalg, rule.name[len("linalg."):], rule.forward)
+    return getattr(_E, rule.name, rule.forward)
 
 
 def _pick(t, i):
@@ -188,6 +195,16 @@ def _np_key(key):
     return conv(key)
 
 
+def _owned_key(key):
+    """The key with index arrays copied: the graph must not see later writes to them."""
+    key = _np_key(key)
+    if isinstance(key, np.ndarray):
+        return key.copy()
+    if isinstance(key, tuple):
+        return tuple(k.copy() if isinstance(k, np.ndarray) else k for k in key)
+    return key
+
+
 def _index_add_into(g, key, shape, dtype):
     """zeros(shape)[key] += g, with repeated indices accumulating."""
     z = _E.zeros(shape, dtype=dtype)
@@ -207,7 +224,7 @@ def _(gz, res, g, key, shape, dtype):
 
 def _ag_getitem(x, key):
     # index arrays as NumPy arrays: the node keeps the key, not ember arrays
-    return _E._getitem(x, _np_key(key))
+    return _E._getitem(x, _owned_key(key))
 
 
 def _setitem_value(x, key, value):
@@ -235,7 +252,7 @@ def _ag_setitem(x, key, value):
     """x[key] = value with autograd (x gets a new history)."""
     if isinstance(value, (list, tuple)):
         value = _E.asarray(value)
-    key = _np_key(key)
+    key = _owned_key(key)
     rule = RULES["_setitem_value"]
 
     def compute(x_old, v):

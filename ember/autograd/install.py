@@ -7,7 +7,11 @@ function with no rule raises rather than silently dropping the gradient when
 an input requires grad and it returns floating-point arrays, unless it is
 declared non-differentiable (its results are constants, as ``zeros_like``).
 """
+import functools
 import types
+
+from ember._core import array as _array
+from ember._core.array import ndarray
 
 from ember.autograd import engine, inplace, registry
 from ember.autograd.dispatch import DiffOp
@@ -37,7 +41,26 @@ _INTERNAL = {
 }
 
 
+# API functions that write into an argument and return None: no history can be recorded
+_WRITES_IN_PLACE = {"put_along_axis", "put", "place", "copyto", "fill_diagonal", "shuffle"}
+
+
+def _refuse_tracked(fn, name):
+    @functools.wraps(fn)
+    def in_place_api(*args, **kwargs):
+        if _array._is_grad_enabled() and any(
+                isinstance(a, ndarray) and a.requires_grad
+                for a in list(args) + list(kwargs.values())):
+            raise RuntimeError(f"ember.{name} writes in place and does not support autograd: "
+                               f"an argument requires grad; use index assignment "
+                               f"(x[idx] = v, recorded) or run it under ember.no_grad()")
+        return fn(*args, **kwargs)
+    return in_place_api
+
+
 def _wrap(fn, name):
+    if name in _WRITES_IN_PLACE:
+        return _refuse_tracked(fn, name)
     rule = registry.RULES.get(name) or registry.RULES.get(getattr(fn, "__name__", ""))
     if rule is not None and rule.forward is None:
         rule.forward = fn
