@@ -454,3 +454,36 @@ def test_node_introspection():
     assert node.name == "ExpBackward" and nr == 0
     assert node.next_functions[0][0].name == "AccumulateGrad"
     assert "grad_fn=<" in repr(y)
+
+
+def test_asarray_of_a_tracked_array_is_itself_and_casts_are_recorded():
+    x = leaf([1.0, 2.0], dtype=ember.float32)
+    assert ember.asarray(x) is x
+    y = ember.asarray(x, dtype=ember.float64)
+    z = ember.array(x * 2)                          # a copy, still in the graph
+    (y.sum() + z.sum()).backward()
+    assert x.grad.dtype == ember.float32
+    close(x.grad, [3.0, 3.0])
+    t = ember.tensor(x, requires_grad=True)         # an explicit new leaf
+    assert t.is_leaf and t.requires_grad
+
+
+def test_in_place_api_functions_and_ufunc_methods_refuse_tracked_arrays():
+    y = leaf([[1.0, 2.0, 3.0]]) * 1
+    with pytest.raises(RuntimeError, match="put_along_axis"):
+        ember.put_along_axis(y, ember.asarray([[0]]), 5.0, axis=1)
+    with pytest.raises(RuntimeError, match="add.at"):
+        ember.add.at(y, [0], 1.0)
+    with pytest.raises(RuntimeError, match="subtract.reduce"):
+        ember.subtract.reduce(y, axis=1)
+    x = leaf([1.0, 4.0, 2.0])
+    ember.maximum.reduce(x).backward()                # delegates to max: differentiable
+    close(x.grad, [0.0, 1.0, 0.0])
+    with ember.no_grad():
+        ember.put_along_axis(y, ember.asarray([[0]]), 5.0, axis=1)
+
+
+def test_tracked_keyword_only_arguments_are_refused_not_ignored():
+    x, lo = leaf([1.0, -2.0]), leaf([0.0, 0.0])
+    with pytest.raises(RuntimeError, match="keyword-only"):
+        ember.clip(x, a_min=lo)

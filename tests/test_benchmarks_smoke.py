@@ -10,6 +10,7 @@ sys.path.insert(0, BENCH)
 
 import harness  # noqa: E402
 import bench_core  # noqa: E402
+import bench_autograd  # noqa: E402
 import bench_allocator  # noqa: E402
 import run_all  # noqa: E402
 
@@ -46,6 +47,43 @@ def test_core_benchmarks_run(fn, kwargs, n):
     _check_core_rows(fn(**kwargs), n)
 
 
+@pytest.mark.parametrize("fn, kwargs", [
+    (bench_autograd.bench_record, dict(n=10, number=5, repeat=2)),
+    (bench_autograd.bench_small_backward, dict(n=10, number=5, repeat=2)),
+    (bench_autograd.bench_chain, dict(n=10, depth=3, number=2, repeat=2)),
+    (bench_autograd.bench_matmul_backward, dict(n=4, repeat=2)),
+])
+def test_autograd_benchmarks_run(fn, kwargs):
+    pytest.importorskip("torch")
+    rows = fn(**kwargs)
+    assert len(rows) == 1
+    r = rows[0]
+    assert set(r) >= ROW_KEYS
+    assert set(r["times"]) == set(harness.LIBS)
+    assert r["times"]["numpy"] is None                       # no autograd in NumPy: n/a
+    # ember runs and its results and gradients agree with PyTorch's (no error noted)
+    assert r["times"]["ember"] > 0 and "ember" not in r["errors"], (r["case"], r["errors"])
+    assert r["times"]["torch"] > 0 and "torch" not in r["errors"], (r["case"], r["errors"])
+    assert r["ratio_torch"] > 0 and r["met"] in (True, False)
+    assert r["target"].endswith("x PyTorch")
+    md = harness.markdown_table(rows)
+    assert md.count("\n") == 2 and "| n/a |" in md
+
+
+def test_autograd_check_flags_a_wrong_gradient():
+    pytest.importorskip("torch")
+    fresh = bench_autograd._leaves(bench_autograd._rng_values((5,), "ab", seed=0), grad={"a"})
+    good = "r = a * b\nr.sum().backward()"
+    assert bench_autograd._run_check({"ember": good, "torch": good}, ("r", "a.grad", "b.grad"),
+                                     fresh) == {}
+    bad = {"ember": "r = a * b\n(r * 2).sum().backward()", "torch": good}
+    problems = bench_autograd._run_check(bad, ("r", "a.grad"), fresh)
+    assert "gradient `a.grad` differs" in problems["ember"]
+    row = harness.make_row("x", {"ember": 1.0, "numpy": None, "torch": 1.0},
+                           {"numpy": "not installed", **problems}, targets=(("torch", 1.0),))
+    assert row["met"] is None and "differs from PyTorch" in harness.markdown_table([row])
+
+
 def test_allocator_benchmark_runs_and_restores_caching():
     before = ember.memory_stats()["caching_enabled"]
     rows = bench_allocator.bench_allocator(sizes=((16, "64 B"),), repeat=2, number=3)
@@ -75,8 +113,10 @@ def test_interleaved_reports_errors_instead_of_raising():
 def test_run_all_render_and_readme_markers(tmp_path):
     core = bench_core.bench_matmul(n=4, repeat=1)
     alloc = bench_allocator.bench_allocator(sizes=((16, "64 B"),), repeat=1, number=2)
-    text = run_all.render(harness.environment(), core, alloc, 0.0)
+    auto = bench_autograd.bench_record(n=10, number=2, repeat=1)
+    text = run_all.render(harness.environment(), core, alloc, 0.0, autograd_rows=auto)
     assert "| case | ember | NumPy | PyTorch |" in text and run_all.COMMAND in text
+    assert "### Autograd" in text and auto[0]["case"] in text
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{run_all.START}\nold\n{run_all.END}\nend\n")
     run_all.write_readme(text, path=str(readme))

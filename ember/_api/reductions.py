@@ -490,7 +490,7 @@ def _np_wrap(npfunc, name, takes_axis=True):
         xa = as_array(x)
         kw = dict(kwargs)
         ax = pick_axis(axis, dim, name)
-        if takes_axis:
+        if takes_axis and ax is not None:       # (an axis passed positionally is in args)
             kw["axis"] = ax
         kd = keepdims if keepdim is None else keepdim
         if kd is not None:

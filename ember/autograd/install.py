@@ -58,7 +58,27 @@ def _refuse_tracked(fn, name):
     return in_place_api
 
 
+def _conversion(fn, name):
+    """asarray / array / tensor of an array in a graph: the same object, or a recorded
+    cast/copy of it (a new leaf when requires_grad=True is asked for, as in PyTorch)."""
+    @functools.wraps(fn)
+    def convert(obj, *args, **kwargs):
+        if not (isinstance(obj, ndarray) and obj.requires_grad and _array._is_grad_enabled()):
+            return fn(obj, *args, **kwargs)
+        prev = _array._set_grad_enabled(False)
+        try:
+            res = fn(obj, *args, **kwargs)
+        finally:
+            _array._set_grad_enabled(prev)
+        if res is obj or kwargs.get("requires_grad"):
+            return res
+        return engine._record(registry.RULES["astype"], (obj, res.dtype), None, res)
+    return convert
+
+
 def _wrap(fn, name):
+    if name in ("asarray", "array", "tensor", "asanyarray", "ascontiguousarray_conv"):
+        return _conversion(fn, name)
     if name in _WRITES_IN_PLACE:
         return _refuse_tracked(fn, name)
     rule = registry.RULES.get(name) or registry.RULES.get(getattr(fn, "__name__", ""))
