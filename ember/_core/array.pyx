@@ -369,6 +369,11 @@ cdef ndarray as_ndarray(object obj):
     return wrap_numpy(arr)
 
 
+def _from_numpy(arr):
+    """Unpickling: an ember array owning the (unpickled) NumPy array's memory."""
+    return wrap_numpy(arr)
+
+
 def _wrap(obj):
     """Python entry: NumPy array / array-like -> ember array (zero-copy when possible)."""
     return as_ndarray(obj)
@@ -897,7 +902,7 @@ cdef class ndarray:
         return format(str(self), spec)
 
     def __reduce__(self):
-        return (_E.asarray, (numpy_view(self).copy(),))
+        return (_from_numpy, (numpy_view(self).copy(),))
 
     def __copy__(self):
         return self.copy()

@@ -68,6 +68,9 @@ cdef class DiffOp:
     def __repr__(self):
         return f"<ember function {self.name}>"
 
+    def __reduce__(self):
+        return (_public, (self.name,))
+
     def __call__(self, *args, **kwargs):
         if not grad_enabled() or not _any_tracked(args, kwargs):
             return self.fn(*args, **kwargs)
@@ -110,3 +113,12 @@ cdef class DiffOp:
         bound = self._sig.bind(*args, **kwargs)
         bound.apply_defaults()      # else .args stops at the first parameter left out
         return tuple(bound.args), dict(bound.kwargs)
+
+
+def _public(str name):
+    """The public function ``ember.<name>`` (``linalg.<name>`` too): how DiffOps pickle."""
+    import ember
+    obj = ember
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj

@@ -55,6 +55,7 @@ def _refuse_tracked(fn, name):
                                f"an argument requires grad; use index assignment "
                                f"(x[idx] = v, recorded) or run it under ember.no_grad()")
         return fn(*args, **kwargs)
+    in_place_api.__module__, in_place_api.__qualname__ = "ember", name
     return in_place_api
 
 
@@ -73,6 +74,7 @@ def _conversion(fn, name):
         if res is obj or kwargs.get("requires_grad"):
             return res
         return engine._record(registry.RULES["astype"], (obj, res.dtype), None, res)
+    convert.__module__, convert.__qualname__ = "ember", name     # pickles as ember.<name>
     return convert
 
 
