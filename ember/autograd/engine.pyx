@@ -193,6 +193,7 @@ cdef str _node_name(str opname):
 
 
 @cython.final
+@cython.freelist(256)
 cdef class RuleNode(Node):
     """The node of an op with a gradient rule (most of ember's ops)."""
 
@@ -389,6 +390,7 @@ cdef inline bint _tracked(object a) noexcept:
 
 
 @cython.final
+@cython.freelist(256)
 cdef class ArrayMeta:
     """What a rule that does not keep an input sees of it: shape and dtype."""
     cdef readonly tuple shape
@@ -606,6 +608,63 @@ def attach(str name, fn, inputs, outputs, out_meta=None, on_release=None):
 
 # ---------------------------------------------------------------- elementwise hooks
 
+cdef tuple _SLOT_A = ((0, -1),)
+cdef tuple _SLOT_B = ((1, -1),)
+cdef tuple _SLOT_AB = ((0, -1), (1, -1))
+
+
+cdef inline int _nr(ndarray x) noexcept:
+    return x._output_nr if x.grad_fn is not None else 0
+
+
+cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res):
+    """record() for an elementwise op (one or two operands, one fresh output): the
+    hot path of recording, with the node's tuples built directly."""
+    cdef RuleNode node
+    cdef ndarray x, y
+    cdef bint ta = _tracked(a)
+    cdef bint tb = not is_unary and _tracked(b)
+    if not _is_float(res) or not (ta or tb):
+        return res
+    node = RuleNode.__new__(RuleNode)
+    node.rule = rule
+    node.num_outputs = 1
+    if ta and tb:
+        x = <ndarray>a
+        y = <ndarray>b
+        node.next_nodes = (edge_node(x), edge_node(y))
+        node.next_nrs = (_nr(x), _nr(y))
+        node.slots = _SLOT_AB
+        node.slot_meta = ((shape_tuple(x), x.dtype), (shape_tuple(y), y.dtype))
+    else:
+        x = <ndarray>(a if ta else b)
+        node.next_nodes = (edge_node(x),)
+        node.next_nrs = (_nr(x),)
+        node.slots = _SLOT_A if ta else _SLOT_B
+        node.slot_meta = ((shape_tuple(x), x.dtype),)
+    if rule.save_args:
+        node.args = (a,) if is_unary else (a, b)
+        node.saved = []
+        node.versions = []
+        if isinstance(a, ndarray):
+            node.saved.append(a)
+            node.versions.append((<ndarray>a).storage.version)
+        if not is_unary and isinstance(b, ndarray):
+            node.saved.append(b)
+            node.versions.append((<ndarray>b).storage.version)
+    else:
+        node.args = (_strip(a),) if is_unary else (_strip(a), _strip(b))
+    if rule.save_result:
+        node.result = _detached(res)
+        node.result_version = res.storage.version
+    if _anomaly:
+        node.creation_trace = "".join(_traceback.format_stack(limit=12))
+    res._requires_grad = True
+    res.grad_fn = node
+    res._output_nr = 0
+    return res
+
+
 cdef object record_elementwise(int op, object a, object b, object result):
     cdef Rule rule = <Rule>_EW_RULES[op]
     if b is None:
@@ -625,6 +684,8 @@ cdef object _ag_binary(int op, object a, object b, object out):
         set_grad_mode(True)
     if rule is None:
         return _no_rule(op, res)
+    if isinstance(res, ndarray):
+        return record_ew(<Rule>rule, a, b, False, <ndarray>res)
     return record(<Rule>rule, (a, b), None, res)
 
 
@@ -639,6 +700,8 @@ cdef object _ag_unary(int op, object a, object out):
         set_grad_mode(True)
     if rule is None:
         return _no_rule(op, res)
+    if isinstance(res, ndarray):
+        return record_ew(<Rule>rule, a, None, True, <ndarray>res)
     return record(<Rule>rule, (a,), None, res)
 
 
