@@ -16,6 +16,7 @@ sys.path.insert(0, HERE)
 
 import harness  # noqa: E402
 import bench_core  # noqa: E402
+import bench_autograd  # noqa: E402
 import bench_allocator  # noqa: E402
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -35,7 +36,15 @@ def summary(rows):
     return "\n".join(lines)
 
 
-def render(env, core_rows, alloc_rows, seconds):
+def render(env, core_rows, alloc_rows, seconds, autograd_rows=()):
+    autograd = [] if not autograd_rows else [
+        "### Autograd (`benchmarks/bench_autograd.py`; medians; times per call; NumPy has no autograd)",
+        "",
+        harness.markdown_table(autograd_rows),
+        "",
+        summary(autograd_rows),
+        "",
+    ]
     return "\n".join([
         f"Command: `{COMMAND}` (from the repository root; took {seconds:.0f} s).",
         "",
@@ -47,6 +56,7 @@ def render(env, core_rows, alloc_rows, seconds):
         "",
         summary(core_rows),
         "",
+        *autograd,
         "### Caching allocator (`benchmarks/bench_allocator.py`; medians; time per loop iteration)",
         "",
         bench_allocator.markdown_table(alloc_rows),
@@ -70,13 +80,14 @@ def main(argv):
     t0 = time.perf_counter()
     env = harness.environment()
     core_rows = bench_core.run(quick=quick)
+    autograd_rows = bench_autograd.run(quick=quick)
     alloc_rows = bench_allocator.run(quick=quick)
-    text = render(env, core_rows, alloc_rows, time.perf_counter() - t0)
+    text = render(env, core_rows, alloc_rows, time.perf_counter() - t0, autograd_rows=autograd_rows)
     print(text)
     if write:
         write_readme(text)
         harness.log(f"run_all: tables written to {os.path.join(HERE, 'README.md')}")
-    return core_rows, alloc_rows
+    return core_rows, autograd_rows, alloc_rows
 
 
 if __name__ == "__main__":
