@@ -21,7 +21,7 @@ __all__ = ["ufunc", "where", "clip", "round", "around", "real", "imag", "conj", 
            "isreal", "iscomplex", "isposinf", "isneginf", "spacing"]
 
 
-class ufunc:
+class ufunc(_ew.UfuncBase):
     """An elementwise function over broadcast arrays, like ``numpy.ufunc``.
 
     >>> import ember
@@ -43,7 +43,8 @@ class ufunc:
     def __repr__(self):
         return f"<ember.ufunc '{self.__name__}'>"
 
-    def __call__(self, *args, out=None, dtype=None, where=True, casting="same_kind", **kwargs):
+    def _call(self, *args, out=None, dtype=None, where=True, casting="same_kind", **kwargs):
+        """The general call (out=, dtype=, where=); plain calls take UfuncBase's C path."""
         if len(args) == self.nin + 1 and out is None:
             out = args[-1]
             args = args[:-1]

@@ -1151,6 +1151,9 @@ cdef class ndarray:
         self.storage.version += 1
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        if axis is None and dtype is None and out is None and not keepdims and dim is None \
+                and not keepdim and _tracking(self):
+            return _E._ag_sum_all(self)
         return _E.sum(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
                       keepdims=keepdims if keepdim is None else keepdim)
     def prod(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):

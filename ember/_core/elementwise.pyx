@@ -751,6 +751,21 @@ def _op_index(str name):
     return OPNAMES.index(name)
 
 
+cdef class UfuncBase:
+    """The C fast path of ember.ufunc calls: ``f(x)`` / ``f(x, y)`` with no keywords go
+    straight to the dispatcher; anything else goes to the Python method ``_call``."""
+    cdef public int _op
+    cdef public int nin
+
+    def __call__(self, *args, **kwargs):
+        if not kwargs:
+            if self.nin == 2 and len(args) == 2:
+                return _binary_hook(self._op, args[0], args[1], None)
+            if self.nin == 1 and len(args) == 1:
+                return _unary_hook(self._op, args[0], None)
+        return self._call(*args, **kwargs)
+
+
 def call_binary(int op, a, b, out=None):
     return _binary_hook(op, a, b, out)
 

@@ -950,3 +950,26 @@ def _backward_scalar(ndarray y, bint retain_graph, bint create_graph):
     write_scalar(g.data, y.tcode, 1)
     run_backward((y,), (g,), retain_graph, create_graph, None, True)
     return True
+
+
+cdef object _SUM_FN = None
+cdef Rule _SUM_RULE = None
+
+
+def _set_sum(fn, Rule rule):
+    global _SUM_FN, _SUM_RULE
+    _SUM_FN = fn
+    _SUM_RULE = rule
+
+
+def _sum_all(ndarray x):
+    """x.sum() of an array that requires grad (the method's common case, recorded
+    without keyword-argument handling)."""
+    set_grad_mode(False)
+    try:
+        res = _SUM_FN(x)
+    finally:
+        set_grad_mode(True)
+    if not isinstance(res, ndarray):
+        return record(_SUM_RULE, (x,), None, res)
+    return record_ew(_SUM_RULE, x, None, True, <ndarray>res)

@@ -126,6 +126,9 @@ def install(ns):
         obj = getattr(linalg, name)
         if isinstance(obj, types.FunctionType):
             setattr(linalg, name, _wrap(obj, "linalg." + name))
+    from ember._api import reductions as _red
+    engine._set_sum(_red.sum, registry.RULES["sum"])
+    ns._ag_sum_all = engine._sum_all
     ns._ag_getitem = inplace._ag_getitem
     ns._ag_setitem = inplace._ag_setitem
     ns._ag_inplace = inplace._ag_inplace
