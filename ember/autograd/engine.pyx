@@ -836,9 +836,33 @@ def run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
             captures.setdefault(node, []).append((nr, i))
             capture_nodes.add(node)
 
-    # pass 1 (iterative post-order): which nodes lead to a wanted gradient, and
-    # how many edges from such nodes reach each of them
-    for root in roots:
+    # pass 1, everything wanted: count the edges that reach each node
+    if not prune:
+        stack = []
+        for root in roots:
+            node = root[0]
+            if node not in needed:
+                needed[node] = True
+                stack.append(node)
+        while stack:
+            node = <Node>stack.pop()
+            nn = node.next_nodes
+            if nn is None:
+                continue
+            for nxt_o in nn:
+                if nxt_o is None:
+                    continue
+                if nxt_o in deps:
+                    deps[nxt_o] += 1
+                else:
+                    deps[nxt_o] = 1
+                    if nxt_o not in needed:
+                        needed[nxt_o] = True
+                        stack.append(nxt_o)
+
+    # pass 1 with inputs (iterative post-order): which nodes lead to a wanted
+    # gradient, and how many edges from such nodes reach each of them
+    for root in (roots if prune else ()):
         node = root[0]
         if node in needed:
             continue
@@ -911,7 +935,7 @@ def run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
                 node.release()
             for k in range(len(node.next_nodes)):
                 nxt_o = node.next_nodes[k]
-                if nxt_o is None or not needed[nxt_o]:
+                if nxt_o is None or (prune and not needed[nxt_o]):
                     continue
                 nxt = <Node>nxt_o
                 g = grads_in[k] if k < len(grads_in) else None
