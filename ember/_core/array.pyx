@@ -63,6 +63,12 @@ def _set_grad_enabled(bint on):
 
 
 cdef object _E = None          # the ember namespace, set by ember/__init__.py
+cdef object _P = None          # the same functions without autograd dispatch (set by autograd)
+
+
+def _set_plain_namespace(ns):
+    global _P
+    _P = ns
 cdef binary_hook_t _binary = NULL
 cdef unary_hook_t _unary = NULL
 cdef object _assign = None     # assign(dst, src): broadcast + cast copy, set by elementwise
@@ -561,6 +567,13 @@ cdef inline bint _tracking(ndarray x) noexcept:
 
 cdef inline bint _tracked_value(object v) noexcept:
     return isinstance(v, ndarray) and (<ndarray>v)._requires_grad and ember_grad_mode
+
+
+cdef inline object _ns(ndarray x):
+    """Where a method finds its function: the plain one unless x is being recorded."""
+    if _P is None or (x._requires_grad and ember_grad_mode):
+        return _E
+    return _P
 
 
 cdef inline object _bin(int op, object a, object b):
@@ -1113,11 +1126,11 @@ cdef class ndarray:
             dims = dims[0]
         return _E.permute_dims(self, tuple(dims))
 
-    def swapaxes(self, axis1, axis2): return _E.swapaxes(self, axis1, axis2)
-    def squeeze(self, axis=None, *, dim=None): return _E.squeeze(self, axis if dim is None else dim)
-    def unsqueeze(self, dim): return _E.expand_dims(self, dim)
-    def flatten(self, order="C"): return _E.reshape(self, (-1,), order=order, copy=True)
-    def ravel(self, order="C"): return _E.ravel(self, order=order)
+    def swapaxes(self, axis1, axis2): return _ns(self).swapaxes(self, axis1, axis2)
+    def squeeze(self, axis=None, *, dim=None): return _ns(self).squeeze(self, axis if dim is None else dim)
+    def unsqueeze(self, dim): return _ns(self).expand_dims(self, dim)
+    def flatten(self, order="C"): return _ns(self).reshape(self, (-1,), order=order, copy=True)
+    def ravel(self, order="C"): return _ns(self).ravel(self, order=order)
     def expand(self, *shape):
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
@@ -1126,13 +1139,13 @@ cdef class ndarray:
         return _E.broadcast_to(self, shape)
     def repeat(self, repeats, axis=None): return _E.repeat(self, repeats, axis=axis)
     def take(self, indices, axis=None): return _E.take(self, indices, axis=axis)
-    def clip(self, min=None, max=None): return _E.clip(self, min, max)
-    def round(self, decimals=0): return _E.round(self, decimals=decimals)
-    def conj(self): return _E.conj(self)
-    def conjugate(self): return _E.conj(self)
+    def clip(self, min=None, max=None): return _ns(self).clip(self, min, max)
+    def round(self, decimals=0): return _ns(self).round(self, decimals=decimals)
+    def conj(self): return _ns(self).conj(self)
+    def conjugate(self): return _ns(self).conj(self)
     def nonzero(self): return _E.nonzero(self)
-    def diagonal(self, offset=0, axis1=0, axis2=1): return _E.diagonal(self, offset=offset, axis1=axis1, axis2=axis2)
-    def trace(self, offset=0, axis1=0, axis2=1, dtype=None): return _E.trace(self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype)
+    def diagonal(self, offset=0, axis1=0, axis2=1): return _ns(self).diagonal(self, offset=offset, axis1=axis1, axis2=axis2)
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None): return _ns(self).trace(self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype)
     def dot(self, other): return _E.dot(self, other)
     def argsort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True):
         return _E.argsort(self, axis=axis, descending=descending, stable=stable)
@@ -1153,40 +1166,40 @@ cdef class ndarray:
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
         if axis is None and dtype is None and out is None and not keepdims and dim is None \
                 and not keepdim and _tracking(self):
-            return _E._ag_sum_all(self)
-        return _E.sum(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
+            return _ns(self)._ag_sum_all(self)
+        return _ns(self).sum(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
                       keepdims=keepdims if keepdim is None else keepdim)
     def prod(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
-        return _E.prod(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
+        return _ns(self).prod(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
                        keepdims=keepdims if keepdim is None else keepdim)
     def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
-        return _E.mean(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
+        return _ns(self).mean(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
                        keepdims=keepdims if keepdim is None else keepdim)
     def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, dim=None, keepdim=None):
-        return _E.var(self, axis=axis if dim is None else dim, dtype=dtype, out=out, ddof=ddof,
+        return _ns(self).var(self, axis=axis if dim is None else dim, dtype=dtype, out=out, ddof=ddof,
                       keepdims=keepdims if keepdim is None else keepdim, correction=correction)
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, dim=None, keepdim=None):
-        return _E.std(self, axis=axis if dim is None else dim, dtype=dtype, out=out, ddof=ddof,
+        return _ns(self).std(self, axis=axis if dim is None else dim, dtype=dtype, out=out, ddof=ddof,
                       keepdims=keepdims if keepdim is None else keepdim, correction=correction)
     def min(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
-        return _E.min(self, axis=axis if dim is None else dim, out=out,
+        return _ns(self).min(self, axis=axis if dim is None else dim, out=out,
                       keepdims=keepdims if keepdim is None else keepdim)
     def max(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
-        return _E.max(self, axis=axis if dim is None else dim, out=out,
+        return _ns(self).max(self, axis=axis if dim is None else dim, out=out,
                       keepdims=keepdims if keepdim is None else keepdim)
     def argmin(self, axis=None, out=None, *, keepdims=False, dim=None, keepdim=None):
-        return _E.argmin(self, axis=axis if dim is None else dim, out=out,
+        return _ns(self).argmin(self, axis=axis if dim is None else dim, out=out,
                          keepdims=keepdims if keepdim is None else keepdim)
     def argmax(self, axis=None, out=None, *, keepdims=False, dim=None, keepdim=None):
-        return _E.argmax(self, axis=axis if dim is None else dim, out=out,
+        return _ns(self).argmax(self, axis=axis if dim is None else dim, out=out,
                          keepdims=keepdims if keepdim is None else keepdim)
     def all(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
-        return _E.all(self, axis=axis if dim is None else dim, out=out,
+        return _ns(self).all(self, axis=axis if dim is None else dim, out=out,
                       keepdims=keepdims if keepdim is None else keepdim)
     def any(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
-        return _E.any(self, axis=axis if dim is None else dim, out=out,
+        return _ns(self).any(self, axis=axis if dim is None else dim, out=out,
                       keepdims=keepdims if keepdim is None else keepdim)
     def cumsum(self, axis=None, dtype=None, out=None, *, dim=None):
-        return _E.cumsum(self, axis=axis if dim is None else dim, dtype=dtype, out=out)
+        return _ns(self).cumsum(self, axis=axis if dim is None else dim, dtype=dtype, out=out)
     def cumprod(self, axis=None, dtype=None, out=None, *, dim=None):
-        return _E.cumprod(self, axis=axis if dim is None else dim, dtype=dtype, out=out)
+        return _ns(self).cumprod(self, axis=axis if dim is None else dim, dtype=dtype, out=out)

@@ -94,6 +94,8 @@ def _wrap(fn, name):
 def install(ns):
     """Wrap ns's public functions (ns is the ember module)."""
     from ember._core import elementwise as _ew
+    # array methods call these when nothing is being recorded (no dispatch cost)
+    _array._set_plain_namespace(types.SimpleNamespace(**vars(ns)))
     _load_rules()
     engine._set_namespace(ns, list(_ew.op_names()))
     from ember.autograd import fast_rules
