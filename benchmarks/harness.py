@@ -69,7 +69,7 @@ def _short_error(exc, limit=70):
     return msg if len(msg) <= limit else msg[:limit - 3] + "..."
 
 
-def interleaved(impls, number, repeat, warmup=3, hooks=None):
+def interleaved(impls, number, repeat, warmup=3, hooks=None, settle=None):
     """Time several implementations of one case, interleaved.
 
     ``impls`` maps a label to ``(stmt, ns)`` (``stmt`` a Python statement,
@@ -82,6 +82,8 @@ def interleaved(impls, number, repeat, warmup=3, hooks=None):
     """
     hooks = hooks or {}
     nohook = (lambda: None, lambda: None)
+    if settle is None:
+        settle = 0.03 if number == 1 else 0.0      # long single calls: pause between batches
     timers, errors = {}, {}
     for label, impl in impls.items():
         if impl is None:
@@ -101,6 +103,7 @@ def interleaved(impls, number, repeat, warmup=3, hooks=None):
             errors[label] = _short_error(exc)
     samples = {label: [] for label in timers}
     order = list(timers)
+    prev = None
     gc_was_enabled = gc.isenabled()
     try:
         for rep in range(repeat):
@@ -108,6 +111,12 @@ def interleaved(impls, number, repeat, warmup=3, hooks=None):
             for label in order[k:] + order[:k]:       # rotate: nobody always goes first
                 if label in errors:
                     continue
+                if settle and prev in ("PyTorch", "torch"):
+                    # let the previous library's threads stop spinning (PyTorch's OpenMP
+                    # workers spin for milliseconds after a call and steal the cores of
+                    # whatever runs next: 10 ms of sgemm measured 18 ms right after torch)
+                    time.sleep(settle)
+                prev = label
                 before, after = hooks.get(label, nohook)
                 before()
                 gc.disable()

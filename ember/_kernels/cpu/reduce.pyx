@@ -20,6 +20,7 @@ cimport cython
 from cython.parallel cimport prange
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+from libc.stdlib cimport malloc, free
 from libc.math cimport NAN
 
 from ember._core.array cimport ndarray, new_empty, new_view, MAXDIM, as_ndarray, shape_tuple
@@ -521,12 +522,66 @@ cdef int _reduce_into(ndarray x, ndarray out, int rop, bint* reduced) except -1:
     it3.ptrs[1] = it.ptrs[0]
     it3.ptrs[2] = it.ptrs[1]
     with nogil:
-        if nt > 1 and total >= PAR_MIN and inner >= 64 * nt:
+        if nd == 2 and it.strides[1][0] == 0 and nt > 1 and total >= PAR_MIN \
+                and it.shape[0] >= 4 * nt and _rows_parallel(&it, bf, x.itemsize, nt) == 0:
+            pass
+        elif nt > 1 and total >= PAR_MIN and inner >= 64 * nt:
             nchunks = split_work(inner, nt, 16, 64, &chunk)
             for c in prange(nchunks, schedule="dynamic", num_threads=nt):
                 _run_columns(&it3, bf, c * chunk, chunk)
         else:
             run_range(&it3, bf, 0, outer)
+    return 0
+
+
+cdef void _rows_block(loop_fn f, char* acc, char* x, Py_ssize_t rs, Py_ssize_t cs,
+                      Py_ssize_t isz, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t cols) noexcept nogil:
+    """acc = op(acc, x[r]) for rows lo..hi (acc contiguous, one row long)."""
+    cdef char* args[3]
+    cdef Py_ssize_t steps[3]
+    cdef Py_ssize_t r
+    steps[0] = isz
+    steps[1] = cs
+    steps[2] = isz
+    for r in range(lo, hi):
+        args[0] = acc
+        args[1] = x + r * rs
+        args[2] = acc
+        f(args, steps, cols)
+
+
+cdef int _rows_parallel(NdIter* it, loop_fn f, Py_ssize_t isz, int nt) noexcept nogil:
+    """Reduce a 2-d operand over its first axis with each thread taking a block of
+    rows (contiguous streams) into a private row, the rows then combined in block
+    order (same answer whatever thread ran which block).  -1: no memory, not done."""
+    cdef Py_ssize_t rows = it.shape[0], cols = it.shape[1], chunk, c, j, lo, hi
+    cdef Py_ssize_t rs = it.strides[0][0], cs = it.strides[0][1], os = it.strides[1][1]
+    cdef char* out = it.ptrs[1]
+    cdef char* buf = <char*>malloc(nt * cols * isz)
+    cdef char* args[3]
+    cdef Py_ssize_t steps[3]
+    if buf == NULL:
+        return -1
+    for c in range(nt):
+        for j in range(cols):
+            memcpy(buf + (c * cols + j) * isz, out + j * os, isz)     # the identity
+    chunk = (rows + nt - 1) // nt
+    for c in prange(nt, schedule="static", num_threads=nt):
+        lo = c * chunk
+        hi = lo + chunk
+        if hi > rows:
+            hi = rows
+        if lo < hi:
+            _rows_block(f, buf + c * cols * isz, it.ptrs[0], rs, cs, isz, lo, hi, cols)
+    steps[0] = os
+    steps[1] = isz
+    steps[2] = os
+    for c in range(nt):
+        args[0] = out
+        args[1] = buf + c * cols * isz
+        args[2] = out
+        f(args, steps, cols)
+    free(buf)
     return 0
 
 
