@@ -160,6 +160,20 @@ def test_graph_holds_no_reference_cycles():
         gc.enable()
 
 
+def test_retain_grad_and_hooks_leave_no_cycles():
+    x = leaf([1.0, 2.0])
+    h = ember.exp(x)
+    h.retain_grad()
+    h.register_hook(lambda g: g * 2)
+    r = weakref.ref(h.grad_fn)
+    gc.disable()
+    try:
+        del h
+        assert r() is None
+    finally:
+        gc.enable()
+
+
 def test_leaf_is_not_kept_alive_by_its_graph_node():
     x = leaf([1.0])
     acc = autograd.engine._accumulator(x)

@@ -8,7 +8,9 @@ MODULES = ["ember", "ember._api.creation", "ember._api.dtype_funcs", "ember._api
            "ember._api.reductions", "ember._api.manipulation", "ember._api.indexing",
            "ember._api.linalg_ops", "ember._api.sorting", "ember._api.misc", "ember.linalg",
            "ember.random", "ember._core.storage", "ember._core.dtypes", "ember._core.array",
-           "ember._core.elementwise"]
+           "ember._core.elementwise", "ember.autograd", "ember.autograd.grad_mode",
+           "ember.autograd.function", "ember.autograd.functional", "ember.autograd.gradcheck",
+           "ember.autograd.anomaly"]
 
 
 def _examples():

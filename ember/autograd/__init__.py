@@ -144,11 +144,12 @@ def _retain_grad(x):
     meta.retains_grad = True
     ref = _weakref.ref(x)
     node = x.grad_fn
+    node_ref = _weakref.ref(node)       # the hook lives on the node: no cycle through it
     nr = x._output_nr
 
     def keep(g):
         t = ref()
-        if t is not None and t.grad_fn is node:
+        if t is not None and t.grad_fn is node_ref():
             d = g.detach()
             t.grad = d.copy() if t.grad is None else t.grad + d
         return None
