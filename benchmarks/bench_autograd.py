@@ -166,20 +166,13 @@ def bench_matmul_backward(n=1024, repeat=21):
 
 def run(quick=False):
     """All autograd rows; ``quick`` uses tiny sizes (for the smoke test)."""
-    if quick:
-        return (bench_record(n=100, number=10, repeat=2)
-                + bench_small_backward(n=100, number=10, repeat=2)
-                + bench_chain(n=100, depth=5, number=2, repeat=2)
-                + bench_matmul_backward(n=8, repeat=2))
-    rows = []
-    for f in (bench_record, bench_small_backward, bench_chain, bench_matmul_backward):
-        log(f"{f.__name__}:")
-        rows += f()
-    return rows
+    return harness.run_suite(
+        (bench_record, bench_small_backward, bench_chain, bench_matmul_backward),
+        (lambda: bench_record(n=100, number=10, repeat=2),
+         lambda: bench_small_backward(n=100, number=10, repeat=2),
+         lambda: bench_chain(n=100, depth=5, number=2, repeat=2),
+         lambda: bench_matmul_backward(n=8, repeat=2)), quick)
 
 
 if __name__ == "__main__":
-    quick = "--quick" in sys.argv
-    print(harness.environment_markdown(harness.environment()))
-    print()
-    print(harness.markdown_table(run(quick=quick)))
+    harness.main(run)

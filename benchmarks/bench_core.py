@@ -126,20 +126,13 @@ def bench_matmul(n=1024, repeat=25):
 
 def run(quick=False):
     """All core rows; ``quick`` uses tiny sizes (for the smoke test)."""
-    if quick:
-        return (bench_small(n=100, number=10, repeat=2)
-                + bench_large_elementwise(n=1000, repeat=2)
-                + bench_sum_2d(shape=(16, 8), repeat=2)
-                + bench_matmul(n=8, repeat=2))
-    rows = []
-    for f in (bench_small, bench_large_elementwise, bench_sum_2d, bench_matmul):
-        log(f"{f.__name__}:")
-        rows += f()
-    return rows
+    return harness.run_suite(
+        (bench_small, bench_large_elementwise, bench_sum_2d, bench_matmul),
+        (lambda: bench_small(n=100, number=10, repeat=2),
+         lambda: bench_large_elementwise(n=1000, repeat=2),
+         lambda: bench_sum_2d(shape=(16, 8), repeat=2),
+         lambda: bench_matmul(n=8, repeat=2)), quick)
 
 
 if __name__ == "__main__":
-    quick = "--quick" in sys.argv
-    print(harness.environment_markdown(harness.environment()))
-    print()
-    print(harness.markdown_table(run(quick=quick)))
+    harness.main(run)

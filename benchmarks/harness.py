@@ -341,3 +341,23 @@ def environment_markdown(env):
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------- suites
+
+def run_suite(cases, quick_cases, quick):
+    """Rows of every case (a callable returning rows), or of the tiny `quick_cases`."""
+    rows = []
+    for f in (quick_cases if quick else cases):
+        if not quick:
+            log(f"{getattr(f, '__name__', 'case')}:")
+        rows += f()
+    return rows
+
+
+def main(run):
+    """Command-line entry of a benchmark file: print the environment and its table."""
+    quick = "--quick" in sys.argv
+    print(environment_markdown(environment()))
+    print()
+    print(markdown_table(run(quick=quick)))
