@@ -501,3 +501,14 @@ def test_tracked_keyword_only_arguments_are_refused_not_ignored():
     x, lo = leaf([1.0, -2.0]), leaf([0.0, 0.0])
     with pytest.raises(RuntimeError, match="keyword-only"):
         ember.clip(x, a_min=lo)
+
+
+def test_multiplying_by_a_constant_saves_nothing_so_later_writes_are_fine():
+    v = np.arange(6.0).reshape(2, 3)
+    x, tx = leaf(v), tleaf(v)
+    y, ty = x * 1, tx * 1
+    y[0] += y[1] * 2
+    ty[0] += ty[1] * 2
+    (y * y).sum().backward()
+    (ty * ty).sum().backward()
+    close(x.grad, tx.grad)

@@ -26,6 +26,7 @@ cdef class Rule:
     cdef public str name
     cdef public bint save_args
     cdef public bint save_result
+    cdef public bint save_cross      # keep an operand only if the other requires grad
     cdef public object forward       # the op itself (views are re-derived with it)
     cdef crule_t cfn                 # a C version of fn for hot ops (NotImplemented: use fn)
 

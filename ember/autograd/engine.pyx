@@ -642,7 +642,17 @@ cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res)
         node.next_nrs = (_nr(x),)
         node.slots = _SLOT_A if ta else _SLOT_B
         node.slot_meta = ((shape_tuple(x), x.dtype),)
-    if rule.save_args:
+    if rule.save_cross and not is_unary:
+        node.args = (a if tb else _strip(a), b if ta else _strip(b))
+        node.saved = []
+        node.versions = []
+        if tb and isinstance(a, ndarray):
+            node.saved.append(a)
+            node.versions.append((<ndarray>a).storage.version)
+        if ta and isinstance(b, ndarray):
+            node.saved.append(b)
+            node.versions.append((<ndarray>b).storage.version)
+    elif rule.save_args:
         node.args = (a,) if is_unary else (a, b)
         node.saved = []
         node.versions = []

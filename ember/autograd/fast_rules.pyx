@@ -40,12 +40,20 @@ cdef object _negative(RuleNode node, object g):
     return (unary_ag(OP_NEGATIVE, g, None),)
 
 
+cdef bint _slot(RuleNode node, int i):
+    """Whether positional argument i of the op requires grad (it has an input slot)."""
+    for s in node.slots:
+        if (<tuple>s)[0] == i:
+            return True
+    return False
+
+
 cdef object _multiply(RuleNode node, object g):
-    a, b = node.args
+    a, b = node.args              # an operand the other does not need is an ArrayMeta
     if _complex(a) or _complex(b) or _complex(g):
         return NotImplemented
-    return (binary_ag(OP_MULTIPLY, g, b, None) if _tracked(a) else None,
-            binary_ag(OP_MULTIPLY, g, a, None) if _tracked(b) else None)
+    return (binary_ag(OP_MULTIPLY, g, b, None) if _slot(node, 0) else None,
+            binary_ag(OP_MULTIPLY, g, a, None) if _slot(node, 1) else None)
 
 
 cdef object _divide(RuleNode node, object g):

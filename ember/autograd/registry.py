@@ -26,10 +26,14 @@ def defgrad(*names, save_args=True, save_result=False):
     save_args=False: the rule sees array arguments only as their shape and
     dtype (``.shape``, ``.dtype``, ``.ndim``, ``.requires_grad``); the graph
     then does not keep the inputs alive (add, sum, reshape...).
+    save_args="cross" (two-operand ops such as multiply): an operand is kept only
+    when the other operand requires grad (its gradient needs it); otherwise the
+    rule sees its ArrayMeta.
     save_result=True: the rule's second argument is the op's output."""
     def register(fn):
         for name in names:
-            rule = Rule(fn, name, save_args, save_result)
+            rule = Rule(fn, name, bool(save_args), save_result)
+            rule.save_cross = save_args == "cross"
             RULES[name] = rule
         return fn
     return register

@@ -42,9 +42,11 @@ def _(g, res, a, b):
     return g, -g
 
 
-@defgrad("multiply")
+@defgrad("multiply", save_args="cross")
 def _(g, res, a, b):
-    return g * _c(b), g * _c(a)
+    # "cross": each operand is kept only when the other one needs it (x * 2 keeps nothing)
+    return (g * _c(b) if getattr(a, "requires_grad", False) else None,
+            g * _c(a) if getattr(b, "requires_grad", False) else None)
 
 
 @defgrad("divide")
