@@ -52,4 +52,4 @@ cdef class CallableNode(Node):
 
 
 cdef object record(Rule rule, tuple args, dict kwargs, object result)
-cdef object record_elementwise(int op, object a, object b, object result)
+cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res)

@@ -675,13 +675,6 @@ cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res)
     return res
 
 
-cdef object record_elementwise(int op, object a, object b, object result):
-    cdef Rule rule = <Rule>_EW_RULES[op]
-    if b is None:
-        return record(rule, (a,), None, result)
-    return record(rule, (a, b), None, result)
-
-
 cdef object _ag_binary(int op, object a, object b, object out):
     """The elementwise dispatcher calls this when an operand requires grad."""
     cdef object rule = _EW_RULES[op]

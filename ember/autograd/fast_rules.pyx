@@ -117,9 +117,6 @@ cdef object _sum(RuleNode node, object g):
     return (new_view(x, len(tshape), shape, strides, x.offset, x.tcode),)
 
 
-cdef dict _C_RULES = {}
-
-
 cdef _set(str name, crule_t fn):
     cdef Rule rule = RULES.get(name)
     if rule is not None:

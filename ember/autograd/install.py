@@ -79,7 +79,7 @@ def _conversion(fn, name):
 
 
 def _wrap(fn, name):
-    if name in ("asarray", "array", "tensor", "asanyarray", "ascontiguousarray_conv"):
+    if name in ("asarray", "array", "tensor", "asanyarray"):
         return _conversion(fn, name)
     if name in _WRITES_IN_PLACE:
         return _refuse_tracked(fn, name)
