@@ -20,8 +20,12 @@ def run_example(name, *args):
 
 
 def test_demo_trains_and_reports_accuracy():
-    out = run_example("demo.py", "--epochs", "3")
+    out = run_example("demo.py", "--epochs", "3", "--mlp-epochs", "3")
     lines = [l for l in out.splitlines() if l.startswith("ember")]
     assert lines, out
     acc = float(lines[0].split("test accuracy")[1].split("%")[0])
     assert acc > 85.0, out                  # 3 epochs of softmax regression on digits
+    mlp = [l for l in out.splitlines() if l.startswith("autograd")]
+    assert mlp, out
+    acc = float(mlp[0].split("test accuracy")[1].split("%")[0])
+    assert acc > 85.0, out                  # 3 epochs of the small network, autograd gradients
