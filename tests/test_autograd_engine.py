@@ -512,3 +512,16 @@ def test_multiplying_by_a_constant_saves_nothing_so_later_writes_are_fine():
     (y * y).sum().backward()
     (ty * ty).sum().backward()
     close(x.grad, tx.grad)
+
+
+def test_a_wrongly_shaped_grad_slot_is_an_error_not_a_broadcast():
+    x = leaf([1.0, 2.0, 3.0])
+    x.grad = ember.zeros(1, dtype=ember.float64)
+    with pytest.raises(RuntimeError, match=r"\.grad has shape \(1,\) but the array has shape \(3,\)"):
+        (x * 2).sum().backward()
+    x.grad = 5.0
+    with pytest.raises(TypeError, match="must be an ember array"):
+        (x * 2).sum().backward()
+    x.grad = ember.ones(3, dtype=ember.float64)
+    (x * 2).sum().backward()
+    close(x.grad, [3.0, 3.0, 3.0])

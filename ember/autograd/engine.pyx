@@ -759,9 +759,24 @@ cdef _check_anomaly(Node node, list grads):
                     f"op was created here:\n{where}")
 
 
+cdef _check_grad_slot(ndarray leaf):
+    """A .grad the user assigned must be an array of the leaf's shape (else += broadcasts)."""
+    gr = leaf.grad
+    if gr is None:
+        return
+    if not isinstance(gr, ndarray):
+        raise TypeError(f"backward: .grad of an array of shape {_shape_str(shape_tuple(leaf))} "
+                        f"is a {type(gr).__name__}; it must be an ember array or None")
+    if shape_tuple(<ndarray>gr) != shape_tuple(leaf):
+        raise RuntimeError(f"backward: .grad has shape {_shape_str(shape_tuple(<ndarray>gr))} but "
+                           f"the array has shape {_shape_str(shape_tuple(leaf))}; set .grad = None "
+                           f"or assign a gradient of the array's shape")
+
+
 cdef _accumulate(ndarray leaf, object g, bint create_graph):
     """leaf.grad += g (or = a copy of g), then the post-accumulate hooks."""
     cdef GradMeta m
+    _check_grad_slot(leaf)
     if create_graph:
         leaf.grad = g if leaf.grad is None else leaf.grad + g
     else:
