@@ -226,6 +226,40 @@ def _stack(arrays, shape, dtype):
 
 # ---------------------------------------------------------------- the functions
 
+def _inputs_and_v(inputs, v, create_graph, fn_name):
+    """Inputs made to require grad, and v checked against their shapes (jvp, vhp, hvp)."""
+    in_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _prepare(inputs, create_graph, True)
+    if v is not None:
+        _, v = _as_tuple(v, "v", fn_name)
+        v = _prepare(v, create_graph, False)
+        _check_v(v, inputs, in_tuple)
+    elif len(inputs) != 1 or inputs[0].size != 1:
+        raise RuntimeError("The vector v can only be None if the input to the "
+                           "user-provided function is a single array with a single "
+                           "element.")
+    return in_tuple, inputs, v
+
+
+def _call(func, inputs, strict, fn_name):
+    """func(*inputs) as a tuple of arrays (strict: each must depend on the inputs)."""
+    out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function",
+                                   fn_name)
+    _check_requires_grad(outputs, "outputs", strict)
+    return out_tuple, outputs
+
+
+def _last_pass(outputs, out_tuple, grads_of, wrt, v, refs, res_tuple, create_graph, strict,
+               stage):
+    """The final reverse pass shared by vjp/jvp/vhp/hvp, and the packing of both results."""
+    with _enabled(True if create_graph else _array._is_grad_enabled()):
+        res = _grad(grads_of, wrt, v, create_graph=create_graph)
+        res = _fill_zeros(res, refs, strict, create_graph, stage)
+    outputs = _finish(outputs, create_graph)
+    res = _finish(res, create_graph)
+    return _unpack(outputs, out_tuple), _unpack(res, res_tuple)
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """Vector-Jacobian product: ``(func(inputs), v^T J)``.
 
@@ -244,9 +278,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     with _enabled(True):
         in_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         inputs = _prepare(inputs, create_graph, True)
-        outputs = func(*inputs)
-        out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
-        _check_requires_grad(outputs, "outputs", strict)
+        out_tuple, outputs = _call(func, inputs, strict, "vjp")
         if v is not None:
             _, v = _as_tuple(v, "v", "vjp")
             v = _prepare(v, create_graph, False)
@@ -254,12 +286,8 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         elif len(outputs) != 1 or outputs[0].size != 1:
             raise RuntimeError("The vector v can only be None if the user-provided function "
                                "returns a single array with a single element.")
-    with _enabled(True if create_graph else _array._is_grad_enabled()):
-        res = _grad(outputs, inputs, v, create_graph=create_graph)
-        res = _fill_zeros(res, inputs, strict, create_graph, "back")
-    outputs = _finish(outputs, create_graph)
-    res = _finish(res, create_graph)
-    return _unpack(outputs, out_tuple), _unpack(res, in_tuple)
+    return _last_pass(outputs, out_tuple, outputs, inputs, v, inputs, in_tuple, create_graph, strict,
+                      "back")
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -278,30 +306,15 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     [3.0, 12.0]
     """
     with _enabled(True):
-        in_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _prepare(inputs, create_graph, True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "jvp")
-            v = _prepare(v, create_graph, False)
-            _check_v(v, inputs, in_tuple)
-        elif len(inputs) != 1 or inputs[0].size != 1:
-            raise RuntimeError("The vector v can only be None if the input to the "
-                               "user-provided function is a single array with a single "
-                               "element.")
-        outputs = func(*inputs)
-        out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
-        _check_requires_grad(outputs, "outputs", strict)
+        in_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "jvp")
+        out_tuple, outputs = _call(func, inputs, strict, "jvp")
         # backward is linear in these, so their value does not matter (zeros: no inf/nan)
         E = _E()
         us = tuple(E.zeros_like(o, requires_grad=True) for o in outputs)
         grad_inputs = _grad(outputs, inputs, us, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
-    with _enabled(True if create_graph else _array._is_grad_enabled()):
-        res = _grad(grad_inputs, us, v, create_graph=create_graph)
-        res = _fill_zeros(res, outputs, strict, create_graph, "back_trick")
-    outputs = _finish(outputs, create_graph)
-    res = _finish(res, create_graph)
-    return _unpack(outputs, out_tuple), _unpack(res, out_tuple)
+    return _last_pass(outputs, out_tuple, grad_inputs, us, v, outputs, out_tuple, create_graph, strict,
+                      "back_trick")
 
 
 def _jacobian_forward(func, inputs, strict, vectorize):
@@ -384,10 +397,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     with _enabled(True):
         in_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _prepare(inputs, create_graph, True)
-        outputs = func(*inputs)
-        out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                       "jacobian")
-        _check_requires_grad(outputs, "outputs", strict)
+        out_tuple, outputs = _call(func, inputs, strict, "jacobian")
         if vectorize and strict:
             raise RuntimeError("ember.autograd.functional.jacobian: `strict=True` and "
                                "`vectorized=True` are not supported together. Please either "
@@ -475,28 +485,13 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     (9.0, [6.0, 12.0])
     """
     with _enabled(True):
-        in_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _prepare(inputs, create_graph, True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "vhp")
-            v = _prepare(v, create_graph, False)
-            _check_v(v, inputs, in_tuple)
-        elif len(inputs) != 1 or inputs[0].size != 1:
-            raise RuntimeError("The vector v can only be None if the input to the "
-                               "user-provided function is a single array with a single "
-                               "element.")
-        outputs = func(*inputs)
-        out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vhp")
-        _check_requires_grad(outputs, "outputs", strict)
+        in_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "vhp")
+        out_tuple, outputs = _call(func, inputs, strict, "vhp")
         _scalar_output(outputs, out_tuple, "vhp")
         jac = _grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict)
-    with _enabled(True if create_graph else _array._is_grad_enabled()):
-        res = _grad(jac, inputs, v, create_graph=create_graph)
-        res = _fill_zeros(res, inputs, strict, create_graph, "double_back")
-    outputs = _finish(outputs, create_graph)
-    res = _finish(res, create_graph)
-    return _unpack(outputs, out_tuple), _unpack(res, in_tuple)
+    return _last_pass(outputs, out_tuple, jac, inputs, v, inputs, in_tuple, create_graph, strict,
+                      "double_back")
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -512,19 +507,8 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     [4.0, 2.0]
     """
     with _enabled(True):
-        in_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _prepare(inputs, create_graph, True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "hvp")
-            v = _prepare(v, create_graph, False)
-            _check_v(v, inputs, in_tuple)
-        elif len(inputs) != 1 or inputs[0].size != 1:
-            raise RuntimeError("The vector v can only be None if the input to the "
-                               "user-provided function is a single array with a single "
-                               "element.")
-        outputs = func(*inputs)
-        out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "hvp")
-        _check_requires_grad(outputs, "outputs", strict)
+        in_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "hvp")
+        out_tuple, outputs = _call(func, inputs, strict, "hvp")
         _scalar_output(outputs, out_tuple, "hvp")
         jac = _grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict)
@@ -532,9 +516,5 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         us = tuple(E.zeros_like(x, requires_grad=True) for x in inputs)
         double_back = _grad(jac, inputs, us, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
-    with _enabled(True if create_graph else _array._is_grad_enabled()):
-        res = _grad(double_back, us, v, create_graph=create_graph)
-        res = _fill_zeros(res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _finish(outputs, create_graph)
-    res = _finish(res, create_graph)
-    return _unpack(outputs, out_tuple), _unpack(res, in_tuple)
+    return _last_pass(outputs, out_tuple, double_back, us, v, inputs, in_tuple, create_graph, strict,
+                      "double_back_trick")
