@@ -291,6 +291,20 @@ cdef list _materialize(list grads, object out_meta):
     return res
 
 
+cdef inline void _set_history(ndarray x, Node node, int nr) noexcept:
+    """x is output `nr` of `node` (and so requires grad)."""
+    x._requires_grad = True
+    x.grad_fn = node
+    x._output_nr = nr
+
+
+cdef inline void _add_edge(list nodes, list nrs, list meta, ndarray x):
+    """Append the edge that x's gradient takes, and x's (shape, dtype) to fit it to."""
+    nodes.append(edge_node(x))
+    nrs.append(x._output_nr if x.grad_fn is not None else 0)
+    meta.append((shape_tuple(x), x.dtype))
+
+
 cdef ndarray _detached(ndarray x):
     """A new array object on x's memory with no autograd history."""
     return new_view(x, x.ndim, x.shape, x.strides, x.offset, x.tcode)
@@ -298,9 +312,7 @@ cdef ndarray _detached(ndarray x):
 
 cdef ndarray _attached(ndarray x, Node node, int nr):
     cdef ndarray v = _detached(x)
-    v._requires_grad = True
-    v.grad_fn = node
-    v._output_nr = nr
+    _set_history(v, node, nr)
     return v
 
 
@@ -440,17 +452,13 @@ cdef object record(Rule rule, tuple args, dict kwargs, object result):
             if (<ndarray>a)._requires_grad:
                 x = <ndarray>a
                 slots.append((i, -1))
-                nodes.append(edge_node(x))
-                nrs.append(x._output_nr if x.grad_fn is not None else 0)
-                meta.append((shape_tuple(x), x.dtype))
+                _add_edge(nodes, nrs, meta, x)
         elif isinstance(a, (list, tuple)):
             for j in range(len(a)):
                 if _tracked(a[j]):
                     x = <ndarray>a[j]
                     slots.append((i, j))
-                    nodes.append(edge_node(x))
-                    nrs.append(x._output_nr if x.grad_fn is not None else 0)
-                    meta.append((shape_tuple(x), x.dtype))
+                    _add_edge(nodes, nrs, meta, x)
     if not slots:
         return result
     result = _fresh_outputs(args, result, single)
@@ -512,9 +520,7 @@ cdef object record(Rule rule, tuple args, dict kwargs, object result):
         o = outs[i]
         if isinstance(o, ndarray) and _is_float(<ndarray>o):
             x = <ndarray>o
-            x._requires_grad = True
-            x.grad_fn = node
-            x._output_nr = i
+            _set_history(x, node, i)
             if args and isinstance(args[0], ndarray) and x.storage is (<ndarray>args[0]).storage \
                     and (<ndarray>args[0])._requires_grad and rule.forward is not None:
                 _E._ag_mark_view(args[0], x, rule, args, kwargs, i, single)
@@ -575,9 +581,7 @@ def attach(str name, fn, inputs, outputs, out_meta=None, on_release=None):
     for a in inputs:
         if _tracked(a):
             x = <ndarray>a
-            nodes.append(edge_node(x))
-            nrs.append(x._output_nr if x.grad_fn is not None else 0)
-            meta.append((shape_tuple(x), x.dtype))
+            _add_edge(nodes, nrs, meta, x)
             any_tracked = True
         else:
             nodes.append(None)
@@ -600,9 +604,7 @@ def attach(str name, fn, inputs, outputs, out_meta=None, on_release=None):
         o = outputs[i]
         if isinstance(o, ndarray) and _is_float(<ndarray>o):
             x = <ndarray>o
-            x._requires_grad = True
-            x.grad_fn = node
-            x._output_nr = i
+            _set_history(x, node, i)
     return node
 
 
@@ -669,9 +671,7 @@ cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res)
         node.result_version = res.storage.version
     if _anomaly:
         node.creation_trace = "".join(_traceback.format_stack(limit=12))
-    res._requires_grad = True
-    res.grad_fn = node
-    res._output_nr = 0
+    _set_history(res, node, 0)
     return res
 
 
