@@ -534,20 +534,24 @@ cdef int _reduce_into(ndarray x, ndarray out, int rop, bint* reduced) except -1:
     return 0
 
 
-cdef void _rows_block(loop_fn f, char* acc, char* x, Py_ssize_t rs, Py_ssize_t cs,
-                      Py_ssize_t isz, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t cols) noexcept nogil:
-    """acc = op(acc, x[r]) for rows lo..hi (acc contiguous, one row long)."""
-    cdef char* args[3]
-    cdef Py_ssize_t steps[3]
-    cdef Py_ssize_t r
-    steps[0] = isz
-    steps[1] = cs
-    steps[2] = isz
-    for r in range(lo, hi):
-        args[0] = acc
-        args[1] = x + r * rs
-        args[2] = acc
-        f(args, steps, cols)
+cdef void _rows_into(loop_fn f, char* acc, Py_ssize_t acc_step, char* x, Py_ssize_t rs,
+                     Py_ssize_t cs, Py_ssize_t cols, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    """acc = op(acc, x[r]) for rows lo..hi of x (acc: one row, element step acc_step)."""
+    cdef NdIter sub
+    sub.nargs = 3
+    sub.ndim = 2
+    sub.shape[0] = hi
+    sub.shape[1] = cols
+    sub.ptrs[0] = acc
+    sub.ptrs[1] = x
+    sub.ptrs[2] = acc
+    sub.strides[0][0] = 0
+    sub.strides[0][1] = acc_step
+    sub.strides[1][0] = rs
+    sub.strides[1][1] = cs
+    sub.strides[2][0] = 0
+    sub.strides[2][1] = acc_step
+    run_range(&sub, f, lo, hi)
 
 
 cdef int _rows_parallel(NdIter* it, loop_fn f, Py_ssize_t isz, int nt) noexcept nogil:
@@ -555,11 +559,9 @@ cdef int _rows_parallel(NdIter* it, loop_fn f, Py_ssize_t isz, int nt) noexcept 
     rows (contiguous streams) into a private row, the rows then combined in block
     order (same answer whatever thread ran which block).  -1: no memory, not done."""
     cdef Py_ssize_t rows = it.shape[0], cols = it.shape[1], chunk, c, j, lo, hi
-    cdef Py_ssize_t rs = it.strides[0][0], cs = it.strides[0][1], os = it.strides[1][1]
+    cdef Py_ssize_t os = it.strides[1][1]
     cdef char* out = it.ptrs[1]
     cdef char* buf = <char*>malloc(nt * cols * isz)
-    cdef char* args[3]
-    cdef Py_ssize_t steps[3]
     if buf == NULL:
         return -1
     for c in range(nt):
@@ -572,15 +574,10 @@ cdef int _rows_parallel(NdIter* it, loop_fn f, Py_ssize_t isz, int nt) noexcept 
         if hi > rows:
             hi = rows
         if lo < hi:
-            _rows_block(f, buf + c * cols * isz, it.ptrs[0], rs, cs, isz, lo, hi, cols)
-    steps[0] = os
-    steps[1] = isz
-    steps[2] = os
-    for c in range(nt):
-        args[0] = out
-        args[1] = buf + c * cols * isz
-        args[2] = out
-        f(args, steps, cols)
+            _rows_into(f, buf + c * cols * isz, isz, it.ptrs[0], it.strides[0][0],
+                       it.strides[0][1], cols, lo, hi)
+    # the private rows are rows of a (nt, cols) array: reduce them into out, in order
+    _rows_into(f, out, os, buf, cols * isz, isz, cols, 0, nt)
     free(buf)
     return 0
 
