@@ -49,3 +49,14 @@ from ember.autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  #
                                       is_inference_mode_enabled)
 from ember.autograd.install import install as _install_autograd   # noqa: E402
 _install_autograd(_sys.modules[__name__])
+
+
+_LAZY_SUBMODULES = ("nn", "optim", "data")
+
+
+def __getattr__(name):
+    # the training layers load on first use, so `import ember` stays quick
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module("ember." + name)
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")

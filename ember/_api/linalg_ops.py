@@ -31,7 +31,7 @@ def matmul(x1, x2, /, *, out=None):
     >>> (ember.ones((2, 3)) @ ember.ones((3, 4))).shape
     (2, 4)
     """
-    if out is None and type(x1) is ndarray and type(x2) is ndarray and x1.ndim == 2 \
+    if out is None and isinstance(x1, ndarray) and isinstance(x2, ndarray) and x1.ndim == 2 \
             and x2.ndim == 2 and x1.shape[1] == x2.shape[0] and x1.dtype == x2.dtype \
             and x1.dtype.kind in "fc":
         # the common 2-d case: straight to BLAS

@@ -249,6 +249,25 @@ cdef ndarray new_view(ndarray base, int ndim, const Py_ssize_t* shape,
     return x
 
 
+def _alias_as(ndarray base, type cls):
+    """An object of `cls` (a subclass of ndarray, e.g. nn.Parameter) that views all of
+    `base`'s memory with its shape and strides, without autograd history."""
+    if not issubclass(cls, ndarray):
+        raise TypeError(f"_alias_as: {cls.__name__} is not a subclass of ember.ndarray")
+    cdef ndarray x = <ndarray>ndarray.__new__(cls)
+    cdef int i
+    for i in range(base.ndim):
+        x.shape[i] = base.shape[i]
+        x.strides[i] = base.strides[i]
+    x.ndim = base.ndim
+    x.tcode = base.tcode
+    x.itemsize = base.itemsize
+    x.storage = base.storage
+    x.offset = base.offset
+    update_flags(x)
+    return x
+
+
 cdef ndarray wrap_numpy(object obj):
     """Wrap a NumPy array's memory without copying; the array stays alive."""
     cdef cnp.ndarray arr = <cnp.ndarray>obj

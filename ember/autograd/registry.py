@@ -17,7 +17,7 @@ from ember.autograd.engine import Rule, _register_elementwise, _elementwise_rule
 RULES = {}              # public name -> Rule
 NONDIFF = set()         # names whose float results carry no gradient on purpose
 
-__all__ = ["defgrad", "nondifferentiable", "RULES"]
+__all__ = ["defgrad", "defop", "nondifferentiable", "RULES"]
 
 
 def defgrad(*names, save_args=True, save_result=False):
@@ -42,3 +42,37 @@ def defgrad(*names, save_args=True, save_result=False):
 def nondifferentiable(*names):
     """Ops whose floating-point results are constants for autograd (zeros_like...)."""
     NONDIFF.update(names)
+
+
+def defop(name, grad, save_args=True, save_result=False):
+    """Make the decorated function a differentiable op with gradient rule `grad`.
+
+    For ops outside the ``ember`` namespace (``ember.nn.functional``...): the
+    result is a DiffOp named `name` (it pickles as ``ember.<name>``, so name it by
+    its public path).  When an argument requires grad, the decorated forward runs
+    with grad mode off and one node is recorded; `grad` is a rule as for
+    `defgrad` (``grad(g, result, *args, **kwargs)`` returns one gradient per
+    positional argument).  Written with ember ops (or other defops), the rule is
+    itself differentiable.
+
+    >>> import ember
+    >>> from ember.autograd.registry import defop
+    >>> def _square_grad(g, res, x):
+    ...     return (2 * g * x,)
+    >>> @defop("square_demo", grad=_square_grad)
+    ... def square_demo(x):
+    ...     return x * x
+    >>> x = ember.asarray([3.0], requires_grad=True)
+    >>> square_demo(x).sum().backward()
+    >>> x.grad.tolist()
+    [6.0]
+    """
+    from ember.autograd.dispatch import DiffOp
+
+    def wrap(fn):
+        rule = Rule(grad, name, bool(save_args), save_result)
+        rule.save_cross = save_args == "cross"
+        rule.forward = fn
+        RULES[name] = rule
+        return DiffOp(fn, name, rule)
+    return wrap

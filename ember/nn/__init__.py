@@ -1,0 +1,14 @@
+"""ember.nn: neural-network modules, losses and their functional forms (PyTorch's API).
+
+>>> import ember
+>>> from ember import nn
+>>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+>>> model(ember.ones((3, 4))).shape
+(3, 2)
+"""
+from ember.nn.parameter import Parameter
+from ember.nn.modules import *          # noqa: F401,F403  (layers, losses, containers)
+from ember.nn.modules import __all__ as _modules_all
+from ember.nn import functional, init, utils
+
+__all__ = ["Parameter", "functional", "init", "utils"] + list(_modules_all)
