@@ -56,6 +56,9 @@ _LAZY_SUBMODULES = ("nn", "optim", "data")
 
 def __getattr__(name):
     # the training layers load on first use, so `import ember` stays quick
+    if name in ("save", "load"):
+        from ember import serialization
+        return getattr(serialization, name)
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module("ember." + name)
