@@ -10,13 +10,26 @@ MODULES = ["ember", "ember._api.creation", "ember._api.dtype_funcs", "ember._api
            "ember.random", "ember._core.storage", "ember._core.dtypes", "ember._core.array",
            "ember._core.elementwise", "ember.autograd", "ember.autograd.grad_mode",
            "ember.autograd.function", "ember.autograd.functional", "ember.autograd.gradcheck",
-           "ember.autograd.anomaly"]
+           "ember.autograd.anomaly", "ember.serialization"]
+# the training packages: every module in them
+PACKAGES = ["ember.nn", "ember.optim", "ember.data"]
+
+
+def _package_modules():
+    import pkgutil
+    out = []
+    for pkg in PACKAGES:
+        mod = importlib.import_module(pkg)
+        out.append(pkg)
+        for info in pkgutil.walk_packages(mod.__path__, pkg + "."):
+            out.append(info.name)
+    return out
 
 
 def _examples():
     finder = doctest.DocTestFinder(exclude_empty=True)
     seen = set()
-    for name in MODULES:
+    for name in MODULES + _package_modules():
         mod = importlib.import_module(name)
         for test in finder.find(mod):
             if test.examples and test.name not in seen:

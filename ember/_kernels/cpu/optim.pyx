@@ -1,2 +1,613 @@
 # cython: language_level=3
-"""(placeholder: filled by its owner)"""
+"""Fused multi-tensor optimizer updates for ember.optim.
+
+Each ``*_group`` function takes one parameter group: it walks the group's
+parameters (skipping those whose ``.grad`` is None), creates their state on
+first use, checks dtypes/shapes, bumps the per-parameter step counters and
+computes the per-parameter scalars (bias corrections...) in double precision,
+then updates every parameter in one fused pass per element, GIL released,
+several threads over chunks when the group is big.  The arithmetic (see
+optim_simd.h) rounds exactly where PyTorch's single-tensor CPU path rounds.
+
+Parameters and gradients must be float32 or float64 of the same dtype and
+shape.  Non-contiguous parameters or gradients are copied into contiguous
+buffers and the parameter copied back after the update.
+"""
+cimport cython
+from cython.parallel cimport prange
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from libc.math cimport pow, fabs
+from cpython.long cimport PyLong_FromVoidPtr
+from cpython.dict cimport PyDict_GetItem
+from cpython.ref cimport PyObject
+
+from ember._core.array cimport ndarray, new_empty
+from ember._core.dtypes cimport T_FLOAT32, T_FLOAT64, DTYPE_OBJS, default_float
+from ember._core.elementwise cimport num_threads
+
+import numpy as _np
+from ember._api._util import numpy_view as _numpy_view, wrap as _wrap
+
+cdef extern from "optim_simd.h" nogil:
+    void emb_sgd_f32(float* p, const float* g, float* buf, Py_ssize_t n, float sign, float wd,
+                     float mom, float omd, float nlr, int has_wd, int mode, int nesterov)
+    void emb_sgd_f64(double* p, const double* g, double* buf, Py_ssize_t n, double sign,
+                     double wd, double mom, double omd, double nlr, int has_wd, int mode,
+                     int nesterov)
+    void emb_adam_f32(float* p, const float* g, float* m, float* v, float* vmax, Py_ssize_t n,
+                      float sign, float wd, float decay, float w, float wm1, int small,
+                      float b2, float omb2, float bc2s, float eps, float nss, int has_wd,
+                      int amsgrad)
+    void emb_adam_f64(double* p, const double* g, double* m, double* v, double* vmax,
+                      Py_ssize_t n, double sign, double wd, double decay, double w,
+                      double wm1, int small, double b2, double omb2, double bc2s, double eps,
+                      double nss, int has_wd, int amsgrad)
+    void emb_rmsprop_f32(float* p, const float* g, float* sq, float* ga, float* buf,
+                         Py_ssize_t n, float sign, float wd, float a, float oma, float w,
+                         float wm1, int small, float eps, float mom, float nlr, int has_wd,
+                         int centered, int has_mom)
+    void emb_rmsprop_f64(double* p, const double* g, double* sq, double* ga, double* buf,
+                         Py_ssize_t n, double sign, double wd, double a, double oma, double w,
+                         double wm1, int small, double eps, double mom, double nlr,
+                         int has_wd, int centered, int has_mom)
+    void emb_adagrad_f32(float* p, const float* g, float* s, Py_ssize_t n, float sign,
+                         float wd, float eps, float nclr, int has_wd)
+    void emb_adagrad_f64(double* p, const double* g, double* s, Py_ssize_t n, double sign,
+                         double wd, double eps, double nclr, int has_wd)
+    int emb_optim_select(int force_base)
+
+cdef int _have_fma = emb_optim_select(0)
+
+
+def _select_kernels(bint force_base=False):
+    """Choose the kernel variant (tests); returns 'avx2-fma' or 'portable'."""
+    global _have_fma
+    _have_fma = emb_optim_select(force_base)
+    return kernel_variant()
+
+
+def kernel_variant():
+    """'avx2-fma' when the AVX2+FMA loops are in use, else 'portable'."""
+    return "avx2-fma" if _have_fma else "portable"
+
+
+cdef enum:
+    K_SGD = 0
+    K_ADAM = 1
+    K_RMSPROP = 2
+    K_ADAGRAD = 3
+    MAXBUF = 4
+    # below this many elements in a group one thread does everything
+    PAR_TOTAL = 32768
+    # chunk length (elements) when several threads share a group
+    CHUNK = 16384
+    STACK_ITEMS = 32
+
+cdef struct Item:
+    char* p
+    char* g
+    char* b[MAXBUF]            # state buffers (NULL where unused)
+    Py_ssize_t n
+    int f64
+    int mode                   # SGD: 0/1/2 (no momentum / momentum / first step)
+    double c0                  # per-parameter scalars (bias corrections...)
+    double c1
+
+cdef struct Hyper:
+    double sign, wd, mom, omd, nlr, decay, w, b2, omb2, eps, a, oma
+    int has_wd, nesterov, amsgrad, centered, has_mom
+
+
+cdef inline void _run_item(int kind, Item* it, Hyper* h) noexcept nogil:
+    cdef float wf
+    cdef float one_f = 1.0
+    cdef double wd_
+    if kind == K_ADAM:
+        if it.f64:
+            emb_adam_f64(<double*>it.p, <double*>it.g, <double*>it.b[0], <double*>it.b[1],
+                         <double*>it.b[2], it.n, h.sign, h.wd, h.decay, h.w, h.w - 1.0,
+                         fabs(h.w) < 0.5, h.b2, h.omb2, it.c0, h.eps, it.c1,
+                         h.has_wd, h.amsgrad)
+        else:
+            wf = <float>h.w
+            emb_adam_f32(<float*>it.p, <float*>it.g, <float*>it.b[0], <float*>it.b[1],
+                         <float*>it.b[2], it.n, <float>h.sign, <float>h.wd, <float>h.decay,
+                         wf, wf - one_f, fabs(wf) < 0.5, <float>h.b2, <float>h.omb2,
+                         <float>it.c0, <float>h.eps, <float>it.c1, h.has_wd, h.amsgrad)
+    elif kind == K_SGD:
+        if it.f64:
+            emb_sgd_f64(<double*>it.p, <double*>it.g, <double*>it.b[0], it.n, h.sign, h.wd,
+                        h.mom, h.omd, h.nlr, h.has_wd, it.mode, h.nesterov)
+        else:
+            emb_sgd_f32(<float*>it.p, <float*>it.g, <float*>it.b[0], it.n, <float>h.sign,
+                        <float>h.wd, <float>h.mom, <float>h.omd, <float>h.nlr, h.has_wd,
+                        it.mode, h.nesterov)
+    elif kind == K_RMSPROP:
+        if it.f64:
+            emb_rmsprop_f64(<double*>it.p, <double*>it.g, <double*>it.b[0], <double*>it.b[1],
+                            <double*>it.b[2], it.n, h.sign, h.wd, h.a, h.oma, h.oma,
+                            h.oma - 1.0, fabs(h.oma) < 0.5, h.eps, h.mom, h.nlr, h.has_wd,
+                            h.centered, h.has_mom)
+        else:
+            wf = <float>h.oma
+            emb_rmsprop_f32(<float*>it.p, <float*>it.g, <float*>it.b[0], <float*>it.b[1],
+                            <float*>it.b[2], it.n, <float>h.sign, <float>h.wd, <float>h.a,
+                            wf, wf, wf - one_f, fabs(wf) < 0.5, <float>h.eps, <float>h.mom,
+                            <float>h.nlr, h.has_wd, h.centered, h.has_mom)
+    else:
+        if it.f64:
+            emb_adagrad_f64(<double*>it.p, <double*>it.g, <double*>it.b[0], it.n, h.sign,
+                            h.wd, h.eps, it.c1, h.has_wd)
+        else:
+            emb_adagrad_f32(<float*>it.p, <float*>it.g, <float*>it.b[0], it.n,
+                            <float>h.sign, <float>h.wd, <float>h.eps, <float>it.c1, h.has_wd)
+
+
+cdef class _Work:
+    """The parameters of one group that have a gradient, as raw work items."""
+    cdef Item* items
+    cdef Item stack[STACK_ITEMS]
+    cdef Py_ssize_t n, cap, total
+    cdef list keep          # objects whose memory the items point into
+    cdef list copy_back     # (param, contiguous copy) pairs for non-contiguous params
+    cdef list bump          # arrays written in place (version counters)
+
+    def __cinit__(self):
+        self.items = self.stack
+        self.cap = STACK_ITEMS
+        self.n = 0
+        self.total = 0
+        self.keep = None
+        self.copy_back = None
+        self.bump = []
+
+    def __dealloc__(self):
+        if self.items != self.stack:
+            free(self.items)
+
+    cdef Item* add(self) except NULL:
+        cdef Item* bigger
+        cdef Py_ssize_t i
+        if self.n == self.cap:
+            bigger = <Item*>malloc(2 * self.cap * sizeof(Item))
+            if bigger == NULL:
+                raise MemoryError()
+            for i in range(self.n):
+                bigger[i] = self.items[i]
+            if self.items != self.stack:
+                free(self.items)
+            self.items = bigger
+            self.cap *= 2
+        cdef Item* it = &self.items[self.n]
+        self.n += 1
+        memset(it, 0, sizeof(Item))
+        return it
+
+    cdef int run(self, int kind, Hyper* h) except -1:
+        cdef Py_ssize_t nt = num_threads()
+        cdef Py_ssize_t i, j, k, nchunks, start, cnt, isz
+        cdef Item* work = self.items
+        cdef Item* chunks = NULL
+        cdef Item* src
+        cdef Item* dst
+        cdef int b
+        if self.n == 0:
+            return 0
+        if nt <= 1 or self.total < PAR_TOTAL:
+            with nogil:
+                for i in range(self.n):
+                    if work[i].n > 0:
+                        _run_item(kind, &work[i], h)
+        else:
+            nchunks = 0
+            for i in range(self.n):
+                nchunks += (work[i].n + CHUNK - 1) // CHUNK
+            chunks = <Item*>malloc(nchunks * sizeof(Item))
+            if chunks == NULL:
+                raise MemoryError()
+            k = 0
+            for i in range(self.n):
+                src = &work[i]
+                isz = 8 if src.f64 else 4
+                start = 0
+                while start < src.n:
+                    cnt = src.n - start
+                    if cnt > CHUNK:
+                        cnt = CHUNK
+                    dst = &chunks[k]
+                    dst[0] = src[0]
+                    dst.p = src.p + start * isz
+                    dst.g = src.g + start * isz
+                    for b in range(MAXBUF):
+                        if src.b[b] != NULL:
+                            dst.b[b] = src.b[b] + start * isz
+                    dst.n = cnt
+                    start += cnt
+                    k += 1
+            try:
+                with nogil:
+                    for j in prange(nchunks, schedule='dynamic', num_threads=nt):
+                        _run_item(kind, &chunks[j], h)
+            finally:
+                free(chunks)
+        return 0
+
+    cdef finish(self):
+        cdef ndarray a
+        if self.copy_back is not None:
+            for p, tmp in self.copy_back:
+                _np.copyto(_numpy_view(p), _numpy_view(tmp), casting="no")
+                (<ndarray>p).storage.version += 1
+        for a in self.bump:
+            a.storage.version += 1
+
+
+cdef inline str _dt(ndarray x):
+    return str(DTYPE_OBJS[x.tcode])
+
+
+cdef ndarray _zeros_like(ndarray p):
+    cdef ndarray z = new_empty(p.tcode, p.ndim, p.shape)
+    if z.size:
+        memset(z.data, 0, z.size * z.itemsize)
+    return z
+
+
+cdef ndarray _full_like(ndarray p, double value):
+    cdef ndarray z = _zeros_like(p)
+    cdef Py_ssize_t i
+    if value != 0.0:
+        if z.tcode == T_FLOAT32:
+            for i in range(z.size):
+                (<float*>z.data)[i] = <float>value
+        else:
+            for i in range(z.size):
+                (<double*>z.data)[i] = value
+    return z
+
+
+cdef ndarray _new_step(double value=0.0):
+    """A 0-d step counter, float32 (float64 under a float64 default dtype) as torch's."""
+    cdef Py_ssize_t dummy = 0
+    cdef int code = T_FLOAT64 if default_float == T_FLOAT64 else T_FLOAT32
+    cdef ndarray s = new_empty(code, 0, &dummy)
+    if code == T_FLOAT32:
+        (<float*>s.data)[0] = <float>value
+    else:
+        (<double*>s.data)[0] = value
+    return s
+
+
+cdef double _bump_step(dict st, str opname, Py_ssize_t index) except? -1.0:
+    """state['step'] += 1 (in its own dtype, as torch's float tensor); returns it."""
+    cdef object s = st.get("step")
+    cdef ndarray a
+    cdef float f
+    if isinstance(s, ndarray):
+        a = <ndarray>s
+        if a.size == 1 and a.tcode == T_FLOAT32:
+            f = (<float*>a.data)[0] + 1.0
+            (<float*>a.data)[0] = f
+            a.storage.version += 1
+            return f
+        if a.size == 1 and a.tcode == T_FLOAT64:
+            (<double*>a.data)[0] += 1.0
+            a.storage.version += 1
+            return (<double*>a.data)[0]
+        s = float(a.item())
+    if s is None:
+        s = 0.0
+    try:
+        s = float(s)
+    except (TypeError, ValueError):
+        raise TypeError(f"{opname}: state['step'] of parameter {index} must be a number or a "
+                        f"one-element array, got {type(s).__name__}") from None
+    a = _new_step(s + 1.0)
+    st["step"] = a
+    return a.item()
+
+
+cdef ndarray _check_param(object p, str opname, Py_ssize_t index):
+    if not isinstance(p, ndarray):
+        raise TypeError(f"{opname}: parameter {index} is not an ember array "
+                        f"(got {type(p).__name__})")
+    cdef ndarray a = <ndarray>p
+    if a.tcode != T_FLOAT32 and a.tcode != T_FLOAT64:
+        raise TypeError(f"{opname}: parameter {index} has dtype {_dt(a)}; only float32 and "
+                        f"float64 parameters are supported")
+    if a.storage.readonly:
+        raise ValueError(f"{opname}: parameter {index} is read-only")
+    return a
+
+
+cdef ndarray _check_grad(ndarray p, object g, str opname, Py_ssize_t index):
+    if not isinstance(g, ndarray):
+        raise TypeError(f"{opname}: the .grad of parameter {index} is not an ember array "
+                        f"(got {type(g).__name__})")
+    cdef ndarray ga = <ndarray>g
+    if ga.tcode != p.tcode:
+        raise TypeError(f"{opname}: parameter {index} has dtype {_dt(p)} but its .grad has "
+                        f"dtype {_dt(ga)}; they must match")
+    if ga.size != p.size or ga.ndim != p.ndim or tuple(ga.shape) != tuple(p.shape):
+        raise ValueError(f"{opname}: parameter {index} has shape {tuple(p.shape)} but its "
+                         f".grad has shape {tuple(ga.shape)}; they must match")
+    return ga
+
+
+cdef ndarray _check_buf(ndarray p, object b, str name, str opname, Py_ssize_t index):
+    if not isinstance(b, ndarray):
+        raise TypeError(f"{opname}: state[{name!r}] of parameter {index} is not an ember array "
+                        f"(got {type(b).__name__})")
+    cdef ndarray ba = <ndarray>b
+    if ba.tcode != p.tcode or ba.size != p.size or not ba.c_contig or ba.storage.readonly:
+        raise ValueError(f"{opname}: state[{name!r}] of parameter {index} must be a writable "
+                         f"C-contiguous {_dt(p)} array of {p.size} elements like the "
+                         f"parameter, got {_dt(ba)} with shape {tuple(ba.shape)}")
+    return ba
+
+
+cdef dict _get_state(object state, dict data, ndarray p):
+    """state[p] (created empty when missing), through the id-keyed table."""
+    cdef PyObject* o = PyDict_GetItem(data, PyLong_FromVoidPtr(<void*>p))
+    cdef dict st
+    if o == NULL:
+        st = {}
+        state[p] = st
+        return st
+    if type(<object>o) is dict:
+        return <dict>o
+    st = dict(<object>o)
+    state[p] = st
+    return st
+
+
+cdef int _fill(_Work w, Item* it, ndarray p, ndarray g) except -1:
+    """Point the item at p and g (contiguous copies where needed)."""
+    cdef ndarray pc = p, gc = g
+    if not p.c_contig:
+        pc = _wrap(_np.ascontiguousarray(_numpy_view(p)))
+        if w.copy_back is None:
+            w.copy_back = []
+        w.copy_back.append((p, pc))
+    else:
+        w.bump.append(p)
+    if not g.c_contig:
+        gc = _wrap(_np.ascontiguousarray(_numpy_view(g)))
+        if w.keep is None:
+            w.keep = []
+        w.keep.append(gc)
+    it.p = pc.data
+    it.g = gc.data
+    it.n = p.size
+    it.f64 = p.tcode == T_FLOAT64
+    w.total += p.size
+    return 0
+
+
+def sgd_group(list params, object state, double lr, double momentum, double dampening,
+              double weight_decay, bint nesterov, bint maximize, str opname="SGD"):
+    """One SGD step over a parameter group (see ember.optim.SGD)."""
+    cdef _Work w = _Work()
+    cdef Hyper h
+    cdef Py_ssize_t i
+    cdef ndarray p, g, buf
+    cdef Item* it
+    cdef dict data = state._data if momentum != 0 else None
+    cdef dict st
+    cdef object b
+    memset(&h, 0, sizeof(Hyper))
+    h.sign = -1.0 if maximize else 1.0
+    h.has_wd = weight_decay != 0
+    h.wd = weight_decay
+    h.mom = momentum
+    h.omd = 1.0 - dampening
+    h.nlr = -lr
+    h.nesterov = nesterov
+    for i in range(len(params)):
+        po = params[i]
+        go = (<ndarray>po).grad if isinstance(po, ndarray) else getattr(po, "grad", None)
+        if go is None:
+            continue
+        p = _check_param(po, opname, i)
+        g = _check_grad(p, go, opname, i)
+        it = w.add()
+        _fill(w, it, p, g)
+        if momentum != 0:
+            st = _get_state(state, data, p)
+            b = st.get("momentum_buffer")
+            if b is None:
+                buf = _zeros_like(p)
+                st["momentum_buffer"] = buf
+                it.mode = 2
+            else:
+                buf = _check_buf(p, b, "momentum_buffer", opname, i)
+                it.mode = 1
+            it.b[0] = buf.data
+            w.bump.append(buf)
+    w.run(K_SGD, &h)
+    w.finish()
+
+
+def adam_group(list params, object state, double lr, double beta1, double beta2, double eps,
+               double weight_decay, bint amsgrad, bint maximize, bint decoupled,
+               str opname="Adam"):
+    """One Adam/AdamW step over a parameter group (see ember.optim.Adam)."""
+    cdef _Work w = _Work()
+    cdef Hyper h
+    cdef Py_ssize_t i
+    cdef ndarray p, g, m, v, vm
+    cdef Item* it
+    cdef dict data = state._data
+    cdef dict st
+    cdef double step, bc1, bc2
+    cdef object o
+    memset(&h, 0, sizeof(Hyper))
+    h.sign = -1.0 if maximize else 1.0
+    h.has_wd = weight_decay != 0 and not decoupled
+    h.wd = weight_decay
+    h.decay = (1.0 - lr * weight_decay) if (decoupled and weight_decay != 0) else 1.0
+    h.w = 1.0 - beta1
+    h.b2 = beta2
+    h.omb2 = 1.0 - beta2
+    h.eps = eps
+    h.amsgrad = amsgrad
+    for i in range(len(params)):
+        po = params[i]
+        go = (<ndarray>po).grad if isinstance(po, ndarray) else getattr(po, "grad", None)
+        if go is None:
+            continue
+        p = _check_param(po, opname, i)
+        g = _check_grad(p, go, opname, i)
+        st = _get_state(state, data, p)
+        if len(st) == 0:
+            st["step"] = _new_step()
+            st["exp_avg"] = _zeros_like(p)
+            st["exp_avg_sq"] = _zeros_like(p)
+            if amsgrad:
+                st["max_exp_avg_sq"] = _zeros_like(p)
+        it = w.add()
+        _fill(w, it, p, g)
+        o = st.get("exp_avg")
+        m = _check_buf(p, o, "exp_avg", opname, i)
+        o = st.get("exp_avg_sq")
+        v = _check_buf(p, o, "exp_avg_sq", opname, i)
+        it.b[0] = m.data
+        it.b[1] = v.data
+        w.bump.append(m)
+        w.bump.append(v)
+        if amsgrad:
+            o = st.get("max_exp_avg_sq")
+            if o is None:
+                o = _zeros_like(p)
+                st["max_exp_avg_sq"] = o
+            vm = _check_buf(p, o, "max_exp_avg_sq", opname, i)
+            it.b[2] = vm.data
+            w.bump.append(vm)
+        step = _bump_step(st, opname, i)
+        bc1 = 1.0 - pow(beta1, step)
+        bc2 = 1.0 - pow(beta2, step)
+        it.c0 = pow(bc2, 0.5)          # bias_correction2 ** 0.5
+        it.c1 = -(lr / bc1)            # -step_size
+    w.run(K_ADAM, &h)
+    w.finish()
+
+
+def rmsprop_group(list params, object state, double lr, double alpha, double eps,
+                  double weight_decay, double momentum, bint centered, bint maximize,
+                  str opname="RMSprop"):
+    """One RMSprop step over a parameter group (see ember.optim.RMSprop)."""
+    cdef _Work w = _Work()
+    cdef Hyper h
+    cdef Py_ssize_t i
+    cdef ndarray p, g, sq, ga, buf
+    cdef Item* it
+    cdef dict data = state._data
+    cdef dict st
+    cdef object o
+    memset(&h, 0, sizeof(Hyper))
+    h.sign = -1.0 if maximize else 1.0
+    h.has_wd = weight_decay != 0
+    h.wd = weight_decay
+    h.a = alpha
+    h.oma = 1.0 - alpha
+    h.eps = eps
+    h.mom = momentum
+    h.nlr = -lr
+    h.centered = centered
+    h.has_mom = momentum > 0
+    for i in range(len(params)):
+        po = params[i]
+        go = (<ndarray>po).grad if isinstance(po, ndarray) else getattr(po, "grad", None)
+        if go is None:
+            continue
+        p = _check_param(po, opname, i)
+        g = _check_grad(p, go, opname, i)
+        st = _get_state(state, data, p)
+        if len(st) == 0:
+            st["step"] = _new_step()
+            st["square_avg"] = _zeros_like(p)
+            if momentum > 0:
+                st["momentum_buffer"] = _zeros_like(p)
+            if centered:
+                st["grad_avg"] = _zeros_like(p)
+        it = w.add()
+        _fill(w, it, p, g)
+        sq = _check_buf(p, st.get("square_avg"), "square_avg", opname, i)
+        it.b[0] = sq.data
+        w.bump.append(sq)
+        if centered:
+            o = st.get("grad_avg")
+            if o is None:
+                o = _zeros_like(p)
+                st["grad_avg"] = o
+            ga = _check_buf(p, o, "grad_avg", opname, i)
+            it.b[1] = ga.data
+            w.bump.append(ga)
+        if momentum > 0:
+            o = st.get("momentum_buffer")
+            if o is None:
+                o = _zeros_like(p)
+                st["momentum_buffer"] = o
+            buf = _check_buf(p, o, "momentum_buffer", opname, i)
+            it.b[2] = buf.data
+            w.bump.append(buf)
+        _bump_step(st, opname, i)
+    w.run(K_RMSPROP, &h)
+    w.finish()
+
+
+def adagrad_group(list params, object state, double lr, double lr_decay, double eps,
+                  double weight_decay, double initial_accumulator_value, bint maximize,
+                  str opname="Adagrad"):
+    """One Adagrad step over a parameter group (see ember.optim.Adagrad)."""
+    cdef _Work w = _Work()
+    cdef Hyper h
+    cdef Py_ssize_t i
+    cdef ndarray p, g, s
+    cdef Item* it
+    cdef dict data = state._data
+    cdef dict st
+    cdef double step
+    memset(&h, 0, sizeof(Hyper))
+    h.sign = -1.0 if maximize else 1.0
+    h.has_wd = weight_decay != 0
+    h.wd = weight_decay
+    h.eps = eps
+    for i in range(len(params)):
+        po = params[i]
+        go = (<ndarray>po).grad if isinstance(po, ndarray) else getattr(po, "grad", None)
+        if go is None:
+            continue
+        p = _check_param(po, opname, i)
+        g = _check_grad(p, go, opname, i)
+        st = _get_state(state, data, p)
+        if len(st) == 0:
+            init_state_adagrad(p, st, initial_accumulator_value)
+        it = w.add()
+        _fill(w, it, p, g)
+        s = _check_buf(p, st.get("sum"), "sum", opname, i)
+        it.b[0] = s.data
+        w.bump.append(s)
+        step = _bump_step(st, opname, i)
+        it.c1 = -(lr / (1.0 + (step - 1.0) * lr_decay))
+    w.run(K_ADAGRAD, &h)
+    w.finish()
+
+
+cpdef init_state_adagrad(object p, dict st, double initial_accumulator_value):
+    """Adagrad's eager state: step 0 and sum filled with initial_accumulator_value."""
+    if not isinstance(p, ndarray):
+        raise TypeError(f"Adagrad: parameters must be ember arrays, got {type(p).__name__}")
+    cdef ndarray a = <ndarray>p
+    st["step"] = _new_step()
+    if a.tcode == T_FLOAT32 or a.tcode == T_FLOAT64:
+        st["sum"] = _full_like(a, initial_accumulator_value)
+    else:
+        raise TypeError(f"Adagrad: parameter has dtype {_dt(a)}; only float32 and float64 "
+                        f"parameters are supported")
+
+
+def new_step(double value=0.0):
+    """A fresh 0-d step counter holding value."""
+    return _new_step(value)

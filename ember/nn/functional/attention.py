@@ -1,2 +1,388 @@
-"""(placeholder: filled by its owner)"""
-__all__ = []
+"""Attention: scaled dot-product attention and the multi-head attention forward.
+
+Both are compositions of batched matmul (BLAS through ``@`` on ``(N, H, L, D)``
+arrays), one fused softmax and, in training, dropout: autograd records a handful
+of nodes per call, the work is in the GEMMs.  The head split and merge are views
+wherever the layout allows (the BLAS calls read strided matrices directly).
+
+Numerics follow PyTorch's math path (``q * scale @ k^T``, masks added before a
+softmax over the last axis).  A row whose every position is masked gives NaN, as
+in PyTorch.
+"""
+import math
+
+import ember as E
+from ember._core.array import ndarray
+
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+_CAUSAL = {}          # (L, S, dtype) -> float (L, S) bias, 0 on and below the diagonal
+
+
+def _F():
+    from ember.nn import functional as F
+    return F
+
+
+def _causal_bias(L, S, dtype):
+    """The (L, S) additive causal mask (0 where j <= i, -inf above), cached."""
+    key = (L, S, str(dtype))
+    b = _CAUSAL.get(key)
+    if b is None:
+        if len(_CAUSAL) > 64:
+            _CAUSAL.clear()
+        b = E.triu(E.full((L, S), -math.inf, dtype=dtype), 1)
+        _CAUSAL[key] = b
+    return b
+
+
+def _bool_to_bias(mask, dtype, true_means_keep):
+    """A boolean mask as an additive float mask of `dtype` (0 kept, -inf masked)."""
+    if true_means_keep:
+        return E.where(mask, E.zeros((), dtype=dtype), E.full((), -math.inf, dtype=dtype))
+    return E.where(mask, E.full((), -math.inf, dtype=dtype), E.zeros((), dtype=dtype))
+
+
+def _check_float(x, what, op):
+    if not isinstance(x, ndarray):
+        raise TypeError(f"{op}: {what} must be an ember array, got {type(x).__name__}")
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op}: {what} must be a floating-point array, got dtype {x.dtype}")
+
+
+def _attend(q, k, v, bias, dropout_p, scale, need_weights=False):
+    """softmax(q*scale @ k^T + bias) (dropout) @ v on (..., L, D) arrays."""
+    F = _F()
+    if scale != 1.0:
+        q = q * scale
+    w = q @ k.swapaxes(-1, -2)
+    if bias is not None:
+        w = w + bias
+    w = F.softmax(w, dim=-1)
+    if dropout_p > 0.0:
+        w = F.dropout(w, p=dropout_p, training=True)
+    out = w @ v
+    return (out, w) if need_weights else out
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(query @ key^T * scale + mask) @ value`` over the last two axes.
+
+    query ``(..., L, E)``, key ``(..., S, E)``, value ``(..., S, Ev)`` -> ``(..., L, Ev)``;
+    leading (batch, head) axes broadcast.  `attn_mask` broadcasts to ``(..., L, S)``: a
+    boolean mask is True where attention is allowed, a float mask is added to the scores.
+    ``is_causal=True`` masks the positions above the diagonal (top-left aligned when
+    L != S) and excludes `attn_mask`.  `scale` defaults to ``1/sqrt(E)``.  Dropout with
+    probability `dropout_p` is applied to the attention weights whenever
+    ``dropout_p > 0`` (pass 0.0 in evaluation, as with PyTorch).  ``enable_gqa=True``
+    lets key/value have fewer heads (axis -3) than query, each shared by a group.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> q = ember.ones((2, 4, 5, 8))
+    >>> F.scaled_dot_product_attention(q, q, q, is_causal=True).shape
+    (2, 4, 5, 8)
+    """
+    op = "scaled_dot_product_attention"
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        _check_float(x, name, op)
+        if x.ndim < 2:
+            raise ValueError(f"{op}: {name} must have at least 2 dimensions (..., seq, "
+                             f"features), got shape {tuple(x.shape)}")
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"{op}: query and key must have the same last dimension, got "
+                         f"shapes {tuple(query.shape)} and {tuple(key.shape)}")
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"{op}: key and value must have the same sequence length (axis -2), "
+                         f"got shapes {tuple(key.shape)} and {tuple(value.shape)}")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hk != hv or hq % hk:
+            raise ValueError(f"{op}: with enable_gqa, key and value need the same number of "
+                             f"heads dividing the query's, got {hq}, {hk}, {hv}")
+        if hq != hk:
+            key = E.repeat(key, hq // hk, axis=-3)
+            value = E.repeat(value, hq // hk, axis=-3)
+    L, S = query.shape[-2], key.shape[-2]
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+    bias = None
+    if is_causal:
+        if attn_mask is not None:
+            raise ValueError(f"{op}: an explicit attn_mask should not be set when "
+                             f"is_causal=True")
+        bias = _causal_bias(L, S, query.dtype)
+    elif attn_mask is not None:
+        if not isinstance(attn_mask, ndarray):
+            attn_mask = E.asarray(attn_mask)
+        if attn_mask.dtype == E.bool:
+            bias = _bool_to_bias(attn_mask, query.dtype, True)
+        elif attn_mask.dtype.kind == "f":
+            bias = attn_mask
+        else:
+            raise TypeError(f"{op}: attn_mask must be boolean or floating-point, got dtype "
+                            f"{attn_mask.dtype}")
+        try:
+            E.broadcast_shapes(tuple(bias.shape), tuple(query.shape[:-1]) + (S,))
+        except ValueError:
+            raise ValueError(f"{op}: attn_mask of shape {tuple(attn_mask.shape)} does not "
+                             f"broadcast to the attention scores' shape "
+                             f"{tuple(query.shape[:-1]) + (S,)}") from None
+    return _attend(query, key, value, bias, float(dropout_p), float(scale))
+
+
+# ------------------------------------------------------------------ multi-head attention
+
+def _canonical_mask(mask, name, dtype, op):
+    """PyTorch's convention for MHA masks: bool True = masked (-inf); float masks added."""
+    if mask is None:
+        return None
+    if not isinstance(mask, ndarray):
+        mask = E.asarray(mask)
+    if mask.dtype == E.bool:
+        return _bool_to_bias(mask, dtype, False)
+    if mask.dtype.kind != "f":
+        raise TypeError(f"{op}: only bool and floating types of {name} are supported, got "
+                        f"dtype {mask.dtype}")
+    return mask
+
+
+def _pad_last(mask):
+    """Append one zero column (an unmasked position) to a float mask."""
+    z = E.zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype)
+    return E.concatenate([mask, z], axis=-1)
+
+
+def _heads(x, n, h, d, bf):
+    """(L, N, H*D) (or (N, L, H*D) when bf) -> (N, H, L, D), a view."""
+    if bf:
+        return x.reshape(n, -1, h, d).permute(0, 2, 1, 3)
+    return x.reshape(-1, n, h, d).permute(1, 2, 0, 3)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False,
+                                 batch_first=False):
+    """The forward of :class:`ember.nn.MultiheadAttention` (PyTorch's signature).
+
+    query ``(L, N, E)``, key/value ``(S, N, Ek/Ev)`` (or ``(N, L, E)``... with
+    ``batch_first=True``, an ember extension that avoids transposing; unbatched 2-d
+    inputs ``(L, E)``).  `key_padding_mask` ``(N, S)``: bool True = ignore that key, or
+    float (added).  `attn_mask` ``(L, S)`` or ``(N*num_heads, L, S)``: bool True = not
+    allowed to attend, or float (added).  `is_causal` is a hint that `attn_mask` is the
+    causal mask (it must still be given).  Returns ``(output, weights)``; weights
+    ``(N, L, S)`` averaged over heads (or ``(N, num_heads, L, S)``) when `need_weights`,
+    else None.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> E, H = 8, 2
+    >>> x = ember.ones((5, 3, E))
+    >>> w, b = ember.ones((3 * E, E)) * 0.1, ember.zeros(3 * E)
+    >>> out, wts = F.multi_head_attention_forward(x, x, x, E, H, w, b, None, None, False,
+    ...     0.0, ember.ones((E, E)), ember.zeros(E))
+    >>> out.shape, wts.shape
+    ((5, 3, 8), (3, 5, 5))
+    """
+    F = _F()
+    op = "multi_head_attention_forward"
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        _check_float(x, name, op)
+    if query.ndim == 3:
+        is_batched = True
+        if key.ndim != 3 or value.ndim != 3:
+            raise ValueError(f"{op}: for batched (3-D) query, expected key and value to be "
+                             f"3-D but found {key.ndim}-D and {value.ndim}-D arrays")
+        if key_padding_mask is not None and key_padding_mask.ndim != 2:
+            raise ValueError(f"{op}: for batched (3-D) query, expected key_padding_mask to be "
+                             f"None or 2-D but found {key_padding_mask.ndim}-D")
+    elif query.ndim == 2:
+        is_batched = False
+        if key.ndim != 2 or value.ndim != 2:
+            raise ValueError(f"{op}: for unbatched (2-D) query, expected key and value to be "
+                             f"2-D but found {key.ndim}-D and {value.ndim}-D arrays")
+        if key_padding_mask is not None and key_padding_mask.ndim != 1:
+            raise ValueError(f"{op}: for unbatched (2-D) query, expected key_padding_mask to "
+                             f"be None or 1-D but found {key_padding_mask.ndim}-D")
+    else:
+        raise ValueError(f"{op}: query should be unbatched 2-D or batched 3-D, got a "
+                         f"{query.ndim}-D array of shape {tuple(query.shape)}")
+    if attn_mask is not None and attn_mask.ndim not in (2, 3):
+        raise ValueError(f"{op}: expected attn_mask to be None, 2-D or 3-D but found "
+                         f"{attn_mask.ndim}-D")
+    if not is_batched:
+        query, key, value = query[:, None], key[:, None], value[:, None]
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask[None]
+        bf = False
+    else:
+        bf = bool(batch_first)
+    if bf:
+        bsz, tgt_len, embed_dim = query.shape
+        src_len = key.shape[1]
+        kv_b, kv_s = 0, 1
+    else:
+        tgt_len, bsz, embed_dim = query.shape
+        src_len = key.shape[0]
+        kv_b, kv_s = 1, 0
+    dtype = query.dtype
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", dtype, op)
+    if is_causal and attn_mask is None:
+        raise RuntimeError(f"{op}: need attn_mask if specifying the is_causal hint; "
+                           f"ember.nn.Transformer.generate_square_subsequent_mask(L) makes one")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", dtype, op)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise ValueError(f"{op}: was expecting embedding dimension of {embed_dim_to_check}, "
+                         f"but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise ValueError(f"{op}: embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if key.shape[kv_b] != bsz or value.shape[kv_b] != bsz:
+        raise ValueError(f"{op}: query, key and value must have the same batch size, got "
+                         f"shapes {tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
+    if use_separate_proj_weight:
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(f"{op}: key's sequence and batch dims {tuple(key.shape[:2])} do "
+                             f"not match value's {tuple(value.shape[:2])}")
+    elif key.shape != value.shape:
+        raise ValueError(f"{op}: key shape {tuple(key.shape)} does not match value shape "
+                         f"{tuple(value.shape)}")
+
+    # input projections
+    E3 = embed_dim
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise ValueError(f"{op}: use_separate_proj_weight is False but in_proj_weight "
+                             f"is None")
+        if query is key and key is value:
+            # self-attention: one GEMM, then q, k, v as (N, H, L, D) views of its result
+            qkv = F.linear(query, in_proj_weight, in_proj_bias)
+            split = bias_k is None and static_k is None and static_v is None
+            if not split:
+                q, k, v = qkv[..., :E3], qkv[..., E3:2 * E3], qkv[..., 2 * E3:]
+            elif bf:
+                qkv = qkv.reshape(bsz, tgt_len, 3, num_heads, head_dim).permute(2, 0, 3, 1, 4)
+                q, k, v = qkv[0], qkv[1], qkv[2]
+            else:
+                qkv = qkv.reshape(tgt_len, bsz, 3, num_heads, head_dim).permute(2, 1, 3, 0, 4)
+                q, k, v = qkv[0], qkv[1], qkv[2]
+        else:
+            bq = bkv = bk = bv = None
+            if in_proj_bias is not None:
+                bq, bk, bv = in_proj_bias[:E3], in_proj_bias[E3:2 * E3], in_proj_bias[2 * E3:]
+                bkv = in_proj_bias[E3:]
+            q = F.linear(query, in_proj_weight[:E3], bq)
+            if key is value:
+                kv = F.linear(key, in_proj_weight[E3:], bkv)
+                k, v = kv[..., :E3], kv[..., E3:]
+            else:
+                k = F.linear(key, in_proj_weight[E3:2 * E3], bk)
+                v = F.linear(value, in_proj_weight[2 * E3:], bv)
+            split = False
+    else:
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise ValueError(f"{op}: use_separate_proj_weight is True but q_proj_weight, "
+                             f"k_proj_weight or v_proj_weight is None")
+        bq = bk = bv = None
+        if in_proj_bias is not None:
+            bq, bk, bv = in_proj_bias[:E3], in_proj_bias[E3:2 * E3], in_proj_bias[2 * E3:]
+        q = F.linear(query, q_proj_weight, bq)
+        k = F.linear(key, k_proj_weight, bk)
+        v = F.linear(value, v_proj_weight, bv)
+        split = False
+
+    # masks: float, broadcastable to (N, H, L, S)
+    if attn_mask is not None:
+        if attn_mask.ndim == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise ValueError(f"{op}: the shape of the 2D attn_mask is "
+                                 f"{tuple(attn_mask.shape)}, but should be "
+                                 f"{(tgt_len, src_len)}")
+            attn_mask = attn_mask[None]
+        elif tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+            raise ValueError(f"{op}: the shape of the 3D attn_mask is "
+                             f"{tuple(attn_mask.shape)}, but should be "
+                             f"{(bsz * num_heads, tgt_len, src_len)}")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise ValueError(f"{op}: bias cannot be added to a static key or value")
+        shape = (1, bsz, embed_dim) if not bf else (bsz, 1, embed_dim)
+        k = E.concatenate([k, E.broadcast_to(bias_k.reshape(1, 1, embed_dim), shape)],
+                          axis=kv_s)
+        v = E.concatenate([v, E.broadcast_to(bias_v.reshape(1, 1, embed_dim), shape)],
+                          axis=kv_s)
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    elif bias_k is not None or bias_v is not None:
+        raise ValueError(f"{op}: bias_k and bias_v must be given together")
+
+    if not split:
+        q = _heads(q, bsz, num_heads, head_dim, bf)
+        k = _heads(k, bsz, num_heads, head_dim, bf)
+        v = _heads(v, bsz, num_heads, head_dim, bf)
+    for name, s in (("static_k", static_k), ("static_v", static_v)):
+        if s is not None:
+            if s.ndim != 3 or s.shape[0] != bsz * num_heads or s.shape[2] != head_dim:
+                raise ValueError(f"{op}: expecting {name} of shape (N*num_heads, S, head_dim) "
+                                 f"= ({bsz * num_heads}, S, {head_dim}), got {tuple(s.shape)}")
+    if static_k is not None:
+        k = static_k.reshape(bsz, num_heads, -1, head_dim)
+    if static_v is not None:
+        v = static_v.reshape(bsz, num_heads, -1, head_dim)
+    if add_zero_attn:
+        z = E.zeros((bsz, num_heads, 1, head_dim), dtype=k.dtype)
+        k = E.concatenate([k, z], axis=2)
+        v = E.concatenate([v, E.zeros((bsz, num_heads, 1, head_dim), dtype=v.dtype)], axis=2)
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    src_len = k.shape[2]
+    bias = None
+    if attn_mask is not None:
+        bias = attn_mask.reshape(-1, num_heads, tgt_len, src_len) if attn_mask.shape[0] != 1 \
+            else attn_mask[None]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise ValueError(f"{op}: expected key_padding_mask of shape {(bsz, src_len)}, "
+                             f"got {tuple(key_padding_mask.shape)}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
+        bias = kpm if bias is None else bias + kpm
+    if is_causal and bias is None:
+        bias = _causal_bias(tgt_len, src_len, dtype)
+    if not training:
+        dropout_p = 0.0
+    scale = 1.0 / math.sqrt(head_dim)
+    if need_weights:
+        out, w = _attend(q, k, v, bias, float(dropout_p), scale, need_weights=True)
+    else:
+        out, w = _attend(q, k, v, bias, float(dropout_p), scale), None
+    # merge heads: (N, H, L, D) -> (L*N, E) or (N*L, E)
+    if bf:
+        out = out.permute(0, 2, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    else:
+        out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
+    out = F.linear(out, out_proj_weight, out_proj_bias)
+    out = out.reshape((bsz, tgt_len, -1) if bf else (tgt_len, bsz, -1))
+    if w is not None and average_attn_weights:
+        w = w.mean(axis=1)
+    if not is_batched:
+        out = out[:, 0]
+        if w is not None:
+            w = w[0]
+    return out, w

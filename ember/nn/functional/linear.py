@@ -1,2 +1,122 @@
-"""(placeholder: filled by its owner)"""
-__all__ = []
+"""linear and bilinear: affine maps of the last axis (PyTorch's F.linear / F.bilinear).
+
+>>> import ember
+>>> import ember.nn.functional as F
+>>> F.linear(ember.ones((2, 3)), ember.ones((4, 3)), ember.zeros(4)).tolist()
+[[3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0]]
+"""
+import numpy as np
+
+from ember._core.array import ndarray
+from ember._api._util import numpy_view, empty_raw, shape_str
+from ember.autograd.registry import defop
+
+__all__ = ["linear", "bilinear"]
+
+
+def _linear_grad(g, res, input, weight, bias=None):
+    gi = gw = gb = None
+    if input.ndim == 2:
+        g2, x2 = g, input
+    else:
+        g2 = g.reshape((-1, g.shape[-1]))
+    if input.requires_grad:
+        gi = g @ weight
+    if weight.requires_grad:
+        if input.ndim != 2:
+            x2 = input.reshape((-1, input.shape[-1]))
+        gw = g2.T @ x2
+    if bias is not None and bias.requires_grad:
+        gb = g2.sum(axis=0)
+    return gi, gw, gb
+
+
+def _linear_error(input, weight, bias):
+    if not isinstance(input, ndarray) or not isinstance(weight, ndarray):
+        raise TypeError(f"linear: input and weight must be ember arrays, got "
+                        f"{type(input).__name__} and {type(weight).__name__}")
+    if weight.ndim != 2:
+        raise ValueError(f"linear: weight must be 2-d (out_features, in_features), "
+                         f"got shape {shape_str(weight.shape)}")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
+        raise ValueError(f"linear: input shape {shape_str(input.shape)} and weight shape "
+                         f"{shape_str(weight.shape)} do not match: the last axis of the input "
+                         f"must equal weight.shape[-1] (in_features)")
+    if bias is not None and isinstance(bias, ndarray) and weight.ndim == 2 and \
+            bias.shape not in ((weight.shape[0],), (), (1,)):
+        raise ValueError(f"linear: bias shape {shape_str(bias.shape)} does not match "
+                         f"out_features={weight.shape[0]}")
+    if input.dtype != weight.dtype or (bias is not None and getattr(bias, "dtype", None)
+                                        not in (None, weight.dtype)):
+        raise TypeError(f"linear: dtypes must match, got input {input.dtype}, weight "
+                        f"{weight.dtype}" + (f", bias {bias.dtype}" if bias is not None else "")
+                        + " (convert with .astype() or module.to(dtype))")
+    raise ValueError(f"linear: unsupported input shape {shape_str(input.shape)} / weight shape "
+                     f"{shape_str(weight.shape)}")
+
+
+@defop("nn.functional.linear", grad=_linear_grad, save_args=True)
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` over the last axis: input (..., in_features),
+    weight (out_features, in_features), bias (out_features,) or None.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> x = ember.ones((5, 7, 3))
+    >>> F.linear(x, ember.ones((2, 3))).shape
+    (5, 7, 2)
+    """
+    if isinstance(input, ndarray) and isinstance(weight, ndarray) and weight.ndim == 2 \
+            and input.ndim >= 1 and input.shape[-1] == weight.shape[1] \
+            and input.dtype == weight.dtype and input.dtype.kind in "fc":
+        n_out = weight.shape[0]
+        out = empty_raw(input.shape[:-1] + (n_out,), input.dtype)
+        xv = numpy_view(input)
+        ov = numpy_view(out)
+        if input.ndim > 2 and input.is_contiguous():
+            xv = xv.reshape(-1, input.shape[-1])
+            ov = ov.reshape(-1, n_out)
+        np.matmul(xv, numpy_view(weight).T, out=ov)
+        if bias is not None:
+            if not isinstance(bias, ndarray) or bias.dtype != input.dtype or \
+                    bias.shape not in ((n_out,), (), (1,)):
+                _linear_error(input, weight, bias)
+            np.add(ov, numpy_view(bias), out=ov)
+        return out
+    _linear_error(input, weight, bias)
+
+
+def _bilinear_grad(g, res, input1, input2, weight, bias=None):
+    import ember
+    g1 = g2 = gw = gb = None
+    if input1.requires_grad:
+        g1 = ember.einsum("...o,oij,...j->...i", g, weight, input2)
+    if input2.requires_grad:
+        g2 = ember.einsum("...o,oij,...i->...j", g, weight, input1)
+    if weight.requires_grad:
+        gw = ember.einsum("...o,...i,...j->oij", g, input1, input2)
+    if bias is not None and bias.requires_grad:
+        gb = g.reshape((-1, g.shape[-1])).sum(axis=0)
+    return g1, g2, gw, gb
+
+
+@defop("nn.functional.bilinear", grad=_bilinear_grad, save_args=True)
+def bilinear(input1, input2, weight, bias=None):
+    """``y_o = x1 . W_o . x2 + b_o``: input1 (..., in1), input2 (..., in2),
+    weight (out, in1, in2), bias (out,).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.bilinear(ember.ones((4, 2)), ember.ones((4, 3)), ember.ones((5, 2, 3))).shape
+    (4, 5)
+    """
+    import ember
+    if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or \
+            input2.shape[-1] != weight.shape[2] or input1.shape[:-1] != input2.shape[:-1]:
+        raise ValueError(f"bilinear: shapes do not match: input1 {shape_str(input1.shape)}, "
+                         f"input2 {shape_str(input2.shape)}, weight {shape_str(weight.shape)} "
+                         f"(expected (..., in1), (..., in2), (out, in1, in2))")
+    out = ember.einsum("...i,oij,...j->...o", input1, weight, input2)
+    if bias is not None:
+        out = out + bias
+    return out

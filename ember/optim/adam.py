@@ -1,0 +1,129 @@
+"""Adam and AdamW (PyTorch's numerics, amsgrad, maximize, coupled/decoupled weight decay)."""
+from ember._kernels.cpu import optim as _k
+from ember.optim.optimizer import Optimizer, _run_closure, _check_options
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    r"""Adam (``torch.optim.Adam``).
+
+    For each parameter with a gradient ``g`` (step ``t`` counted per parameter)::
+
+        g = -g if maximize;  g = g + weight_decay * p   (or p *= 1 - lr*weight_decay
+                                                         when decoupled_weight_decay)
+        m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
+        vmax = max(vmax, v) if amsgrad
+        p = p - lr / (1 - beta1**t) * m / (sqrt(v or vmax) / sqrt(1 - beta2**t) + eps)
+
+    Args:
+        params: arrays or parameter groups to optimize.
+        lr (float): learning rate (default 1e-3).
+        betas (tuple): coefficients of the running averages (default (0.9, 0.999)).
+        eps (float): added to the denominator (default 1e-8).
+        weight_decay (float): L2 penalty (default 0).
+        amsgrad (bool): use the AMSGrad variant (default False).
+        maximize (bool): maximize the objective instead of minimizing.
+        decoupled_weight_decay (bool): AdamW's decoupled weight decay.
+        foreach, fused, capturable: accepted for compatibility (ember always
+            runs one fused kernel per group on the CPU).
+        differentiable: not supported (must be False).
+
+    State per parameter: ``step`` (a 0-d float array), ``exp_avg``,
+    ``exp_avg_sq`` and, with amsgrad, ``max_exp_avg_sq``.
+
+    >>> import ember
+    >>> w = ember.asarray([1.0, -1.0], requires_grad=True)
+    >>> opt = ember.optim.Adam([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step()
+    >>> w
+    array([ 0.9, -0.9], dtype=float32)
+    """
+
+    _decoupled = False
+    _name = "Adam"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        _check_options(self, lr=lr, differentiable=differentiable)
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        try:
+            beta1, beta2 = betas
+        except (TypeError, ValueError):
+            raise ValueError(f"betas must be a pair of numbers, got {betas!r}") from None
+        if not 0.0 <= beta1 < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {beta1}")
+        if not 0.0 <= beta2 < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {beta2}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=(float(beta1), float(beta2)), eps=eps,
+                        weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", self._decoupled)
+            group.setdefault("fused", None)
+
+    def step(self, closure=None):
+        """Perform one optimization step; returns the closure's loss if one is given."""
+        loss = None
+        if closure is not None:
+            loss = _run_closure(closure)
+        state = self.state
+        name = self._name
+        for group in self.param_groups:
+            params = group["params"]
+            if type(params) is not list:
+                params = list(params)
+            beta1, beta2 = group["betas"]
+            _k.adam_group(params, state, group["lr"], beta1, beta2, group["eps"],
+                          group["weight_decay"], group["amsgrad"], group["maximize"],
+                          group["decoupled_weight_decay"], name)
+        return loss
+
+
+class AdamW(Adam):
+    r"""AdamW: Adam with decoupled weight decay (``torch.optim.AdamW``).
+
+    Same as ``Adam(..., decoupled_weight_decay=True)``: the parameters are
+    first scaled by ``1 - lr * weight_decay``, and the decay never enters the
+    running averages.  Default ``weight_decay=1e-2``.
+
+    >>> import ember
+    >>> w = ember.asarray([1.0, -1.0], requires_grad=True)
+    >>> opt = ember.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> (w * w).sum().backward(); opt.step()
+    >>> w
+    array([ 0.85, -0.85], dtype=float32)
+    """
+
+    _decoupled = True
+    _name = "AdamW"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

@@ -1,0 +1,81 @@
+"""RMSprop (PyTorch's numerics: centered, momentum, weight decay, maximize)."""
+from ember._kernels.cpu import optim as _k
+from ember.optim.optimizer import Optimizer, _run_closure, _check_options
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    r"""RMSprop (``torch.optim.RMSprop``).
+
+    For each parameter with a gradient ``g``::
+
+        g = -g if maximize;  g = g + weight_decay * p
+        v = alpha * v + (1 - alpha) * g * g
+        avg = sqrt(v - ga * ga) with ga = lerp(ga, g, 1 - alpha) if centered else sqrt(v)
+        avg = avg + eps
+        b = momentum * b + g / avg;  p = p - lr * b     (momentum > 0)
+        p = p - lr * g / avg                            (otherwise)
+
+    Args:
+        params: arrays or parameter groups to optimize.
+        lr (float): learning rate (default 1e-2).
+        alpha (float): smoothing constant (default 0.99).
+        eps (float): added to the denominator (default 1e-8).
+        weight_decay (float): L2 penalty (default 0).
+        momentum (float): momentum factor (default 0).
+        centered (bool): normalize by the estimated variance of the gradient.
+        maximize (bool): maximize the objective instead of minimizing.
+        capturable, foreach: accepted for compatibility.
+        differentiable: not supported (must be False).
+
+    >>> import ember
+    >>> w = ember.asarray([1.0, -1.0], requires_grad=True)
+    >>> opt = ember.optim.RMSprop([w], lr=0.01)
+    >>> (w * w).sum().backward(); opt.step()
+    >>> w
+    array([ 0.9, -0.9], dtype=float32)
+    """
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        _check_options(self, lr=lr, differentiable=differentiable)
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("momentum", 0)
+            group.setdefault("centered", False)
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+
+    def step(self, closure=None):
+        """Perform one optimization step; returns the closure's loss if one is given."""
+        loss = None
+        if closure is not None:
+            loss = _run_closure(closure)
+        for group in self.param_groups:
+            params = group["params"]
+            if type(params) is not list:
+                params = list(params)
+            _k.rmsprop_group(params, self.state, group["lr"], group["alpha"], group["eps"],
+                             group["weight_decay"], group["momentum"], group["centered"],
+                             group["maximize"], "RMSprop")
+        return loss

@@ -1,0 +1,80 @@
+"""SGD with momentum, dampening, Nesterov momentum and weight decay (PyTorch's numerics)."""
+from ember._kernels.cpu import optim as _k
+from ember.optim.optimizer import Optimizer, _run_closure, _check_options
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    r"""Stochastic gradient descent, optionally with momentum (``torch.optim.SGD``).
+
+    For each parameter with a gradient ``g``::
+
+        g = -g if maximize;  g = g + weight_decay * p
+        b = g (first step) or momentum * b + (1 - dampening) * g
+        g = g + momentum * b if nesterov else b        (when momentum != 0)
+        p = p - lr * g
+
+    Args:
+        params: arrays or parameter groups to optimize.
+        lr (float): learning rate (default 1e-3).
+        momentum (float): momentum factor (default 0).
+        dampening (float): dampening for momentum (default 0).
+        weight_decay (float): L2 penalty (default 0).
+        nesterov (bool): Nesterov momentum (default False).
+        maximize (bool): maximize the objective instead of minimizing.
+        foreach, fused: accepted for compatibility; ember always runs one
+            fused kernel over all the parameters of a group.
+        differentiable: not supported (must be False).
+
+    The update of a whole group runs as one fused multi-tensor kernel;
+    parameters whose ``.grad`` is None are skipped.
+
+    >>> import ember
+    >>> w = ember.asarray([1.0, -2.0], requires_grad=True)
+    >>> opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> for _ in range(2):
+    ...     opt.zero_grad(); (w * w).sum().backward(); opt.step()
+    >>> w
+    array([ 0.46, -0.92], dtype=float32)
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None):
+        _check_options(self, lr=lr, differentiable=differentiable)
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                        foreach=foreach, differentiable=differentiable, fused=fused)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+
+    def step(self, closure=None):
+        """Perform one optimization step; returns the closure's loss if one is given."""
+        loss = None
+        if closure is not None:
+            loss = _run_closure(closure)
+        for group in self.param_groups:
+            params = group["params"]
+            if type(params) is not list:
+                params = list(params)
+            _k.sgd_group(params, self.state, group["lr"], group["momentum"],
+                         group["dampening"], group["weight_decay"], group["nesterov"],
+                         group["maximize"], "SGD")
+        return loss
