@@ -212,8 +212,23 @@ def _seed_everything(base_seed, worker_id):
 
 # ------------------------------------------------------------------ the loop
 
-def worker_loop(iterable, dataset, index_queue, conn, auto_collation, collate_fn, drop_last,
-                base_seed, init_fn, worker_id, num_workers, use_shm, parent_pid):
+def _single_thread(ember):
+    """One compute thread per worker (the workers are the parallelism).  This also
+    keeps forked workers clear of GNU OpenMP's thread pool, which does not survive
+    fork(): an OpenMP region with more than one thread in a forked child of a
+    process that already used OpenMP hangs."""
+    ember.set_num_threads(1)
+    try:
+        import ctypes
+        mode = getattr(os, "RTLD_NOLOAD", 0)
+        if mode:                                # only if ember's OpenMP runtime is loaded
+            ctypes.CDLL("libgomp.so.1", mode=mode).omp_set_num_threads(1)
+    except (OSError, AttributeError):
+        pass
+
+
+def worker_loop(iterable, dataset, index_queue, conn, done_event, auto_collation, collate_fn,
+                drop_last, base_seed, init_fn, worker_id, num_workers, use_shm, parent_pid):
     """Body of a DataLoader worker process."""
     global _worker_info
     sent_segments = collections.deque(maxlen=256)     # unlinked on a parent's death
@@ -221,7 +236,7 @@ def worker_loop(iterable, dataset, index_queue, conn, auto_collation, collate_fn
         import ember
         from ember.data import collate as collate_mod
         from ember.data import _shm
-        ember.set_num_threads(1)
+        _single_thread(ember)
         seed = _seed_everything(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
@@ -256,7 +271,7 @@ def worker_loop(iterable, dataset, index_queue, conn, auto_collation, collate_fn
                         init_exception = ExceptionWrapper(where=where)
                 conn.send((RESUMED, None, None))
                 continue
-            if iteration_end:
+            if iteration_end or done_event.is_set():    # exhausted, or shutting down
                 continue
             idx, index, seg_name = r
             arena = None

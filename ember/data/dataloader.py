@@ -45,7 +45,8 @@ __all__ = ["DataLoader", "get_worker_info", "default_collate", "default_convert"
 
 get_worker_info = _worker.get_worker_info
 
-_JOIN_TIMEOUT = 2.0         # seconds a shutting-down iterator waits for its workers in all
+_JOIN_TIMEOUT = 1.0         # seconds a shutting-down iterator waits for its workers in all
+                            # (they finish the batch in hand), before terminating them
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -354,6 +355,7 @@ class _MultiProcessingIter(_BaseIter):
         self._seg_prefix = f"/em{os.getpid():x}_{secrets.token_hex(3)}"
         self._workers, self._index_queues, self._conns = [], [], []
         self._exit_sent = [False] * self._num_workers
+        self._done_event = ctx.Event()
         try:
             for i in range(self._num_workers):
                 iq = ctx.Queue()
@@ -361,6 +363,7 @@ class _MultiProcessingIter(_BaseIter):
                 reader, writer = ctx.Pipe(duplex=False)
                 w = ctx.Process(target=_worker.worker_loop,
                                 args=(self._iterable, self._dataset, iq, writer,
+                                      self._done_event,
                                       self._auto_collation, self._collate_fn, self._drop_last,
                                       self._base_seed, loader.worker_init_fn, i,
                                       self._num_workers, self._use_shm, os.getpid()),
@@ -434,7 +437,7 @@ class _MultiProcessingIter(_BaseIter):
     def _fail(self, exc):
         """A fatal error: stop the workers, remember it for later calls, raise it."""
         self._fatal = exc
-        self._shutdown_workers()
+        self._shutdown_workers(graceful=False)
         raise exc
 
     def _get_message(self):
@@ -454,27 +457,36 @@ class _MultiProcessingIter(_BaseIter):
             if not ready:
                 self._fail(RuntimeError(f"DataLoader timed out after {self._timeout} seconds"))
             # pipes first: a worker may have sent results just before exiting
-            conns = [r for r in ready if r in self._conns_set()]
-            for r in conns or ready:
+            conns = self._conns_set()
+            dead = None
+            for r in [r for r in ready if r in conns] or ready:
                 i = waitables[r]
                 conn = self._conns[i]
-                if conn.poll():
-                    try:
-                        kind, idx, payload = conn.recv()
-                    except (EOFError, OSError):
-                        self._worker_died(i)
-                    if kind == _worker.SHM:
-                        names, blob = payload
-                        if idx in self._task_info:
-                            payload = _shm.unpack(names, blob)
-                        else:                       # stale (a reset epoch): just free it
-                            for name in names:
-                                _shm.unlink(name)
-                            payload = None
-                        kind = _worker.DATA
-                    return kind, idx, payload
-                if not self._workers[i].is_alive():
-                    self._worker_died(i)
+                try:
+                    msg = conn.recv() if conn.poll() else None
+                except (EOFError, OSError):         # the worker closed its pipe: gone
+                    msg, dead = None, i
+                if msg is not None:
+                    return self._decode(msg)
+                if dead is None and not self._workers[i].is_alive():
+                    dead = i
+                if dead is not None:
+                    break
+            if dead is not None:
+                self._worker_died(dead)
+
+    def _decode(self, msg):
+        kind, idx, payload = msg
+        if kind == _worker.SHM:
+            names, blob = payload
+            if idx in self._task_info:
+                payload = _shm.unpack(names, blob)
+            else:                                   # stale (a reset epoch): just free it
+                for name in names:
+                    _shm.unlink(name)
+                payload = None
+            kind = _worker.DATA
+        return kind, idx, payload
 
     def _conns_set(self):
         s = getattr(self, "_conn_set_cache", None)
@@ -565,10 +577,13 @@ class _MultiProcessingIter(_BaseIter):
 
     # -------------------------------------------------------------- shutdown
 
-    def _shutdown_workers(self):
+    def _shutdown_workers(self, graceful=True):
         if self._shutdown:
             return
         self._shutdown = True
+        done = getattr(self, "_done_event", None)
+        if done is not None:
+            done.set()                  # workers skip the tasks still queued
         try:
             with _live_lock:
                 _live_iters.discard(self)
@@ -582,7 +597,7 @@ class _MultiProcessingIter(_BaseIter):
                     self._index_queues[i].put(None)
                 except Exception:
                     pass
-        deadline = time.monotonic() + _JOIN_TIMEOUT
+        deadline = time.monotonic() + (_JOIN_TIMEOUT if graceful else 0.0)
         for w in workers:
             w.join(timeout=max(0.0, deadline - time.monotonic()))
         for w in workers:

@@ -22,7 +22,7 @@ from cpython.long cimport PyLong_FromVoidPtr
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 
-from ember._core.array cimport ndarray, new_empty
+from ember._core.array cimport ndarray, new_empty, shape_tuple
 from ember._core.dtypes cimport T_FLOAT32, T_FLOAT64, DTYPE_OBJS, default_float
 from ember._core.elementwise cimport num_threads
 
@@ -55,21 +55,24 @@ cdef extern from "optim_simd.h" nogil:
                          float wd, float eps, float nclr, int has_wd)
     void emb_adagrad_f64(double* p, const double* g, double* s, Py_ssize_t n, double sign,
                          double wd, double eps, double nclr, int has_wd)
-    int emb_optim_select(int force_base)
+    int emb_optim_select(int level)
 
-cdef int _have_fma = emb_optim_select(0)
+cdef int _variant = emb_optim_select(2)
+_VARIANTS = ("portable", "avx2-fma", "avx512")
 
 
-def _select_kernels(bint force_base=False):
-    """Choose the kernel variant (tests); returns 'avx2-fma' or 'portable'."""
-    global _have_fma
-    _have_fma = emb_optim_select(force_base)
+def _select_kernels(level=2):
+    """Choose the kernel variant (tests): 0 portable, 1 at most AVX2+FMA, 2 the
+    best this CPU has.  Returns the name of the one chosen."""
+    global _variant
+    _variant = emb_optim_select(level)
     return kernel_variant()
 
 
 def kernel_variant():
-    """'avx2-fma' when the AVX2+FMA loops are in use, else 'portable'."""
-    return "avx2-fma" if _have_fma else "portable"
+    """'avx512', 'avx2-fma' (both with fused multiply-adds, as torch's kernels
+    on such CPUs) or 'portable'."""
+    return _VARIANTS[_variant]
 
 
 cdef enum:
@@ -79,7 +82,7 @@ cdef enum:
     K_ADAGRAD = 3
     MAXBUF = 4
     # below this many elements in a group one thread does everything
-    PAR_TOTAL = 32768
+    PAR_TOTAL = 65536
     # chunk length (elements) when several threads share a group
     CHUNK = 16384
     STACK_ITEMS = 32
@@ -329,9 +332,16 @@ cdef ndarray _check_grad(ndarray p, object g, str opname, Py_ssize_t index):
     if ga.tcode != p.tcode:
         raise TypeError(f"{opname}: parameter {index} has dtype {_dt(p)} but its .grad has "
                         f"dtype {_dt(ga)}; they must match")
-    if ga.size != p.size or ga.ndim != p.ndim or tuple(ga.shape) != tuple(p.shape):
-        raise ValueError(f"{opname}: parameter {index} has shape {tuple(p.shape)} but its "
-                         f".grad has shape {tuple(ga.shape)}; they must match")
+    cdef int d
+    cdef bint same = ga.ndim == p.ndim
+    if same:
+        for d in range(p.ndim):
+            if ga.shape[d] != p.shape[d]:
+                same = False
+                break
+    if not same:
+        raise ValueError(f"{opname}: parameter {index} has shape {shape_tuple(p)} but its "
+                         f".grad has shape {shape_tuple(ga)}; they must match")
     return ga
 
 
@@ -343,7 +353,7 @@ cdef ndarray _check_buf(ndarray p, object b, str name, str opname, Py_ssize_t in
     if ba.tcode != p.tcode or ba.size != p.size or not ba.c_contig or ba.storage.readonly:
         raise ValueError(f"{opname}: state[{name!r}] of parameter {index} must be a writable "
                          f"C-contiguous {_dt(p)} array of {p.size} elements like the "
-                         f"parameter, got {_dt(ba)} with shape {tuple(ba.shape)}")
+                         f"parameter, got {_dt(ba)} with shape {shape_tuple(ba)}")
     return ba
 
 

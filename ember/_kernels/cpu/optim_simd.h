@@ -37,6 +37,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define EMB_OPT_X86 1
 #define EMB_TARGET_FMA __attribute__((target("avx2,fma")))
+#define EMB_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma,prefer-vector-width=512")))
 #endif
 
 /* fused multiply-add when use_fma (a constant after inlining), else a*b+c
@@ -253,6 +254,14 @@ EMB_DEFINE_RMSPROP(emb_rmsprop_f32_fma, emb_rmsprop_body_f32, float, EMB_TARGET_
 EMB_DEFINE_RMSPROP(emb_rmsprop_f64_fma, emb_rmsprop_body_f64, double, EMB_TARGET_FMA, 1)
 EMB_DEFINE_ADAGRAD(emb_adagrad_f32_fma, emb_adagrad_body_f32, float, EMB_TARGET_FMA, 1)
 EMB_DEFINE_ADAGRAD(emb_adagrad_f64_fma, emb_adagrad_body_f64, double, EMB_TARGET_FMA, 1)
+EMB_DEFINE_SGD(emb_sgd_f32_512, emb_sgd_body_f32, float, EMB_TARGET_AVX512, 1)
+EMB_DEFINE_SGD(emb_sgd_f64_512, emb_sgd_body_f64, double, EMB_TARGET_AVX512, 1)
+EMB_DEFINE_ADAM(emb_adam_f32_512, emb_adam_body_f32, float, EMB_TARGET_AVX512, 1)
+EMB_DEFINE_ADAM(emb_adam_f64_512, emb_adam_body_f64, double, EMB_TARGET_AVX512, 1)
+EMB_DEFINE_RMSPROP(emb_rmsprop_f32_512, emb_rmsprop_body_f32, float, EMB_TARGET_AVX512, 1)
+EMB_DEFINE_RMSPROP(emb_rmsprop_f64_512, emb_rmsprop_body_f64, double, EMB_TARGET_AVX512, 1)
+EMB_DEFINE_ADAGRAD(emb_adagrad_f32_512, emb_adagrad_body_f32, float, EMB_TARGET_AVX512, 1)
+EMB_DEFINE_ADAGRAD(emb_adagrad_f64_512, emb_adagrad_body_f64, double, EMB_TARGET_AVX512, 1)
 #endif
 
 /* ------------------------------------------------------------ dispatch */
@@ -286,16 +295,25 @@ static emb_rmsprop_f64_t emb_rmsprop_f64 = emb_rmsprop_f64_base;
 static emb_adagrad_f32_t emb_adagrad_f32 = emb_adagrad_f32_base;
 static emb_adagrad_f64_t emb_adagrad_f64 = emb_adagrad_f64_base;
 
-/* Pick the kernels for this CPU; returns 1 when the AVX2+FMA ones are used.
- * force_base: use the portable ones (tests). */
-static int emb_optim_select(int force_base) {
+/* Pick the kernels for this CPU; returns 0 for the portable loops, 1 for
+ * AVX2+FMA, 2 for AVX-512.  level caps the choice (tests): 0 portable,
+ * 1 at most AVX2, 2 the best the CPU has. */
+static int emb_optim_select(int level) {
     emb_sgd_f32 = emb_sgd_f32_base;  emb_sgd_f64 = emb_sgd_f64_base;
     emb_adam_f32 = emb_adam_f32_base;  emb_adam_f64 = emb_adam_f64_base;
     emb_rmsprop_f32 = emb_rmsprop_f32_base;  emb_rmsprop_f64 = emb_rmsprop_f64_base;
     emb_adagrad_f32 = emb_adagrad_f32_base;  emb_adagrad_f64 = emb_adagrad_f64_base;
 #if defined(EMB_OPT_X86)
-    if (!force_base) {
+    if (level > 0) {
         __builtin_cpu_init();
+        if (level > 1 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2")
+                && __builtin_cpu_supports("fma")) {
+            emb_sgd_f32 = emb_sgd_f32_512;  emb_sgd_f64 = emb_sgd_f64_512;
+            emb_adam_f32 = emb_adam_f32_512;  emb_adam_f64 = emb_adam_f64_512;
+            emb_rmsprop_f32 = emb_rmsprop_f32_512;  emb_rmsprop_f64 = emb_rmsprop_f64_512;
+            emb_adagrad_f32 = emb_adagrad_f32_512;  emb_adagrad_f64 = emb_adagrad_f64_512;
+            return 2;
+        }
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
             emb_sgd_f32 = emb_sgd_f32_fma;  emb_sgd_f64 = emb_sgd_f64_fma;
             emb_adam_f32 = emb_adam_f32_fma;  emb_adam_f64 = emb_adam_f64_fma;
@@ -305,7 +323,7 @@ static int emb_optim_select(int force_base) {
         }
     }
 #else
-    (void)force_base;
+    (void)level;
 #endif
     return 0;
 }
