@@ -49,6 +49,7 @@ MAX2D = [
     ((3, 9, 8), ((3, 2), (2, 1), (1, 1)), dict(ceil_mode=True)),
     ((1, 2, 7, 7), (3,), dict(stride=2, ceil_mode=True, return_indices=True)),
     ((2, 2, 10, 10), (2,), dict(stride=1, dilation=3, padding=1)),
+    ((1, 2, 10, 10), (4,), dict(stride=1, padding=2)),
     ((1, 1, 5, 5), (5,), {}),
 ]
 
@@ -78,7 +79,8 @@ def test_max_pool_ties_and_nan_follow_torch():
 @pytest.mark.parametrize("xs,args,kw", [
     ((2, 3, 9), (3, 2, 1), dict(ceil_mode=True, return_indices=True)),
     ((3, 9), (2,), {}),
-    ((2, 2, 12), (3,), dict(dilation=2, padding=2)),
+    ((2, 2, 12), (3,), dict(dilation=2, padding=1)),
+    ((2, 2, 12), (3,), dict(dilation=2, padding=1, return_indices=True)),
 ])
 def test_max_pool1d_matches_torch(xs, args, kw):
     _compare("max_pool1d", xs, args, kw)
@@ -182,7 +184,7 @@ def test_errors():
     with pytest.raises(RuntimeError, match="3D \\(unbatched\\) or 4D"):
         F.max_pool2d(ember.ones((4, 4)), 2)
     with pytest.raises(ValueError, match="pad should be at most half"):
-        F.max_pool2d(x, 2, padding=2)
+        F.max_pool2d(x, 2, padding=2, dilation=3)
     with pytest.raises(ValueError, match="pad should be at most half of kernel size"):
         F.avg_pool2d(x, 2, padding=2)
     with pytest.raises(RuntimeError, match="Output size is too small"):

@@ -137,7 +137,7 @@ def collate(batch, *, collate_fn_map=None):
 
     >>> from ember.data.collate import collate
     >>> collate([(1, "a"), (2, "b")], collate_fn_map={int: lambda b, **k: sum(b),
-    ...                                                str: lambda b, **k: b})
+    ...                                                str: lambda b, **k: list(b)})
     [3, ['a', 'b']]
     """
     elem = batch[0]

@@ -211,16 +211,22 @@ class WeightedRandomSampler(Sampler):
         total = w.sum()
         if not total > 0:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        if not self.replacement:
-            if self.num_samples > w.shape[0]:
-                raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples "
-                                   "without replacement")
-            if np.count_nonzero(w) < self.num_samples:
-                raise RuntimeError("invalid multinomial distribution (with replacement=False, "
-                                   "not enough non-negative category to sample)")
+        if not self.replacement and self.num_samples > w.shape[0]:
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples "
+                               "without replacement")
         rng = _numpy_rng(self.generator)
-        draws = rng.choice(w.shape[0], size=self.num_samples, replace=self.replacement,
-                           p=w / total)
+        m = self.num_samples
+        if self.replacement:
+            draws = rng.choice(w.shape[0], size=m, replace=True, p=w / total)
+        else:
+            # successive draws without replacement = the order in which independent
+            # exponential clocks of rates w ring; zero weights come last, in random order
+            pos = np.flatnonzero(w > 0)
+            order = pos[np.argsort(rng.exponential(size=pos.size) / w[pos], kind="stable")]
+            if m > pos.size:
+                zeros = rng.permutation(np.flatnonzero(w == 0))
+                order = np.concatenate([order, zeros])
+            draws = order[:m]
         yield from draws.tolist()
 
     def __len__(self):

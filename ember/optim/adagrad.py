@@ -32,8 +32,8 @@ class Adagrad(Optimizer):
     >>> w = ember.asarray([1.0, -1.0], requires_grad=True)
     >>> opt = ember.optim.Adagrad([w], lr=0.1)
     >>> (w * w).sum().backward(); opt.step()
-    >>> w
-    array([ 0.9, -0.9], dtype=float32)
+    >>> [round(v, 4) for v in w.tolist()]
+    [0.9, -0.9]
     """
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,

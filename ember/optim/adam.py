@@ -36,8 +36,8 @@ class Adam(Optimizer):
     >>> w = ember.asarray([1.0, -1.0], requires_grad=True)
     >>> opt = ember.optim.Adam([w], lr=0.1)
     >>> (w * w).sum().backward(); opt.step()
-    >>> w
-    array([ 0.9, -0.9], dtype=float32)
+    >>> [round(v, 4) for v in w.tolist()]
+    [0.9, -0.9]
     """
 
     _decoupled = False
@@ -108,8 +108,8 @@ class AdamW(Adam):
     >>> w = ember.asarray([1.0, -1.0], requires_grad=True)
     >>> opt = ember.optim.AdamW([w], lr=0.1, weight_decay=0.5)
     >>> (w * w).sum().backward(); opt.step()
-    >>> w
-    array([ 0.85, -0.85], dtype=float32)
+    >>> [round(v, 4) for v in w.tolist()]
+    [0.85, -0.85]
     """
 
     _decoupled = True

@@ -207,8 +207,8 @@ class Optimizer:
     >>> w = ember.asarray([1.0, 2.0], requires_grad=True)
     >>> opt = ember.optim.SGD([w], lr=0.5)
     >>> (w * w).sum().backward()
-    >>> opt.step(); w
-    array([0., 0.], dtype=float32)
+    >>> opt.step(); w.tolist()
+    [0.0, 0.0]
     >>> opt.zero_grad(); w.grad is None
     True
     """

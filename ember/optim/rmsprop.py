@@ -33,8 +33,8 @@ class RMSprop(Optimizer):
     >>> w = ember.asarray([1.0, -1.0], requires_grad=True)
     >>> opt = ember.optim.RMSprop([w], lr=0.01)
     >>> (w * w).sum().backward(); opt.step()
-    >>> w
-    array([ 0.9, -0.9], dtype=float32)
+    >>> [round(v, 4) for v in w.tolist()]
+    [0.9, -0.9]
     """
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,

@@ -35,8 +35,8 @@ class SGD(Optimizer):
     >>> opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
     >>> for _ in range(2):
     ...     opt.zero_grad(); (w * w).sum().backward(); opt.step()
-    >>> w
-    array([ 0.46, -0.92], dtype=float32)
+    >>> [round(v, 4) for v in w.tolist()]
+    [0.46, -0.92]
     """
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,

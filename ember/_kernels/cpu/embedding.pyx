@@ -155,3 +155,88 @@ def gelu_backward(const real[::1] g, const real[::1] x, real[::1] out):
                     cdf = 0.5 * (1.0 + c_erf(v * r2))
                     pdf = rs2pi * c_exp(-0.5 * v * v)
                 out[i] = g[i] * (cdf + v * pdf)
+
+
+cdef inline double _sigmoid_d(double v) noexcept nogil:
+    cdef double e
+    if v >= 0:
+        return 1.0 / (1.0 + c_exp(-v))
+    e = c_exp(v)
+    return e / (1.0 + e)
+
+
+cdef inline float _sigmoid_f(float v) noexcept nogil:
+    cdef float e
+    if v >= 0:
+        return 1.0 / (1.0 + c_expf(-v))
+    e = c_expf(v)
+    return e / (1.0 + e)
+
+
+def sigmoid_forward(const real[::1] x, real[::1] out):
+    """out = 1 / (1 + exp(-x)), computed without overflow for either sign."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    with nogil:
+        if n >= PAR_MIN:
+            for i in prange(n, schedule="static"):
+                if real is float:
+                    out[i] = _sigmoid_f(x[i])
+                else:
+                    out[i] = _sigmoid_d(x[i])
+        else:
+            for i in range(n):
+                if real is float:
+                    out[i] = _sigmoid_f(x[i])
+                else:
+                    out[i] = _sigmoid_d(x[i])
+
+
+def silu_forward(const real[::1] x, real[::1] out):
+    """out = x * sigmoid(x)."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    with nogil:
+        if n >= PAR_MIN:
+            for i in prange(n, schedule="static"):
+                if real is float:
+                    out[i] = x[i] * _sigmoid_f(x[i])
+                else:
+                    out[i] = x[i] * _sigmoid_d(x[i])
+        else:
+            for i in range(n):
+                if real is float:
+                    out[i] = x[i] * _sigmoid_f(x[i])
+                else:
+                    out[i] = x[i] * _sigmoid_d(x[i])
+
+
+def silu_backward(const real[::1] g, const real[::1] x, real[::1] out):
+    """out = g * s * (1 + x * (1 - s)) with s = sigmoid(x)."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef real s
+    with nogil:
+        if n >= PAR_MIN:
+            for i in prange(n, schedule="static"):
+                if real is float:
+                    s = _sigmoid_f(x[i])
+                else:
+                    s = _sigmoid_d(x[i])
+                out[i] = g[i] * s * (1 + x[i] * (1 - s))
+        else:
+            for i in range(n):
+                if real is float:
+                    s = _sigmoid_f(x[i])
+                else:
+                    s = _sigmoid_d(x[i])
+                out[i] = g[i] * s * (1 + x[i] * (1 - s))
+
+
+def relu_backward(const real[::1] g, const real[::1] res, real[::1] out):
+    """out = g where res > 0, else 0 (one pass; the mask comes from the output)."""
+    cdef Py_ssize_t i, n = g.shape[0]
+    with nogil:
+        if n >= PAR_MIN:
+            for i in prange(n, schedule="static"):
+                out[i] = g[i] if res[i] > 0 else 0
+        else:
+            for i in range(n):
+                out[i] = g[i] if res[i] > 0 else 0

@@ -5,9 +5,11 @@
  * The loops are plain C with `#pragma omp simd` (which lets the compiler
  * reassociate the sums into vector lanes) and are compiled twice through
  * target_clones: for x86-64-v3 (AVX2 + FMA) and for the baseline, chosen once
- * at load time.  exp is a branch-free Cephes-style polynomial (about 1 ulp)
- * that vectorizes; it is only used on arguments <= ~88 (softmax shifts by the
- * row maximum first), returns exactly 0 below -87.3 and propagates NaN. */
+ * at load time.  The float32 exp family (row max, exp-and-sum...) is written
+ * with AVX2 intrinsics and masked tails, chosen at run time (em_init_cpu):
+ * exp is a Cephes-style polynomial (about 1 ulp) used on arguments <= ~88
+ * (softmax shifts by the row maximum first); it returns exactly 0 below -87.3
+ * and propagates NaN. */
 #ifndef EMBER_NN_SIMD_H
 #define EMBER_NN_SIMD_H
 
@@ -29,77 +31,187 @@
 #define EM_CLONES
 #endif
 
-#if defined(__GNUC__)
-#define EM_INLINE static inline __attribute__((always_inline))   /* into each clone */
-#else
-#define EM_INLINE static inline
-#endif
+/* ---- float32 exp family: AVX2+FMA intrinsics with masked tails (short rows, such as
+ * 10 classes, stay in vector registers), scalar libm code elsewhere ---- */
 
-typedef union { float f; uint32_t u; } em_f32bits;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define EM_HAVE_X86 1
+#define EM_AVX2 __attribute__((target("avx2,fma")))
 
-EM_INLINE float em_expf(float x) {
-    const float magic = 12582912.0f;                 /* 1.5 * 2^23: rounds to integer */
-    float xc = x < -87.5f ? -87.5f : x;              /* NaN passes through */
-    float t = xc * 1.44269504088896341f + magic;
-    float n = t - magic;
-    float r = xc - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    em_f32bits tb, sb;
-    tb.f = t;
-    sb.u = (tb.u << 23) + 0x3F800000u;               /* 2^n */
-    return x < -87.33654f ? 0.0f : p * sb.f;
+static int em_use_avx2 = 0;
+
+static int em_init_cpu(void) {
+    __builtin_cpu_init();
+    em_use_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return em_use_avx2;
 }
 
-/* ---- float32 ---- */
+/* exp of 8 floats: Cephes' polynomial after n = round(x / ln 2); about 1 ulp.
+ * Exactly 0 below -87.34, NaN stays NaN; meant for x <= 88. */
+EM_AVX2 static inline __m256 em_exp8(__m256 x) {
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    __m256 xc = _mm256_max_ps(_mm256_set1_ps(-87.5f), x);        /* NaN -> NaN */
+    __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
+    __m256 n = _mm256_sub_ps(t, magic);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(t), 23),
+                                 _mm256_set1_epi32(0x3F800000));
+    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-87.33654f), _CMP_LT_OQ), y);
+}
 
-EM_CLONES static float em_max_f32(const float* x, ptrdiff_t n) {
+/* lanes [0, r) set (1 <= r <= 7) */
+EM_AVX2 static inline __m256i em_mask8(ptrdiff_t r) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+EM_AVX2 static inline float em_hsum8(__m256 v) {
+    __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    a = _mm_add_ss(a, _mm_movehdup_ps(a));
+    return _mm_cvtss_f32(a);
+}
+
+EM_AVX2 static inline float em_hmax8(__m256 v) {
+    __m128 a = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    a = _mm_max_ps(a, _mm_movehl_ps(a, a));
+    a = _mm_max_ss(a, _mm_movehdup_ps(a));
+    return _mm_cvtss_f32(a);
+}
+
+EM_AVX2 static float em_max_f32_avx2(const float* x, ptrdiff_t n) {
+    __m256 m = _mm256_set1_ps(-INFINITY), m2 = m;
+    ptrdiff_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+        m2 = _mm256_max_ps(m2, _mm256_loadu_ps(x + i + 8));
+    }
+    if (i + 8 <= n) {
+        m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+        i += 8;
+    }
+    if (i < n) {
+        __m256i k = em_mask8(n - i);
+        __m256 v = _mm256_maskload_ps(x + i, k);
+        m2 = _mm256_max_ps(m2, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), v,
+                                                 _mm256_castsi256_ps(k)));
+    }
+    return em_hmax8(_mm256_max_ps(m, m2));
+}
+
+EM_AVX2 static float em_expsum_f32_avx2(float* out, const float* x, float shift, ptrdiff_t n) {
+    __m256 sh = _mm256_set1_ps(shift), s = _mm256_setzero_ps(), s2 = s;
+    ptrdiff_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 e = em_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), sh));
+        __m256 e2 = em_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), sh));
+        if (out) {
+            _mm256_storeu_ps(out + i, e);
+            _mm256_storeu_ps(out + i + 8, e2);
+        }
+        s = _mm256_add_ps(s, e);
+        s2 = _mm256_add_ps(s2, e2);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = em_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), sh));
+        if (out) _mm256_storeu_ps(out + i, e);
+        s = _mm256_add_ps(s, e);
+    }
+    if (i < n) {
+        __m256i k = em_mask8(n - i);
+        __m256 e = em_exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), sh));
+        e = _mm256_and_ps(e, _mm256_castsi256_ps(k));
+        if (out) _mm256_maskstore_ps(out + i, k, e);
+        s2 = _mm256_add_ps(s2, e);
+    }
+    return em_hsum8(_mm256_add_ps(s, s2));
+}
+
+EM_AVX2 static void em_expaffine_f32_avx2(float* out, const float* x, float shift, float a,
+                                          const float* b, float c, ptrdiff_t n) {
+    __m256 sh = _mm256_set1_ps(shift), va = _mm256_set1_ps(a), vc = _mm256_set1_ps(c);
+    ptrdiff_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = _mm256_mul_ps(va, em_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), sh)));
+        e = b ? _mm256_fmadd_ps(_mm256_loadu_ps(b + i), vc, e) : _mm256_add_ps(e, vc);
+        _mm256_storeu_ps(out + i, e);
+    }
+    if (i < n) {
+        __m256i k = em_mask8(n - i);
+        __m256 e = _mm256_mul_ps(va, em_exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), sh)));
+        e = b ? _mm256_fmadd_ps(_mm256_maskload_ps(b + i, k), vc, e) : _mm256_add_ps(e, vc);
+        _mm256_maskstore_ps(out + i, k, e);
+    }
+}
+
+EM_AVX2 static void em_lsm_bwd_f32_avx2(float* out, const float* g, const float* y, float s,
+                                        ptrdiff_t n) {
+    __m256 vs = _mm256_set1_ps(s);
+    ptrdiff_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = em_exp8(_mm256_loadu_ps(y + i));
+        _mm256_storeu_ps(out + i, _mm256_fnmadd_ps(e, vs, _mm256_loadu_ps(g + i)));
+    }
+    if (i < n) {
+        __m256i k = em_mask8(n - i);
+        __m256 e = em_exp8(_mm256_maskload_ps(y + i, k));
+        _mm256_maskstore_ps(out + i, k, _mm256_fnmadd_ps(e, vs, _mm256_maskload_ps(g + i, k)));
+    }
+}
+
+#else
+#define EM_HAVE_X86 0
+static int em_use_avx2 = 0;
+static int em_init_cpu(void) { return 0; }
+#endif
+
+static float em_max_f32(const float* x, ptrdiff_t n) {
+#if EM_HAVE_X86
+    if (em_use_avx2) return em_max_f32_avx2(x, n);
+#endif
     float m = -INFINITY;
-#pragma omp simd reduction(max:m)
     for (ptrdiff_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
     return m;
 }
 
 /* sum of exp(x[i] - shift); out[i] = exp(x[i] - shift) when out is not NULL */
-EM_CLONES static float em_expsum_f32(float* out, const float* x, float shift, ptrdiff_t n) {
+static float em_expsum_f32(float* out, const float* x, float shift, ptrdiff_t n) {
+#if EM_HAVE_X86
+    if (em_use_avx2) return em_expsum_f32_avx2(out, x, shift, n);
+#endif
     float s = 0.0f;
-    if (out) {
-#pragma omp simd reduction(+:s)
-        for (ptrdiff_t i = 0; i < n; i++) {
-            float e = em_expf(x[i] - shift);
-            out[i] = e;
-            s += e;
-        }
-    } else {
-#pragma omp simd reduction(+:s)
-        for (ptrdiff_t i = 0; i < n; i++) s += em_expf(x[i] - shift);
+    for (ptrdiff_t i = 0; i < n; i++) {
+        float e = expf(x[i] - shift);
+        if (out) out[i] = e;
+        s += e;
     }
     return s;
 }
 
-/* out[i] = a * exp(x[i] - shift) + b[i]*c  (b may be NULL: + 0) */
-EM_CLONES static void em_expaffine_f32(float* out, const float* x, float shift, float a,
-                                       const float* b, float c, ptrdiff_t n) {
-    if (b) {
-#pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = a * em_expf(x[i] - shift) + b[i] * c;
-    } else {
-#pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = a * em_expf(x[i] - shift) + c;
-    }
+/* out[i] = a * exp(x[i] - shift) + b[i] * c  (b NULL: + c) */
+static void em_expaffine_f32(float* out, const float* x, float shift, float a, const float* b,
+                             float c, ptrdiff_t n) {
+#if EM_HAVE_X86
+    if (em_use_avx2) { em_expaffine_f32_avx2(out, x, shift, a, b, c, n); return; }
+#endif
+    for (ptrdiff_t i = 0; i < n; i++) out[i] = a * expf(x[i] - shift) + (b ? b[i] * c : c);
 }
 
 /* out[i] = g[i] - exp(y[i]) * s   (log_softmax backward) */
-EM_CLONES static void em_lsm_bwd_f32(float* out, const float* g, const float* y, float s,
-                                     ptrdiff_t n) {
-#pragma omp simd
-    for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] - em_expf(y[i]) * s;
+static void em_lsm_bwd_f32(float* out, const float* g, const float* y, float s, ptrdiff_t n) {
+#if EM_HAVE_X86
+    if (em_use_avx2) { em_lsm_bwd_f32_avx2(out, g, y, s, n); return; }
+#endif
+    for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] - expf(y[i]) * s;
 }
 
 /* out[i] = y[i] * (g[i] - d)   (softmax backward) */

@@ -28,6 +28,7 @@ from ember._core.dtypes cimport T_FLOAT32, T_FLOAT64, T_INT64
 from ember._core.elementwise cimport num_threads
 
 cdef extern from "nn_simd.h" nogil:
+    int em_init_cpu()
     float em_max_f32(const float* x, Py_ssize_t n)
     float em_expsum_f32(float* out, const float* x, float shift, Py_ssize_t n)
     void em_expaffine_f32(float* out, const float* x, float shift, float a, const float* b,
@@ -46,6 +47,8 @@ cdef extern from "nn_simd.h" nogil:
     double em_sum_f64(const double* x, Py_ssize_t n)
     double em_dot_f64(const double* a, const double* b, Py_ssize_t n)
     void em_axpb_f64(double* out, const double* x, double a, double b, Py_ssize_t n)
+
+em_init_cpu()            # pick the AVX2 code paths once, at import
 
 ctypedef fused real:
     float

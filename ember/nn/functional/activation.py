@@ -1,2 +1,559 @@
-"""(placeholder: filled by its owner)"""
-__all__ = []
+"""Activation functions (PyTorch's torch.nn.functional spellings and numerics).
+
+Each hot activation is one differentiable op whose gradient rule is written with ember
+ops (or with another differentiable op), so gradients of any order work.  GELU, SiLU and
+sigmoid run fused CPU kernels.  ``inplace=True`` writes the result into the input (an
+in-place operation autograd records when the input requires grad).
+
+>>> import ember
+>>> import ember.nn.functional as F
+>>> x = ember.asarray([-2.0, 0.0, 3.0])
+>>> F.relu(x).tolist(), F.hardtanh(x).tolist()
+([0.0, 0.0, 3.0], [-1.0, 0.0, 1.0])
+"""
+import math
+
+import numpy as np
+
+from ember._core.array import ndarray
+from ember._core.dtypes import default_float_dtype
+from ember._api._util import numpy_view, empty_raw, as_array
+from ember.autograd.registry import defop
+
+__all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "gelu", "silu", "sigmoid",
+           "tanh", "elu", "elu_", "selu", "celu", "softplus", "hardtanh", "hardtanh_", "mish",
+           "hardsigmoid", "hardswish", "logsigmoid", "softsign", "tanhshrink", "threshold",
+           "prelu", "glu"]
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _E():
+    import ember
+    return ember
+
+
+def _K():
+    from ember._kernels.cpu import embedding as K
+    return K
+
+
+def _check_array(x, opname):
+    if not isinstance(x, ndarray):
+        raise TypeError(f"{opname}: expected an ember array, got {type(x).__name__}")
+
+
+def _float_input(x, opname):
+    """x as a C-contiguous float32/float64 array (other floats and integers are cast)."""
+    dt = x.dtype
+    if dt != np.float32 and dt != np.float64:
+        if dt.kind == "c":
+            raise TypeError(f"{opname}: complex input (dtype {dt}) is not supported")
+        x = x.astype(np.float32 if dt.kind == "f" else default_float_dtype())
+    if not x.is_contiguous():
+        x = x.copy()
+    return x
+
+
+def _unary_kernel(kernel, x, opname):
+    _check_array(x, opname)
+    orig = x.dtype
+    xc = _float_input(x, opname)
+    out = empty_raw(x.shape, xc.dtype)
+    kernel(numpy_view(xc).reshape(-1), numpy_view(out).reshape(-1))
+    if orig.kind == "f" and orig != out.dtype:
+        out = out.astype(orig)
+    return out
+
+
+def _binary_kernel(kernel, g, x, opname):
+    """kernel(g, x, out) over flat views; g is cast/copied to x's float dtype."""
+    orig = x.dtype
+    xc = _float_input(x, opname)
+    g = as_array(g)
+    if g.dtype != xc.dtype:
+        g = g.astype(xc.dtype)
+    if g.shape != xc.shape:
+        g = _E().broadcast_to(g, xc.shape)
+    if not g.is_contiguous():
+        g = g.copy()
+    out = empty_raw(xc.shape, xc.dtype)
+    kernel(numpy_view(g).reshape(-1), numpy_view(xc).reshape(-1), numpy_view(out).reshape(-1))
+    if orig.kind == "f" and orig != out.dtype:
+        out = out.astype(orig)
+    return out
+
+
+def _inplace(input, out):
+    """Write `out` into `input` (recorded by autograd when it tracks) and return input."""
+    input[...] = out
+    return input
+
+
+# ---------------------------------------------------------------- relu
+
+def _relu_backward_grad(gg, res, g, r):
+    return _relu_backward(gg, r), None
+
+
+@defop("nn.functional.activation._relu_backward", grad=_relu_backward_grad, save_args=True)
+def _relu_backward(g, r):
+    """g where r > 0 else 0 (ReLU's backward; linear in g, so its own gradient is itself)."""
+    if (r.dtype == np.float32 or r.dtype == np.float64) and g.dtype == r.dtype \
+            and g.shape == r.shape:
+        return _binary_kernel(_K().relu_backward, g, r, "relu backward")
+    return g * (r > 0)
+
+
+def _relu_grad(g, res, input):
+    return (_relu_backward(g, res),)
+
+
+@defop("nn.functional.activation._relu", grad=_relu_grad, save_args=False, save_result=True)
+def _relu(input):
+    return _E().maximum(input, 0)
+
+
+def relu(input, inplace=False):
+    """max(x, 0), elementwise.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.relu(ember.asarray([-1.0, 0.5])).tolist()
+    [0.0, 0.5]
+    """
+    _check_array(input, "relu")
+    if inplace:
+        return _inplace(input, _relu(input))
+    return _relu(input)
+
+
+def relu_(input):
+    """In-place ``relu``.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> x = ember.asarray([-1.0, 2.0]); _ = F.relu_(x); x.tolist()
+    [0.0, 2.0]
+    """
+    return relu(input, inplace=True)
+
+
+# ---------------------------------------------------------------- hardtanh / relu6
+
+def _hardtanh_grad(g, res, input, min_val=-1.0, max_val=1.0):
+    return (g * ((input > min_val) & (input < max_val)),)
+
+
+@defop("nn.functional.activation._hardtanh", grad=_hardtanh_grad, save_args=True)
+def _hardtanh(input, min_val=-1.0, max_val=1.0):
+    return _E().clip(input, min_val, max_val)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """Clamp to [min_val, max_val] (gradient 1 strictly inside, 0 outside).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.hardtanh(ember.asarray([-3.0, 0.5, 3.0]), -2.0, 2.0).tolist()
+    [-2.0, 0.5, 2.0]
+    """
+    _check_array(input, "hardtanh")
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                         f"({max_val})")
+    out = _hardtanh(input, min_val, max_val)
+    return _inplace(input, out) if inplace else out
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place ``hardtanh``.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> x = ember.asarray([-3.0, 3.0]); _ = F.hardtanh_(x); x.tolist()
+    [-1.0, 1.0]
+    """
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    """min(max(x, 0), 6).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.relu6(ember.asarray([-1.0, 3.0, 9.0])).tolist()
+    [0.0, 3.0, 6.0]
+    """
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+# ---------------------------------------------------------------- leaky relu
+
+def _leaky_relu_grad(g, res, input, negative_slope=0.01):
+    E = _E()
+    return (E.where(input > 0, g, g * negative_slope),)
+
+
+@defop("nn.functional.activation._leaky_relu", grad=_leaky_relu_grad, save_args=True)
+def _leaky_relu(input, negative_slope=0.01):
+    E = _E()
+    return E.where(input > 0, input, input * negative_slope)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x if x > 0 else negative_slope * x.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.leaky_relu(ember.asarray([-2.0, 2.0]), 0.1).tolist()
+    [-0.2, 2.0]
+    """
+    _check_array(input, "leaky_relu")
+    out = _leaky_relu(input, negative_slope)
+    return _inplace(input, out) if inplace else out
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """In-place ``leaky_relu``.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> x = ember.asarray([-2.0]); _ = F.leaky_relu_(x, 0.5); x.tolist()
+    [-1.0]
+    """
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+# ---------------------------------------------------------------- sigmoid
+
+def _sigmoid_grad(g, res, input):
+    return (g * res * (1 - res),)
+
+
+@defop("nn.functional.sigmoid", grad=_sigmoid_grad, save_args=False, save_result=True)
+def sigmoid(input):
+    """1 / (1 + exp(-x)), without overflow for large |x|.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.sigmoid(ember.asarray([0.0, 100.0, -100.0])).tolist()
+    [0.5, 1.0, 3.720075976020836e-44]
+    """
+    return _unary_kernel(_K().sigmoid_forward, input, "sigmoid")
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)) = -softplus(-x), stable for large |x|.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> round(F.logsigmoid(ember.asarray([0.0])).item(), 5)
+    -0.69315
+    """
+    return -softplus(-input)
+
+
+def tanh(input):
+    """Hyperbolic tangent (``ember.tanh``).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.tanh(ember.asarray([0.0])).tolist()
+    [0.0]
+    """
+    return _E().tanh(input)
+
+
+# ---------------------------------------------------------------- silu
+
+def _silu_backward_grad(gg, res, g, x):
+    s = sigmoid(x)
+    d2 = s * (1 - s) * (2 + x * (1 - 2 * s))
+    return _silu_backward(gg, x), gg * g * d2
+
+
+@defop("nn.functional.activation._silu_backward", grad=_silu_backward_grad, save_args=True)
+def _silu_backward(g, x):
+    return _binary_kernel(_K().silu_backward, g, x, "silu backward")
+
+
+def _silu_grad(g, res, input, inplace=False):
+    return (_silu_backward(g, input),)
+
+
+@defop("nn.functional.activation._silu", grad=_silu_grad, save_args=True)
+def _silu(input):
+    return _unary_kernel(_K().silu_forward, input, "silu")
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x) (also called swish).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> round(F.silu(ember.asarray([1.0])).item(), 5)
+    0.73106
+    """
+    _check_array(input, "silu")
+    out = _silu(input)
+    return _inplace(input, out) if inplace else out
+
+
+# ---------------------------------------------------------------- gelu
+
+def _gelu_backward_grad(gg, res, g, x):
+    E = _E()
+    pdf = E.exp(-0.5 * x * x) * _INV_SQRT_2PI
+    return _gelu_backward(gg, x), gg * g * pdf * (2 - x * x)
+
+
+@defop("nn.functional.activation._gelu_backward", grad=_gelu_backward_grad, save_args=True)
+def _gelu_backward(g, x):
+    return _binary_kernel(_K().gelu_backward, g, x, "gelu backward")
+
+
+def _gelu_grad(g, res, input):
+    return (_gelu_backward(g, input),)
+
+
+@defop("nn.functional.activation._gelu", grad=_gelu_grad, save_args=True)
+def _gelu(input):
+    return _unary_kernel(_K().gelu_forward, input, "gelu")
+
+
+def _gelu_tanh_grad(g, res, input):
+    E = _E()
+    x = input
+    inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+    t = E.tanh(inner)
+    d_inner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+    return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
+
+
+@defop("nn.functional.activation._gelu_tanh", grad=_gelu_tanh_grad, save_args=True)
+def _gelu_tanh(input):
+    E = _E()
+    x = input
+    return 0.5 * x * (1 + E.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+
+
+def gelu(input, approximate="none"):
+    """Gaussian error linear unit: x * Phi(x) (``approximate='tanh'``: PyTorch's tanh
+    approximation).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> [round(v, 5) for v in F.gelu(ember.asarray([-1.0, 1.0])).tolist()]
+    [-0.15866, 0.84134]
+    """
+    _check_array(input, "gelu")
+    if approximate == "none":
+        return _gelu(input)
+    if approximate == "tanh":
+        return _gelu_tanh(input)
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+# ---------------------------------------------------------------- elu family
+
+def _elu_grad(g, res, input, alpha=1.0, scale=1.0, input_scale=1.0):
+    E = _E()
+    # negative side: d/dx scale*alpha*(exp(x*is)-1) = is * (res + scale*alpha)
+    return (E.where(input > 0, g * scale, g * input_scale * (res + scale * alpha)),)
+
+
+@defop("nn.functional.activation._elu", grad=_elu_grad, save_args=True, save_result=True)
+def _elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
+    E = _E()
+    neg = E.expm1(input * input_scale) * (scale * alpha)
+    return E.where(input > 0, input * scale, neg)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x if x > 0 else alpha * (exp(x) - 1).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> [round(v, 4) for v in F.elu(ember.asarray([-1.0, 2.0])).tolist()]
+    [-0.6321, 2.0]
+    """
+    _check_array(input, "elu")
+    out = _elu(input, alpha)
+    return _inplace(input, out) if inplace else out
+
+
+def elu_(input, alpha=1.0):
+    """In-place ``elu``.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> x = ember.asarray([2.0]); _ = F.elu_(x); x.tolist()
+    [2.0]
+    """
+    return elu(input, alpha, inplace=True)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    """scale * elu(x, alpha) with PyTorch's fixed alpha and scale.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> round(F.selu(ember.asarray([1.0])).item(), 4)
+    1.0507
+    """
+    _check_array(input, "selu")
+    out = _elu(input, _SELU_ALPHA, _SELU_SCALE)
+    return _inplace(input, out) if inplace else out
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> round(F.celu(ember.asarray([-1.0]), alpha=2.0).item(), 4)
+    -0.7869
+    """
+    _check_array(input, "celu")
+    if alpha == 0:
+        raise ValueError("celu: alpha must not be zero")
+    out = _elu(input, alpha, 1.0, 1.0 / alpha)
+    return _inplace(input, out) if inplace else out
+
+
+# ---------------------------------------------------------------- softplus
+
+def _softplus_grad(g, res, input, beta=1.0, threshold=20.0):
+    E = _E()
+    return (E.where(input * beta > threshold, g, g * sigmoid(input * beta)),)
+
+
+@defop("nn.functional.softplus", grad=_softplus_grad, save_args=True)
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> [round(v, 4) for v in F.softplus(ember.asarray([0.0, 30.0])).tolist()]
+    [0.6931, 30.0]
+    """
+    E = _E()
+    _check_array(input, "softplus")
+    z = input * beta
+    # log1p(exp(z)) = max(z, 0) + log1p(exp(-|z|)): no overflow
+    sp = E.maximum(z, 0) + E.log1p(E.exp(-E.abs(z)))
+    if beta != 1:
+        sp = sp / beta
+    return E.where(z > threshold, input, sp)
+
+
+# ---------------------------------------------------------------- composites
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x)).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> round(F.mish(ember.asarray([1.0])).item(), 4)
+    0.8651
+    """
+    out = input * _E().tanh(softplus(input))
+    return _inplace(input, out) if inplace else out
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3) / 6.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.hardsigmoid(ember.asarray([-4.0, 0.0, 4.0])).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    out = _hardtanh(input + 3.0, 0.0, 6.0) / 6.0
+    return _inplace(input, out) if inplace else out
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.hardswish(ember.asarray([-4.0, 0.0, 4.0])).tolist()
+    [-0.0, 0.0, 4.0]
+    """
+    out = input * (_hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
+    return _inplace(input, out) if inplace else out
+
+
+def softsign(input):
+    """x / (1 + |x|).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.softsign(ember.asarray([1.0])).tolist()
+    [0.5]
+    """
+    return input / (1 + _E().abs(input))
+
+
+def tanhshrink(input):
+    """x - tanh(x).
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.tanhshrink(ember.asarray([0.0])).tolist()
+    [0.0]
+    """
+    return input - _E().tanh(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x if x > threshold else value.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.threshold(ember.asarray([0.5, 2.0]), 1.0, -1.0).tolist()
+    [-1.0, 2.0]
+    """
+    E = _E()
+    out = E.where(input > threshold, input, E.asarray(value, dtype=input.dtype))
+    return _inplace(input, out) if inplace else out
+
+
+def prelu(input, weight):
+    """x if x > 0 else weight * x, weight broadcast over the channel axis 1.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.prelu(ember.asarray([[-2.0, 2.0]]), ember.asarray([0.25])).tolist()
+    [[-0.5, 2.0]]
+    """
+    E = _E()
+    if weight.size != 1 and input.ndim >= 2:
+        if weight.size != input.shape[1]:
+            raise ValueError(f"prelu: weight has {weight.size} elements but the input has "
+                             f"{input.shape[1]} channels (axis 1)")
+        weight = weight.reshape((-1,) + (1,) * (input.ndim - 2))
+    return E.where(input > 0, input, weight * input)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b) where a, b are the two halves of `input` along `dim`.
+
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.glu(ember.ones((2, 4))).shape
+    (2, 2)
+    """
+    n = input.shape[dim]
+    if n % 2:
+        raise ValueError(f"glu: halving dimension must be even, but dimension {dim} is size {n}")
+    E = _E()
+    a, b = E.split(input, 2, axis=dim)
+    return a * sigmoid(b)

@@ -237,7 +237,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", dtype, op)
     if is_causal and attn_mask is None:
         raise RuntimeError(f"{op}: need attn_mask if specifying the is_causal hint; "
-                           f"ember.nn.Transformer.generate_square_subsequent_mask(L) makes one")
+                           f"ember.nn.generate_square_subsequent_mask(L) makes one")
     if is_causal and key_padding_mask is None and not need_weights:
         attn_mask = None
     else:

@@ -217,7 +217,7 @@ def _input(op, x, nd):
     return x
 
 
-def _window(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode, is_max):
+def _window(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode):
     k = _pair(kernel_size, nd, "kernel_size", op)
     s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) \
         else _pair(stride, nd, "stride", op)
@@ -234,12 +234,9 @@ def _window(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode, is_max
     if min(p) < 0:
         raise ValueError(f"{op}: padding must be non-negative, but got {p[2 - nd:]}")
     for i in range(2 - nd, 2):
-        eff = (k[i] - 1) * d[i] + 1 if is_max else k[i]
-        if p[i] > eff // 2:
-            what = "effective kernel size" if is_max else "kernel size"
-            raise ValueError(f"{op}: pad should be at most half of {what}, but got "
-                             f"pad={p[i]}, kernel_size={k[i]}" +
-                             (f" and dilation={d[i]}" if is_max else ""))
+        if p[i] > k[i] // 2:                         # torch checks the plain kernel size
+            raise ValueError(f"{op}: pad should be at most half of kernel size, but got "
+                             f"pad={p[i]}, kernel_size={k[i]}")
     H, W = _spatial(x.shape, nd)
     OH = _pool_out(H, k[0], s[0], p[0], d[0], ceil_mode)
     OW = _pool_out(W, k[1], s[1], p[1], d[1], ceil_mode)
@@ -267,7 +264,7 @@ def _adaptive_size(op, x, nd, output_size):
 def _max_pool_nd(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode,
                  return_indices):
     x = _input(op, input, nd)
-    k, s, p, d = _window(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode, True)
+    k, s, p, d = _window(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     out, idx = _max_pool(x, nd, k, s, p, d, bool(ceil_mode))
     return (out, idx) if return_indices else out
 
@@ -305,7 +302,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def _avg_pool_nd(op, nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                  divisor_override):
     x = _input(op, input, nd)
-    k, s, p, _ = _window(op, x, nd, kernel_size, stride, padding, 1, ceil_mode, False)
+    k, s, p, _ = _window(op, x, nd, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None:
         divisor_override = int(divisor_override)
         if divisor_override == 0:

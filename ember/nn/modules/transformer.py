@@ -1,2 +1,295 @@
-"""(placeholder: filled by its owner)"""
-__all__ = []
+"""Multi-head attention and the Transformer encoder (PyTorch's modules and numerics).
+
+Parameter names and initialisation are PyTorch's (``in_proj_weight``, ``in_proj_bias``,
+``out_proj.weight``, ``out_proj.bias``; ``self_attn.*``, ``linear1``, ``linear2``,
+``norm1``, ``norm2`` in an encoder layer; ``layers.{i}.*`` in an encoder), so a
+PyTorch ``state_dict`` loads as is.
+"""
+import copy
+import math
+
+import ember as E
+from ember._core.array import ndarray
+from ember.nn.parameter import Parameter
+from ember.nn.modules.module import Module
+from ember.nn.modules.container import ModuleList
+from ember.nn.modules.linear import Linear
+
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "generate_square_subsequent_mask"]
+
+
+def _F():
+    from ember.nn import functional as F
+    return F
+
+
+def generate_square_subsequent_mask(sz, dtype=None):
+    """The ``(sz, sz)`` causal mask: 0 on and below the diagonal, -inf above it.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.generate_square_subsequent_mask(3).tolist()
+    [[0.0, -inf, -inf], [0.0, 0.0, -inf], [0.0, 0.0, 0.0]]
+    """
+    return E.triu(E.full((sz, sz), -math.inf, dtype=dtype or E.get_default_dtype()), 1)
+
+
+def _float_mask(mask, name, dtype):
+    """PyTorch's ``_canonical_mask``: bool True -> -inf, float kept, other dtypes refused."""
+    if mask is None:
+        return None
+    if not isinstance(mask, ndarray):
+        mask = E.asarray(mask)
+    if mask.dtype == E.bool:
+        return E.where(mask, E.full((), -math.inf, dtype=dtype), E.zeros((), dtype=dtype))
+    if mask.dtype.kind != "f":
+        raise TypeError(f"only bool and floating types of {name} are supported, got dtype "
+                        f"{mask.dtype}")
+    return mask
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention from "Attention Is All You Need" (PyTorch's module).
+
+    ``forward(query, key, value, key_padding_mask=None, need_weights=True,
+    attn_mask=None, average_attn_weights=True, is_causal=False)`` returns
+    ``(attn_output, attn_weights or None)``.  Inputs are ``(L, N, E)`` (``(N, L, E)``
+    with ``batch_first=True``) or unbatched ``(L, E)``.  Masks follow PyTorch: a
+    boolean `key_padding_mask` / `attn_mask` is True where attention is NOT allowed,
+    a float one is added to the scores.  Pass ``need_weights=False`` for speed.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> mha = nn.MultiheadAttention(16, 4, batch_first=True)
+    >>> x = ember.ones((2, 5, 16))
+    >>> out, w = mha(x, x, x)
+    >>> out.shape, w.shape
+    ((2, 5, 16), (2, 5, 5))
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None):
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise ValueError(f"embed_dim must be divisible by num_heads, got embed_dim="
+                             f"{embed_dim} and num_heads={num_heads}")
+        dt = dtype if dtype is not None else E.get_default_dtype()
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(E.empty((embed_dim, embed_dim), dtype=dt))
+            self.k_proj_weight = Parameter(E.empty((embed_dim, self.kdim), dtype=dt))
+            self.v_proj_weight = Parameter(E.empty((embed_dim, self.vdim), dtype=dt))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(E.empty((3 * embed_dim, embed_dim), dtype=dt))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(E.empty((3 * embed_dim,), dtype=dt))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dt)
+        if add_bias_kv:
+            self.bias_k = Parameter(E.empty((1, 1, embed_dim), dtype=dt))
+            self.bias_v = Parameter(E.empty((1, 1, embed_dim), dtype=dt))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        from ember.nn import init
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def extra_repr(self):
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        F = _F()
+        is_batched = query.ndim == 3
+        kw = dict(training=self.training, key_padding_mask=key_padding_mask,
+                  need_weights=need_weights, attn_mask=attn_mask,
+                  average_attn_weights=average_attn_weights, is_causal=is_causal,
+                  batch_first=self.batch_first and is_batched)
+        if not self._qkv_same_embed_dim:
+            kw.update(use_separate_proj_weight=True, q_proj_weight=self.q_proj_weight,
+                      k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight)
+        return F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, **kw)
+
+
+def _activation_fn(activation):
+    F = _F()
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a feed-forward network, each with a residual and LayerNorm.
+
+    Arguments as PyTorch's: d_model, nhead, dim_feedforward=2048, dropout=0.1,
+    activation='relu' ('gelu' or a callable), layer_norm_eps=1e-5, batch_first=False,
+    norm_first=False, bias=True.  ``forward(src, src_mask=None,
+    src_key_padding_mask=None, is_causal=False)``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> layer = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
+    >>> layer(ember.ones((2, 5, 16))).shape
+    (2, 5, 16)
+    """
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        from ember.nn.modules.dropout import Dropout
+        from ember.nn.modules.normalization import LayerNorm
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        if isinstance(activation, str):
+            activation = _activation_fn(activation)
+        F = _F()
+        from ember.nn.modules import activation as _act
+        if activation is F.relu or isinstance(activation, getattr(_act, "ReLU", ())):
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or isinstance(activation, getattr(_act, "GELU", ())):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
+        self.activation = activation
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
+
+def _is_causal_mask(mask, size):
+    """PyTorch's ``_detect_is_causal_mask`` for is_causal=None: mask == the causal mask."""
+    if mask is None or mask.ndim != 2 or tuple(mask.shape) != (size, size):
+        return False
+    ref = generate_square_subsequent_mask(size, dtype=mask.dtype)
+    return bool(E.all(mask == ref))
+
+
+class TransformerEncoder(Module):
+    """A stack of `num_layers` deep copies of `encoder_layer`, then `norm` if given.
+
+    ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)``; with
+    ``is_causal=None`` a `mask` equal to the causal mask is detected as causal.
+    In evaluation without gradients, with a `src_key_padding_mask` and a layer that
+    PyTorch runs on its nested-tensor fast path, the outputs at padded positions are
+    zeros (before `norm`), as PyTorch's are.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> layer = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32)
+    >>> enc = nn.TransformerEncoder(layer, num_layers=2)
+    >>> enc(ember.ones((5, 2, 16))).shape
+    (5, 2, 16)
+    """
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
+                 mask_check=True):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        layer = encoder_layer
+        self.use_nested_tensor = bool(
+            enable_nested_tensor and isinstance(layer, TransformerEncoderLayer)
+            and not layer.norm_first and layer.self_attn.batch_first
+            and layer.self_attn._qkv_same_embed_dim and layer.self_attn.in_proj_bias is not None
+            and layer.activation_relu_or_gelu and layer.norm1.eps == layer.norm2.eps
+            and layer.self_attn.num_heads % 2 == 0)
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        if self.num_layers == 0:
+            return self.norm(src) if self.norm is not None else src
+        first = self.layers[0]
+        batch_first = first.self_attn.batch_first
+        dtype = src.dtype
+        kpm = _float_mask(src_key_padding_mask, "src_key_padding_mask", dtype)
+        mask = _float_mask(mask, "mask", dtype)
+        seq_len = src.shape[0] if src.ndim == 2 else src.shape[1 if batch_first else 0]
+        if is_causal is None:
+            is_causal = _is_causal_mask(mask, seq_len)
+        keep = None
+        if (self.use_nested_tensor and not first.training and src.ndim == 3
+                and kpm is not None and mask is None and not self._grad_needed(src)):
+            # PyTorch runs this case on nested tensors and pads the result with zeros
+            keep = kpm == 0
+            if self.mask_check and kpm.shape[1] > 1 and \
+                    bool(E.any(keep[:, 1:] & E.logical_not(keep[:, :-1]))):
+                keep = None                  # not left-aligned: PyTorch's padded path
+        output = src
+        for mod in self.layers:
+            output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=kpm)
+        if keep is not None:
+            output = output * keep[..., None].astype(output.dtype)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+    def _grad_needed(self, src):
+        if not E.is_grad_enabled():
+            return False
+        if src.requires_grad:
+            return True
+        return any(p.requires_grad for p in self.layers[0].parameters())
