@@ -34,7 +34,7 @@ import pickle
 import numpy as np
 
 from ember._core.array import ndarray
-from ember._api._util import wrap, numpy_view
+from ember._api._util import wrap, numpy_view, empty_raw
 
 try:                                        # POSIX shared memory (CPython's own module)
     import _posixshmem
@@ -45,6 +45,8 @@ except ImportError:                         # pragma: no cover - non-POSIX platf
 
 _ALIGN = 64
 _MIN_SEGMENT = 1 << 20          # first segment of a worker: at least 1 MiB (tmpfs is sparse)
+SMALL = 32 << 10                # arrays below this many bytes travel pickled in the metadata
+                                # (a segment costs more than copying them)
 
 
 def _round_up(n, a):
@@ -100,9 +102,16 @@ class Arena:
         self.pos = 0
 
     def alloc(self, shape, dtype):
-        """(ember array, NumPy view) of a C-contiguous array inside the arena."""
+        """(ember array, NumPy view) of a C-contiguous array inside the arena
+        (small arrays: in private memory; they are pickled)."""
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if nbytes < SMALL:
+            out = empty_raw(shape, dtype)
+            return out, numpy_view(out)
+        return self._alloc(shape, dtype, nbytes)
+
+    def _alloc(self, shape, dtype, nbytes):
         if not self.segments or self.pos + nbytes > self.segments[-1][2].shape[0]:
             self._new_segment(nbytes)
         raw = self.segments[-1][2]
@@ -161,7 +170,9 @@ class _Packer(pickle.Pickler):
             return (-1, 0, a.shape, None, a.dtype.str, is_ember)
         loc = self.arena.locate(a)
         if loc is None:
-            _, view = self.arena.alloc(a.shape, a.dtype)
+            if a.nbytes < SMALL:
+                return None                 # pickled inline with the metadata
+            _, view = self.arena._alloc(a.shape, a.dtype, a.nbytes)
             view[...] = a
             a = view
             loc = self.arena.locate(a)

@@ -179,7 +179,9 @@ def _to_ember(value, dtype=None):
         a = value.detach() if value.requires_grad else value
         out = ember.array(a, dtype=dtype if dtype is not None else a.dtype, copy=True)
     else:
-        out = ember.array(np.array(value, dtype=dtype), copy=True)
+        if hasattr(value, "detach") and hasattr(value, "numpy"):   # a torch tensor
+            value = value.detach().cpu().numpy()
+        out = ember.array(np.array(np.asarray(value), dtype=dtype), copy=True)
     return ember.ascontiguousarray(out)
 
 

@@ -15,7 +15,10 @@ caller chose decides how far the bottom/right padding reaches.
 """
 cimport cython
 cimport numpy as cnp
-from cython.parallel cimport prange
+from cython.parallel cimport prange, parallel, threadid
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, free
+from ember._core.elementwise cimport num_threads
 from libc.string cimport memset, memcpy
 
 cnp.import_array()
@@ -204,3 +207,339 @@ def col2im(cnp.ndarray col, cnp.ndarray x, int kh, int kw, int sh, int sw, int p
         with nogil:
             _col2im(<const double*>cnp.PyArray_DATA(col), <double*>cnp.PyArray_DATA(x), N, C, H,
                     W, kh, kw, sh, sw, ph, pw, dh, dw, OH, OW, sn, sr, par)
+
+
+# ====================================================================== float32 fast path
+#
+# Direct convolutions on flat, zero-padded sources with the AVX-512 kernels of
+# conv_simd.h (see there).  One sample at a time per thread, so every buffer a
+# thread touches stays in its cache; no column buffer, no BLAS.  For a stride
+# s the padded input is split into s*s phase planes (rows y*s + py, columns
+# x*s + px), which turns every tap into a fixed offset; the input gradient is
+# computed phase by phase of the gradient image in the same way.
+
+cdef extern from "conv_simd.h" nogil:
+    int emb_conv_has_avx512()
+    void emb_og(int simd, const float* A, int T, int R, const float* src, const int64_t* off,
+                float* out, int64_t ldo, int64_t L)
+    void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R, const float* src,
+                  int64_t sn, const int64_t* off, int T, int64_t Lr, int NB, float* dW,
+                  int64_t ldw)
+
+import numpy as _np
+
+cdef int _SIMD = emb_conv_has_avx512()
+cdef int64_t SLACK = 64           # zero floats after every flat source (over-reads land here)
+
+
+def fast_available():
+    """True when the AVX-512 direct-convolution kernels can run on this CPU."""
+    return bool(_SIMD)
+
+
+cdef inline int64_t _cdiv(int64_t a, int64_t b) noexcept nogil:
+    return (a + b - 1) // b
+
+
+cdef void _build_src(const float* xn, float* src, int64_t C, int64_t H, int64_t W,
+                     int64_t ph0, int64_t pw0, int64_t sh, int64_t sw, int64_t Hq,
+                     int64_t Wq, int64_t total) noexcept nogil:
+    """src = the zero-padded planes of one sample, split into sh*sw phases."""
+    cdef int64_t py, px, c, y, x, yy, xx, plane = Hq * Wq, base, x0, x1
+    cdef float* row
+    cdef const float* xrow
+    memset(src, 0, total * sizeof(float))
+    for py in range(sh):
+        for px in range(sw):
+            base = (py * sw + px) * C * plane
+            # columns x with 0 <= x*sw + px - pw0 < W
+            x0 = 0
+            if px - pw0 < 0:
+                x0 = _cdiv(pw0 - px, sw)
+            x1 = 0
+            if W - 1 - px + pw0 >= 0:
+                x1 = (W - 1 - px + pw0) // sw + 1
+            if x1 > Wq:
+                x1 = Wq
+            for c in range(C):
+                for y in range(Hq):
+                    yy = y * sh + py - ph0
+                    if yy < 0 or yy >= H:
+                        continue
+                    row = src + base + c * plane + y * Wq
+                    xrow = xn + (c * H + yy) * W
+                    if sw == 1:
+                        if x1 > x0:
+                            memcpy(row + x0, xrow + x0 + px - pw0, (x1 - x0) * sizeof(float))
+                    else:
+                        for x in range(x0, x1):
+                            row[x] = xrow[x * sw + px - pw0]
+
+
+cdef int _f32_check(str op, tuple arrays) except -1:
+    for a in arrays:
+        if not isinstance(a, _np.ndarray) or a.dtype != _np.float32 or \
+                not a.flags.c_contiguous or a.ndim != 4:
+            raise TypeError(f"{op}: expected C-contiguous 4-d float32 arrays")
+    return 0
+
+
+def _src_geometry(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw, int64_t sh,
+                  int64_t sw, int64_t ph0, int64_t ph1, int64_t pw0, int64_t pw1, int64_t dh,
+                  int64_t dw):
+    """(Hq, Wq, source length, tap offsets in (c, i, j) order) for the phase-split source."""
+    Hp = H + ph0 + ph1
+    Wp = W + pw0 + pw1
+    Hq = (Hp + sh - 1) // sh
+    Wq = (Wp + sw - 1) // sw
+    plane = Hq * Wq
+    c = _np.arange(C, dtype=_np.int64)[:, None, None]
+    ii = (_np.arange(kh, dtype=_np.int64) * dh)[None, :, None]
+    jj = (_np.arange(kw, dtype=_np.int64) * dw)[None, None, :]
+    off = (((ii % sh) * sw + jj % sw) * C * plane + c * plane + (ii // sh) * Wq + jj // sw)
+    slack = SLACK + Wq + (kw - 1) * dw
+    return Hq, Wq, sh * sw * C * plane + slack, _np.ascontiguousarray(off.reshape(-1))
+
+
+def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, int pw1,
+                       int dh, int dw, int groups):
+    """out (N, O, OH, OW) = conv2d(x (N, C, H, W), w (O, C/groups, kh, kw)) + b."""
+    _f32_check("conv2d_forward_f32", (x, w, out))
+    cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef int64_t O = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
+    cdef int64_t OH = out.shape[2], OW = out.shape[3], G = groups
+    cdef int64_t Og = O // G, Tg = Cg * kh * kw
+    Hq_, Wq_, slen_, off_arr = _src_geometry(C, H, W, kh, kw, sh, sw, ph0, ph1, pw0, pw1, dh, dw)
+    cdef int64_t Hq = Hq_, Wq = Wq_, slen = slen_, L = OH * Wq
+    # packed weights: group g, tap t, output channel o -> A[(g*Tg + t)*Og + o]
+    A_arr = _np.ascontiguousarray(w.reshape(G, Og, Tg).transpose(0, 2, 1))
+    bias_arr = None if b is None else _np.ascontiguousarray(b, dtype=_np.float32)
+    cdef const float* A = <const float*>cnp.PyArray_DATA(A_arr)
+    cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(off_arr)
+    cdef const float* bias = NULL
+    if bias_arr is not None:
+        bias = <const float*>cnp.PyArray_DATA(bias_arr)
+    cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
+    cdef float* op = <float*>cnp.PyArray_DATA(out)
+    cdef bint direct = Wq == OW
+    cdef int nt = 1
+    if N > 1 and N * O * Tg * L >= 200000:
+        nt = num_threads()
+    cdef int64_t n, g, o, oy, ox, k
+    cdef float* src
+    cdef float* tmp
+    cdef float* dst
+    cdef float* orow
+    cdef const float* trow
+    cdef float bv
+    cdef int simd = _SIMD
+    src = tmp = NULL
+    with nogil, parallel(num_threads=nt):
+        src = <float*>malloc(slen * sizeof(float))
+        tmp = NULL
+        if not direct:
+            tmp = <float*>malloc(O * L * sizeof(float))
+        for n in prange(N, schedule="static"):
+            _build_src(xp + n * C * H * W, src, C, H, W, ph0, pw0, sh, sw, Hq, Wq, slen)
+            for g in range(G):
+                if direct:
+                    dst = op + (n * O + g * Og) * L
+                else:
+                    dst = tmp + g * Og * L
+                emb_og(simd, A + g * Tg * Og, <int>Tg, <int>Og, src, off + g * Tg, dst, L, L)
+            if direct:
+                if bias != NULL:
+                    for o in range(O):
+                        bv = bias[o]
+                        orow = op + (n * O + o) * L
+                        for k in range(L):
+                            orow[k] = orow[k] + bv
+            else:
+                for o in range(O):
+                    bv = 0
+                    if bias != NULL:
+                        bv = bias[o]
+                    for oy in range(OH):
+                        orow = op + ((n * O + o) * OH + oy) * OW
+                        trow = tmp + o * L + oy * Wq
+                        for ox in range(OW):
+                            orow[ox] = trow[ox] + bv
+        free(src)
+        free(tmp)
+
+
+def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0, int pw1,
+                      int dh, int dw, int groups):
+    """dwout (O, C/groups, kh, kw) = the weight gradient of conv2d for input x and output
+    gradient gout (N, O, OH, OW)."""
+    _f32_check("conv2d_weight_f32", (x, gout, dwout))
+    cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef int64_t O = dwout.shape[0], Cg = dwout.shape[1], kh = dwout.shape[2]
+    cdef int64_t kw = dwout.shape[3], OH = gout.shape[2], OW = gout.shape[3], G = groups
+    cdef int64_t Og = O // G, Tg = Cg * kh * kw
+    Hq_, Wq_, slen_, off_arr = _src_geometry(C, H, W, kh, kw, sh, sw, ph0, ph1, pw0, pw1, dh, dw)
+    cdef int64_t Hq = Hq_, Wq = Wq_, slen = slen_, L = OH * Wq
+    cdef int64_t Lr = _cdiv(L, 16) * 16
+    cdef int64_t glen = O * Lr
+    cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(off_arr)
+    cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
+    cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
+    cdef float* dwp = <float*>cnp.PyArray_DATA(dwout)
+    # samples per chunk: keep a chunk's sources and gradients within ~384 KiB
+    cdef int64_t NB = (384 * 1024) // ((slen + glen) * 4)
+    if NB < 1:
+        NB = 1
+    cdef int nt = 1
+    if N > 1 and N * O * Tg * L >= 200000:
+        nt = num_threads()
+    if NB * nt > N:
+        NB = max(1, N // nt)
+    cdef int64_t nchunks = _cdiv(N, NB) if N > 0 else 0
+    if nt > nchunks:
+        nt = max(1, <int>nchunks)
+    cdef int64_t WN = O * Tg
+    part_arr = _np.zeros((nt, WN), dtype=_np.float32)
+    cdef float* part = <float*>cnp.PyArray_DATA(part_arr)
+    cdef int64_t ch, n0, nb, j, n, g, o, oy
+    cdef float* srcs
+    cdef float* gbuf
+    cdef float* grow
+    cdef float* mine
+    cdef int simd = _SIMD
+    srcs = gbuf = NULL
+    with nogil, parallel(num_threads=nt):
+        srcs = <float*>malloc(NB * slen * sizeof(float))
+        gbuf = <float*>malloc(NB * glen * sizeof(float))
+        for ch in prange(nchunks, schedule="static"):
+            mine = part + threadid() * WN
+            n0 = ch * NB
+            nb = N - n0
+            if nb > NB:
+                nb = NB
+            for j in range(nb):
+                n = n0 + j
+                _build_src(xp + n * C * H * W, srcs + j * slen, C, H, W, ph0, pw0, sh, sw, Hq,
+                           Wq, slen)
+                memset(gbuf + j * glen, 0, glen * sizeof(float))
+                for o in range(O):
+                    for oy in range(OH):
+                        grow = gbuf + j * glen + o * Lr + oy * Wq
+                        memcpy(grow, gp + ((n * O + o) * OH + oy) * OW, OW * sizeof(float))
+            for g in range(G):
+                emb_odot(simd, gbuf + g * Og * Lr, Lr, glen, <int>Og, srcs, slen, off + g * Tg,
+                         <int>Tg, Lr, <int>nb, mine + g * Og * Tg, Tg)
+        free(srcs)
+        free(gbuf)
+    _np.sum(part_arr, axis=0, out=dwout.reshape(-1))
+
+
+def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int pw1, int dh,
+                     int dw, int groups):
+    """dx (N, C, H, W) = the input gradient of conv2d (the transposed convolution of
+    gout (N, O, OH, OW) with w (O, C/groups, kh, kw))."""
+    _f32_check("conv2d_input_f32", (gout, w, dx))
+    cdef int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3]
+    cdef int64_t O = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
+    cdef int64_t OH = gout.shape[2], OW = gout.shape[3], G = groups, Og = O // G
+    # the phases of dx: rows y*sh + py, columns x*sw + px; for each, the taps (o, i, j)
+    # that reach it and the shift (ry, rx) of the gradient row / column they read
+    phases = []
+    for py in range(sh):
+        for px in range(sw):
+            Hph = (H - py + sh - 1) // sh if H > py else 0
+            Wph = (W - px + sw - 1) // sw if W > px else 0
+            ti = [(i, (py + ph0 - i * dh) // sh) for i in range(kh)
+                  if (py + ph0 - i * dh) % sh == 0]
+            tj = [(j, (px + pw0 - j * dw) // sw) for j in range(kw)
+                  if (px + pw0 - j * dw) % sw == 0]
+            phases.append((py, px, Hph, Wph, ti, tj))
+    ry_all = [r for p in phases for _, r in p[4]] or [0]
+    rx_all = [r for p in phases for _, r in p[5]] or [0]
+    PT = max(0, -min(ry_all))
+    PL = max(0, -min(rx_all))
+    PB = max(0, max(p[2] for p in phases) + max(ry_all) - OH)
+    PR = max(0, max(p[3] for p in phases) + max(rx_all) - OW)
+    cdef int64_t HG = OH + PT + PB, WG = OW + PL + PR, gplane = HG * WG
+    cdef int64_t cPT = PT, cPL = PL
+    cdef int64_t glen = O * gplane + SLACK + 2 * WG
+    # per phase and group: taps (o, i, j) -> offsets into the padded gradient and the
+    # packed weights A[t*Cg + c] = w[g*Og + o, c, i, j]
+    nph = len(phases)
+    offs, packs, tstart, ntaps, geo = [], [], [], [], []
+    pos = 0
+    for (py, px, Hph, Wph, ti, tj) in phases:
+        for g in range(G):
+            ol = _np.arange(Og, dtype=_np.int64)
+            if ti and tj:
+                iv = _np.array([i for i, _ in ti], dtype=_np.int64)
+                jv = _np.array([j for j, _ in tj], dtype=_np.int64)
+                ryv = _np.array([r for _, r in ti], dtype=_np.int64)
+                rxv = _np.array([r for _, r in tj], dtype=_np.int64)
+                o_g = (g * Og + ol)[:, None, None]
+                offs.append((o_g * gplane + (ryv[None, :, None] + PT) * WG
+                             + (rxv[None, None, :] + PL)).reshape(-1))
+                wg = w[g * Og:(g + 1) * Og][:, :, iv][:, :, :, jv]      # (Og, Cg, ni, nj)
+                packs.append(_np.ascontiguousarray(wg.transpose(0, 2, 3, 1)).reshape(-1))
+                T = Og * len(ti) * len(tj)
+            else:
+                T = 0
+            tstart.append(pos)
+            ntaps.append(T)
+            pos += T
+        geo.append((py, px, Hph, Wph))
+    off_arr = _np.concatenate(offs) if offs else _np.zeros(1, _np.int64)
+    A_arr = _np.concatenate(packs).astype(_np.float32) if packs else _np.zeros(1, _np.float32)
+    off_arr = _np.ascontiguousarray(off_arr, dtype=_np.int64)
+    ts_arr = _np.asarray(tstart, dtype=_np.int64)
+    nt_arr = _np.asarray(ntaps, dtype=_np.int64)
+    geo_arr = _np.asarray(geo, dtype=_np.int64).reshape(nph, 4)
+    cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(off_arr)
+    cdef const float* A = <const float*>cnp.PyArray_DATA(A_arr)
+    cdef const int64_t* tsp = <const int64_t*>cnp.PyArray_DATA(ts_arr)
+    cdef const int64_t* ntp = <const int64_t*>cnp.PyArray_DATA(nt_arr)
+    cdef const int64_t* gep = <const int64_t*>cnp.PyArray_DATA(geo_arr)
+    cdef int64_t Lmax = int(max([p[2] for p in phases])) * WG
+    cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
+    cdef float* dxp = <float*>cnp.PyArray_DATA(dx)
+    cdef int nt = 1
+    if N > 1 and N * O * Cg * kh * kw * OH * OW >= 200000:
+        nt = num_threads()
+    cdef int64_t n, o, oy, ph, gi, c, y, x, k, pyy, pxx, Hph_, Wph_, Lph
+    cdef float* gsrc
+    cdef float* tmp
+    cdef float* drow
+    cdef const float* trow
+    cdef int simd = _SIMD
+    gsrc = tmp = NULL
+    with nogil, parallel(num_threads=nt):
+        gsrc = <float*>malloc(glen * sizeof(float))
+        tmp = <float*>malloc((C * Lmax + 1) * sizeof(float))
+        for n in prange(N, schedule="static"):
+            memset(gsrc, 0, glen * sizeof(float))
+            for o in range(O):
+                for oy in range(OH):
+                    memcpy(gsrc + o * gplane + (oy + cPT) * WG + cPL,
+                           gp + ((n * O + o) * OH + oy) * OW, OW * sizeof(float))
+            for ph in range(nph):
+                pyy = gep[4 * ph]
+                pxx = gep[4 * ph + 1]
+                Hph_ = gep[4 * ph + 2]
+                Wph_ = gep[4 * ph + 3]
+                if Hph_ == 0 or Wph_ == 0:
+                    continue
+                Lph = Hph_ * WG
+                for gi in range(G):
+                    k = ph * G + gi
+                    emb_og(simd, A + tsp[k] * Cg, <int>ntp[k], <int>Cg, gsrc, off + tsp[k],
+                           tmp + gi * Cg * Lph, Lph, Lph)
+                for c in range(C):
+                    for y in range(Hph_):
+                        drow = dxp + ((n * C + c) * H + y * sh + pyy) * W + pxx
+                        trow = tmp + c * Lph + y * WG
+                        if sw == 1:
+                            memcpy(drow, trow, Wph_ * sizeof(float))
+                        else:
+                            for x in range(Wph_):
+                                drow[x * sw] = trow[x]
+        free(gsrc)
+        free(tmp)

@@ -10,7 +10,9 @@ cimport cython
 from cython.parallel cimport prange
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t
+from openmp cimport omp_get_max_threads
 from libc.math cimport erf as c_erf, erff as c_erff, exp as c_exp, expf as c_expf
+from libc.math cimport expm1 as expm1_, log1p as log1p_
 
 ctypedef fused real:
     float
@@ -21,6 +23,10 @@ ctypedef fused index_t:
     int64_t
 
 cdef Py_ssize_t PAR_MIN = 32768       # elements below which threads cost more than they save
+
+
+cdef inline int _nthreads(Py_ssize_t n) noexcept nogil:
+    return 1 if n < PAR_MIN else omp_get_max_threads()
 
 
 def gather_rows(const real[:, ::1] weight, const index_t[::1] idx, real[:, ::1] out):
@@ -240,3 +246,100 @@ def relu_backward(const real[::1] g, const real[::1] res, real[::1] out):
         else:
             for i in range(n):
                 out[i] = g[i] if res[i] > 0 else 0
+
+
+def leaky_relu_forward(const real[::1] x, double slope, real[::1] out):
+    """out = x if x > 0 else slope * x."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef real s = <real>slope
+    with nogil:
+        if n >= PAR_MIN:
+            for i in prange(n, schedule="static"):
+                out[i] = x[i] if x[i] > 0 else x[i] * s
+        else:
+            for i in range(n):
+                out[i] = x[i] if x[i] > 0 else x[i] * s
+
+
+def leaky_relu_backward(const real[::1] g, const real[::1] x, double slope, real[::1] out):
+    """out = g if x > 0 else slope * g."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef real s = <real>slope
+    with nogil:
+        if n >= PAR_MIN:
+            for i in prange(n, schedule="static"):
+                out[i] = g[i] if x[i] > 0 else g[i] * s
+        else:
+            for i in range(n):
+                out[i] = g[i] if x[i] > 0 else g[i] * s
+
+
+def hardtanh_backward(const real[::1] g, const real[::1] x, double lo, double hi,
+                      real[::1] out):
+    """out = g where lo < x < hi, else 0."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef real l = <real>lo, h = <real>hi
+    with nogil:
+        if n >= PAR_MIN:
+            for i in prange(n, schedule="static"):
+                out[i] = g[i] if (x[i] > l and x[i] < h) else 0
+        else:
+            for i in range(n):
+                out[i] = g[i] if (x[i] > l and x[i] < h) else 0
+
+
+def elu_forward(const real[::1] x, double alpha, double scale, double input_scale,
+                real[::1] out):
+    """out = scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef double v
+    with nogil:
+        for i in prange(n, schedule="static", num_threads=_nthreads(n)):
+            v = x[i]
+            if v > 0:
+                out[i] = <real>(scale * v)
+            else:
+                out[i] = <real>(scale * alpha * expm1_(v * input_scale))
+
+
+def elu_backward(const real[::1] g, const real[::1] x, double alpha, double scale,
+                 double input_scale, real[::1] out):
+    """Derivative of elu_forward times g."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef double v
+    with nogil:
+        for i in prange(n, schedule="static", num_threads=_nthreads(n)):
+            v = x[i]
+            if v > 0:
+                out[i] = <real>(g[i] * scale)
+            else:
+                out[i] = <real>(g[i] * scale * alpha * input_scale * c_exp(v * input_scale))
+
+
+def softplus_forward(const real[::1] x, double beta, double threshold, real[::1] out):
+    """out = log1p(exp(beta x)) / beta, or x where beta x > threshold."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef double z
+    with nogil:
+        for i in prange(n, schedule="static", num_threads=_nthreads(n)):
+            z = x[i] * beta
+            if z > threshold:
+                out[i] = x[i]
+            elif z > 0:
+                out[i] = <real>((z + log1p_(c_exp(-z))) / beta)
+            else:
+                out[i] = <real>(log1p_(c_exp(z)) / beta)
+
+
+def softplus_backward(const real[::1] g, const real[::1] x, double beta, double threshold,
+                      real[::1] out):
+    """out = g * sigmoid(beta x), or g where beta x > threshold."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef double z
+    with nogil:
+        for i in prange(n, schedule="static", num_threads=_nthreads(n)):
+            z = x[i] * beta
+            if z > threshold:
+                out[i] = g[i]
+            else:
+                out[i] = <real>(g[i] * _sigmoid_d(z))

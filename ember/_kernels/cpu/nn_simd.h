@@ -325,6 +325,45 @@ EM_CLONES static void em_acc_wb_f32(double* acc, double* acc2, const float* g, c
     }
 }
 
+/* *s1 = sum(g * w), *s2 = sum(g * w * x)   (w NULL: 1; float64 accumulators) */
+EM_CLONES static void em_sum_dot_w_f32(const float* g, const float* w, const float* x, ptrdiff_t n,
+                                       double* s1, double* s2) {
+    double a = 0.0, b = 0.0;
+    if (w) {
+#pragma omp simd reduction(+:a, b)
+        for (ptrdiff_t i = 0; i < n; i++) {
+            double gw = (double)g[i] * (double)w[i];
+            a += gw;
+            b += gw * (double)x[i];
+        }
+    } else {
+#pragma omp simd reduction(+:a, b)
+        for (ptrdiff_t i = 0; i < n; i++) {
+            a += (double)g[i];
+            b += (double)g[i] * (double)x[i];
+        }
+    }
+    *s1 = a;
+    *s2 = b;
+}
+
+/* acc[i] += x[i];  acc2[i] += x[i]^2   (float64 accumulators) */
+EM_CLONES static void em_acc_sumsq_f32(double* acc, double* acc2, const float* x, ptrdiff_t n) {
+#pragma omp simd
+    for (ptrdiff_t i = 0; i < n; i++) {
+        double v = (double)x[i];
+        acc[i] += v;
+        acc2[i] += v * v;
+    }
+}
+
+/* out[i] = g[i] * a[i] + x[i] * b[i] + c[i] */
+EM_CLONES static void em_gxb_vec_f32(float* out, const float* g, const float* x, const float* a,
+                                     const float* b, const float* c, ptrdiff_t n) {
+#pragma omp simd
+    for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a[i] + x[i] * b[i] + c[i];
+}
+
 /* ---- float64 (libm exp) ---- */
 
 EM_CLONES static double em_max_f64(const double* x, ptrdiff_t n) {
@@ -460,6 +499,54 @@ EM_CLONES static void em_acc_wb_f64(double* acc, double* acc2, const double* g, 
     for (ptrdiff_t i = 0; i < n; i++) {
         acc[i] += g[i] * (x[i] * a + b);
         acc2[i] += g[i];
+    }
+}
+
+/* *s1 = sum(g * w), *s2 = sum(g * w * x)   (w NULL: 1; float64 accumulators) */
+EM_CLONES static void em_sum_dot_w_f64(const double* g, const double* w, const double* x, ptrdiff_t n,
+                                       double* s1, double* s2) {
+    double a = 0.0, b = 0.0;
+    if (w) {
+#pragma omp simd reduction(+:a, b)
+        for (ptrdiff_t i = 0; i < n; i++) {
+            double gw = g[i] * w[i];
+            a += gw;
+            b += gw * x[i];
+        }
+    } else {
+#pragma omp simd reduction(+:a, b)
+        for (ptrdiff_t i = 0; i < n; i++) {
+            a += g[i];
+            b += g[i] * x[i];
+        }
+    }
+    *s1 = a;
+    *s2 = b;
+}
+
+/* acc[i] += x[i];  acc2[i] += x[i]^2   (float64 accumulators) */
+EM_CLONES static void em_acc_sumsq_f64(double* acc, double* acc2, const double* x, ptrdiff_t n) {
+#pragma omp simd
+    for (ptrdiff_t i = 0; i < n; i++) {
+        double v = x[i];
+        acc[i] += v;
+        acc2[i] += v * v;
+    }
+}
+
+/* out[i] = g[i] * a[i] + x[i] * b[i] + c[i] */
+EM_CLONES static void em_gxb_vec_f64(double* out, const double* g, const double* x, const double* a,
+                                     const double* b, const double* c, ptrdiff_t n) {
+#pragma omp simd
+    for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a[i] + x[i] * b[i] + c[i];
+}
+
+/* acc[i] += (x[i] - m[i])^2 */
+EM_CLONES static void em_acc_sqdev_f64(double* acc, const double* x, const double* m, ptrdiff_t n) {
+#pragma omp simd
+    for (ptrdiff_t i = 0; i < n; i++) {
+        double d = x[i] - m[i];
+        acc[i] += d * d;
     }
 }
 

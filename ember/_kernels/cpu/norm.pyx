@@ -1,2 +1,835 @@
 # cython: language_level=3
-"""(placeholder: filled by its owner)"""
+"""Normalization kernels (float32 / float64): layer norm, batch norm, group norm.
+
+Statistics accumulate in float64: float32 data in one pass (sum and sum of
+squares in float64, where cancellation is harmless), float64 data in two
+passes (mean, then squared deviations).  Saved statistics (mean and 1/std)
+are float64 arrays that the backward kernels reuse.
+
+Layouts (all C-contiguous):
+* layer norm: x as (M, N) rows, N the normalized size, weight/bias (N,);
+* batch norm: x as (N, C, S) (S = product of the spatial sizes, 1 for 2-d
+  input), statistics per channel over N and S;
+* group norm: x as (N, C, S), statistics per (sample, group) over C/G*S.
+Work is split over OpenMP threads (rows, or (sample, channel) runs) when
+large.  The vector primitives live in nn_simd.h.
+"""
+cimport cython
+from cython.parallel cimport prange, threadid
+from libc.math cimport sqrt
+from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memset
+
+from ember._core.array cimport ndarray, new_empty
+from ember._core.dtypes cimport T_FLOAT32, T_FLOAT64
+from ember._core.elementwise cimport num_threads
+
+cdef extern from "nn_simd.h" nogil:
+    void em_sum_sumsq_f32(const float* x, Py_ssize_t n, double* s, double* ss)
+    double em_sum_f32(const float* x, Py_ssize_t n)
+    double em_sqdev_f32(const float* x, double m, Py_ssize_t n)
+    void em_sum_dot_f32(const float* a, const float* b, Py_ssize_t n, double* sa, double* sab)
+    void em_sum_dot_w_f32(const float* g, const float* w, const float* x, Py_ssize_t n,
+                          double* s1, double* s2)
+    void em_axpb_f32(float* out, const float* x, float a, float b, Py_ssize_t n)
+    void em_affine_wb_f32(float* out, const float* x, float a, float b, const float* w,
+                          const float* c, Py_ssize_t n)
+    void em_gxwb_f32(float* out, const float* g, const float* w, const float* x, float a,
+                     float b, float c, Py_ssize_t n)
+    void em_gxb_f32(float* out, const float* g, const float* x, float a, float b, float c,
+                    Py_ssize_t n)
+    void em_gxb_vec_f32(float* out, const float* g, const float* x, const float* a,
+                        const float* b, const float* c, Py_ssize_t n)
+    void em_acc_wb_f32(double* acc, double* acc2, const float* g, const float* x, double a,
+                       double b, Py_ssize_t n)
+    void em_acc_sumsq_f32(double* acc, double* acc2, const float* x, Py_ssize_t n)
+    void em_sum_sumsq_f64(const double* x, Py_ssize_t n, double* s, double* ss)
+    double em_sum_f64(const double* x, Py_ssize_t n)
+    double em_sqdev_f64(const double* x, double m, Py_ssize_t n)
+    void em_sum_dot_f64(const double* a, const double* b, Py_ssize_t n, double* sa, double* sab)
+    void em_sum_dot_w_f64(const double* g, const double* w, const double* x, Py_ssize_t n,
+                          double* s1, double* s2)
+    void em_axpb_f64(double* out, const double* x, double a, double b, Py_ssize_t n)
+    void em_affine_wb_f64(double* out, const double* x, double a, double b, const double* w,
+                          const double* c, Py_ssize_t n)
+    void em_gxwb_f64(double* out, const double* g, const double* w, const double* x, double a,
+                     double b, double c, Py_ssize_t n)
+    void em_gxb_f64(double* out, const double* g, const double* x, double a, double b, double c,
+                    Py_ssize_t n)
+    void em_gxb_vec_f64(double* out, const double* g, const double* x, const double* a,
+                        const double* b, const double* c, Py_ssize_t n)
+    void em_acc_wb_f64(double* acc, double* acc2, const double* g, const double* x, double a,
+                       double b, Py_ssize_t n)
+    void em_acc_sumsq_f64(double* acc, double* acc2, const double* x, Py_ssize_t n)
+    void em_acc_sqdev_f64(double* acc, const double* x, const double* m, Py_ssize_t n)
+
+ctypedef fused real:
+    float
+    double
+
+cdef enum:
+    PAR_WORK = 32768        # elements below which one thread does everything
+
+# ---------------------------------------------------------------- primitives
+
+cdef inline void vsum_sumsq(const real* x, Py_ssize_t n, double* s, double* ss) noexcept nogil:
+    if real is float:
+        em_sum_sumsq_f32(x, n, s, ss)
+    else:
+        em_sum_sumsq_f64(x, n, s, ss)
+
+cdef inline double vsum(const real* x, Py_ssize_t n) noexcept nogil:
+    if real is float:
+        return em_sum_f32(x, n)
+    else:
+        return em_sum_f64(x, n)
+
+cdef inline double vsqdev(const real* x, double m, Py_ssize_t n) noexcept nogil:
+    if real is float:
+        return em_sqdev_f32(x, m, n)
+    else:
+        return em_sqdev_f64(x, m, n)
+
+cdef inline void vsum_dot(const real* a, const real* b, Py_ssize_t n, double* sa,
+                          double* sab) noexcept nogil:
+    if real is float:
+        em_sum_dot_f32(a, b, n, sa, sab)
+    else:
+        em_sum_dot_f64(a, b, n, sa, sab)
+
+cdef inline void vsum_dot_w(const real* g, const real* w, const real* x, Py_ssize_t n,
+                            double* s1, double* s2) noexcept nogil:
+    if real is float:
+        em_sum_dot_w_f32(g, w, x, n, s1, s2)
+    else:
+        em_sum_dot_w_f64(g, w, x, n, s1, s2)
+
+cdef inline void vaxpb(real* out, const real* x, real a, real b, Py_ssize_t n) noexcept nogil:
+    if real is float:
+        em_axpb_f32(out, x, a, b, n)
+    else:
+        em_axpb_f64(out, x, a, b, n)
+
+cdef inline void vaffine_wb(real* out, const real* x, real a, real b, const real* w, const real* c,
+                            Py_ssize_t n) noexcept nogil:
+    if real is float:
+        em_affine_wb_f32(out, x, a, b, w, c, n)
+    else:
+        em_affine_wb_f64(out, x, a, b, w, c, n)
+
+cdef inline void vgxwb(real* out, const real* g, const real* w, const real* x, real a, real b,
+                       real c, Py_ssize_t n) noexcept nogil:
+    if real is float:
+        em_gxwb_f32(out, g, w, x, a, b, c, n)
+    else:
+        em_gxwb_f64(out, g, w, x, a, b, c, n)
+
+cdef inline void vgxb(real* out, const real* g, const real* x, real a, real b, real c,
+                      Py_ssize_t n) noexcept nogil:
+    if real is float:
+        em_gxb_f32(out, g, x, a, b, c, n)
+    else:
+        em_gxb_f64(out, g, x, a, b, c, n)
+
+cdef inline void vgxb_vec(real* out, const real* g, const real* x, const real* a, const real* b,
+                          const real* c, Py_ssize_t n) noexcept nogil:
+    if real is float:
+        em_gxb_vec_f32(out, g, x, a, b, c, n)
+    else:
+        em_gxb_vec_f64(out, g, x, a, b, c, n)
+
+cdef inline void vacc_wb(double* acc, double* acc2, const real* g, const real* x, double a,
+                         double b, Py_ssize_t n) noexcept nogil:
+    if real is float:
+        em_acc_wb_f32(acc, acc2, g, x, a, b, n)
+    else:
+        em_acc_wb_f64(acc, acc2, g, x, a, b, n)
+
+cdef inline void vacc_sumsq(double* acc, double* acc2, const real* x, Py_ssize_t n) noexcept nogil:
+    if real is float:
+        em_acc_sumsq_f32(acc, acc2, x, n)
+    else:
+        em_acc_sumsq_f64(acc, acc2, x, n)
+
+
+cdef inline void _row_stats(const real* x, Py_ssize_t n, double* mean, double* var) noexcept nogil:
+    """Mean and (biased) variance of a contiguous run, float64 accumulation."""
+    cdef double s, ss, m, v
+    if n == 0:
+        mean[0] = 0
+        var[0] = 0
+        return
+    if real is float:
+        vsum_sumsq(x, n, &s, &ss)
+        m = s / n
+        v = ss / n - m * m
+        if v < 0:
+            v = 0
+    else:
+        m = vsum(x, n) / n
+        v = vsqdev(x, m, n) / n
+    mean[0] = m
+    var[0] = v
+
+
+cdef inline int _nt(Py_ssize_t work, Py_ssize_t items) noexcept nogil:
+    cdef int nt
+    if work < PAR_WORK or items < 2:
+        return 1
+    nt = num_threads()
+    if nt > items:
+        nt = <int>items
+    return nt if nt > 1 else 1
+
+
+cdef int _check(ndarray x, str opname) except -1:
+    if x.tcode != T_FLOAT32 and x.tcode != T_FLOAT64:
+        raise TypeError(f"{opname}: expected a float32 or float64 array, got dtype {x.dtype}")
+    if not x.c_contig:
+        raise ValueError(f"{opname}: internal error: the kernel needs C-contiguous arrays")
+    return 0
+
+
+cdef char* _opt(object a, ndarray like, Py_ssize_t n, str opname) except? NULL:
+    """Data pointer of an optional (n,) parameter array of like's dtype (NULL for None)."""
+    cdef ndarray w
+    if a is None:
+        return NULL
+    w = <ndarray?>a
+    if w.tcode != like.tcode or not w.c_contig or w.size != n:
+        raise ValueError(f"{opname}: internal error: expected a contiguous ({n},) array of "
+                         f"dtype {like.dtype}, got {w.dtype} of size {w.size}")
+    return w.data
+
+
+cdef double* _stats(ndarray s, Py_ssize_t n, str opname) except NULL:
+    if s.tcode != T_FLOAT64 or not s.c_contig or s.size != n:
+        raise ValueError(f"{opname}: internal error: bad statistics array")
+    return <double*>s.data
+
+
+cdef ndarray _vec(int tcode, Py_ssize_t n):
+    cdef Py_ssize_t shape[1]
+    shape[0] = n
+    return new_empty(tcode, 1, shape)
+
+
+def new_stats(Py_ssize_t rows, Py_ssize_t n):
+    """An uninitialised (rows, n) float64 array for saved statistics."""
+    cdef Py_ssize_t shape[2]
+    shape[0] = rows
+    shape[1] = n
+    return new_empty(T_FLOAT64, 2, shape)
+
+# ================================================================ layer norm
+
+cdef void _ln_fwd(const real* x, const real* w, const real* b, real* y, double* st,
+                  Py_ssize_t M, Py_ssize_t N, double eps) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double mean, var, rstd
+    cdef int nt = _nt(M * N, M)
+    if nt > 1:
+        for i in prange(M, num_threads=nt, schedule="static"):
+            _row_stats(x + i * N, N, &mean, &var)
+            rstd = 1.0 / sqrt(var + eps)
+            st[i] = mean
+            st[M + i] = rstd
+            vaffine_wb(y + i * N, x + i * N, <real>rstd, <real>(-mean * rstd), w, b, N)
+    else:
+        for i in range(M):
+            _row_stats(x + i * N, N, &mean, &var)
+            rstd = 1.0 / sqrt(var + eps)
+            st[i] = mean
+            st[M + i] = rstd
+            vaffine_wb(y + i * N, x + i * N, <real>rstd, <real>(-mean * rstd), w, b, N)
+
+
+def layer_norm_forward(ndarray x, object weight, object bias, double eps, ndarray stats):
+    """Layer norm over the last axis of x seen as (M, N) rows (N = x.shape[-1] after the
+    caller's reshape).  Fills stats ((2, M) float64: mean, 1/std) and returns y."""
+    _check(x, "layer_norm")
+    cdef Py_ssize_t N = x.shape[x.ndim - 1] if x.ndim else 1
+    cdef Py_ssize_t M = x.size // N if N else 0
+    cdef char* wp = _opt(weight, x, N, "layer_norm")
+    cdef char* bp = _opt(bias, x, N, "layer_norm")
+    cdef double* st = _stats(stats, 2 * M, "layer_norm")
+    cdef ndarray y = new_empty(x.tcode, x.ndim, x.shape)
+    if x.size == 0:
+        return y
+    with nogil:
+        if x.tcode == T_FLOAT32:
+            _ln_fwd(<float*>x.data, <float*>wp, <float*>bp, <float*>y.data, st, M, N, eps)
+        else:
+            _ln_fwd(<double*>x.data, <double*>wp, <double*>bp, <double*>y.data, st, M, N, eps)
+    return y
+
+
+cdef inline void _ln_brow(const real* g, const real* x, const real* w, real* gx, double mean,
+                          double rstd, Py_ssize_t N) noexcept nogil:
+    cdef double s1, s2, A, B
+    vsum_dot_w(g, w, x, N, &s1, &s2)
+    A = s1 / N
+    B = rstd * (s2 - mean * s1) / N
+    vgxwb(gx, g, w, x, <real>rstd, <real>(-rstd * rstd * B), <real>(rstd * (mean * rstd * B - A)),
+          N)
+
+
+cdef void _ln_bwd(const real* g, const real* x, const real* w, const double* st, real* gx,
+                  double* acc, Py_ssize_t M, Py_ssize_t N, int nt) noexcept nogil:
+    """gx (if not NULL) and, into acc (nt * 2N doubles, zeroed; NULL: skip), per-thread
+    sums of g * xhat and g."""
+    cdef Py_ssize_t i
+    cdef int tid
+    cdef double mean, rstd
+    if nt > 1:
+        for i in prange(M, num_threads=nt, schedule="static"):
+            tid = threadid()
+            mean = st[i]
+            rstd = st[M + i]
+            if gx != NULL:
+                _ln_brow(g + i * N, x + i * N, w, gx + i * N, mean, rstd, N)
+            if acc != NULL:
+                vacc_wb(acc + 2 * N * tid, acc + 2 * N * tid + N, g + i * N, x + i * N, rstd,
+                        -mean * rstd, N)
+    else:
+        for i in range(M):
+            mean = st[i]
+            rstd = st[M + i]
+            if gx != NULL:
+                _ln_brow(g + i * N, x + i * N, w, gx + i * N, mean, rstd, N)
+            if acc != NULL:
+                vacc_wb(acc, acc + N, g + i * N, x + i * N, rstd, -mean * rstd, N)
+
+
+def layer_norm_backward(ndarray g, ndarray x, object weight, ndarray stats, bint need_x,
+                        bint need_wb):
+    """Gradients (gx, gw, gb) of layer norm (None where not needed; gw/gb are the sums of
+    g * xhat and g over rows, also when there is no weight/bias: the caller picks)."""
+    _check(x, "layer_norm backward")
+    _check(g, "layer_norm backward")
+    cdef Py_ssize_t N = x.shape[x.ndim - 1] if x.ndim else 1
+    cdef Py_ssize_t M = x.size // N if N else 0
+    cdef Py_ssize_t k, j
+    if g.tcode != x.tcode or g.size != x.size:
+        raise ValueError("layer_norm backward: internal error: gradient does not match input")
+    cdef char* wp = _opt(weight, x, N, "layer_norm backward")
+    cdef double* st = _stats(stats, 2 * M, "layer_norm backward")
+    cdef int nt = _nt(M * N, M)
+    cdef ndarray gx = new_empty(x.tcode, x.ndim, x.shape) if need_x else None
+    cdef ndarray gw = None, gb = None
+    cdef double* acc = NULL
+    if need_wb:
+        gw = _vec(x.tcode, N)
+        gb = _vec(x.tcode, N)
+        acc = <double*>calloc(2 * N * nt + 1, sizeof(double))
+        if acc == NULL:
+            raise MemoryError()
+    cdef char* gxp = gx.data if need_x else NULL
+    try:
+        if x.size:
+            with nogil:
+                if x.tcode == T_FLOAT32:
+                    _ln_bwd(<float*>g.data, <float*>x.data, <float*>wp, st, <float*>gxp, acc, M,
+                            N, nt)
+                else:
+                    _ln_bwd(<double*>g.data, <double*>x.data, <double*>wp, st, <double*>gxp,
+                            acc, M, N, nt)
+        if need_wb:
+            for k in range(1, nt):
+                for j in range(2 * N):
+                    acc[j] += acc[2 * N * k + j]
+            for j in range(N):
+                if x.tcode == T_FLOAT32:
+                    (<float*>gw.data)[j] = <float>acc[j]
+                    (<float*>gb.data)[j] = <float>acc[N + j]
+                else:
+                    (<double*>gw.data)[j] = acc[j]
+                    (<double*>gb.data)[j] = acc[N + j]
+    finally:
+        free(acc)
+    return gx, gw, gb
+
+# ================================================================ batch norm
+
+cdef void _bn_stats(const real* x, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, double* mean,
+                    double* var, double* tmp) noexcept nogil:
+    """Per-channel mean and biased variance of x (N, C, S); tmp: 2 * N * C doubles."""
+    cdef Py_ssize_t i, n, c
+    cdef double M = <double>N * S, s, ss, m
+    cdef int nt
+    for c in range(C):
+        mean[c] = 0
+        var[c] = 0
+    if N * S == 0:
+        return
+    if S == 1:
+        for n in range(N):
+            vacc_sumsq(mean, var, x + n * C, C)
+        if real is float:
+            for c in range(C):
+                m = mean[c] / M
+                mean[c] = m
+                var[c] = var[c] / M - m * m
+                if var[c] < 0:
+                    var[c] = 0
+        else:
+            for c in range(C):
+                mean[c] = mean[c] / M
+                var[c] = 0
+            for n in range(N):
+                em_acc_sqdev_f64(var, x + n * C, mean, C)
+            for c in range(C):
+                var[c] = var[c] / M
+        return
+    nt = _nt(N * C * S, N * C)
+    if nt > 1:
+        for i in prange(N * C, num_threads=nt, schedule="static"):
+            if real is float:
+                vsum_sumsq(x + i * S, S, &tmp[i], &tmp[N * C + i])
+            else:
+                tmp[i] = vsum(x + i * S, S)
+    else:
+        for i in range(N * C):
+            if real is float:
+                vsum_sumsq(x + i * S, S, &tmp[i], &tmp[N * C + i])
+            else:
+                tmp[i] = vsum(x + i * S, S)
+    for n in range(N):
+        for c in range(C):
+            mean[c] += tmp[n * C + c]
+            if real is float:
+                var[c] += tmp[N * C + n * C + c]
+    for c in range(C):
+        mean[c] = mean[c] / M
+    if real is float:
+        for c in range(C):
+            var[c] = var[c] / M - mean[c] * mean[c]
+            if var[c] < 0:
+                var[c] = 0
+        return
+    if nt > 1:
+        for i in prange(N * C, num_threads=nt, schedule="static"):
+            tmp[N * C + i] = vsqdev(x + i * S, mean[i % C], S)
+    else:
+        for i in range(N * C):
+            tmp[N * C + i] = vsqdev(x + i * S, mean[i % C], S)
+    for n in range(N):
+        for c in range(C):
+            var[c] += tmp[N * C + n * C + c]
+    for c in range(C):
+        var[c] = var[c] / M
+
+
+cdef void _bn_apply(const real* x, real* y, const real* scale, const real* shift, Py_ssize_t N,
+                    Py_ssize_t C, Py_ssize_t S) noexcept nogil:
+    """y[n, c, :] = x[n, c, :] * scale[c] + shift[c] (shift NULL: 0)."""
+    cdef Py_ssize_t i, n
+    cdef int nt
+    if S == 1:
+        for n in range(N):
+            vaffine_wb(y + n * C, x + n * C, 1, 0, scale, shift, C)
+        return
+    nt = _nt(N * C * S, N * C)
+    if nt > 1:
+        for i in prange(N * C, num_threads=nt, schedule="static"):
+            vaxpb(y + i * S, x + i * S, scale[i % C], shift[i % C] if shift != NULL else 0, S)
+    else:
+        for i in range(N * C):
+            vaxpb(y + i * S, x + i * S, scale[i % C], shift[i % C] if shift != NULL else 0, S)
+
+
+cdef int _ncs(ndarray x, Py_ssize_t* N, Py_ssize_t* C, Py_ssize_t* S, str opname) except -1:
+    cdef int i
+    if x.ndim < 2:
+        raise ValueError(f"{opname}: internal error: expected (N, C, ...) input")
+    N[0] = x.shape[0]
+    C[0] = x.shape[1]
+    S[0] = 1
+    for i in range(2, x.ndim):
+        S[0] *= x.shape[i]
+    return 0
+
+
+def batch_norm_train_forward(ndarray x, object weight, object bias, double eps, ndarray stats):
+    """Batch norm with batch statistics.  Fills stats ((3, C) float64: mean, 1/std, biased
+    variance) and returns y."""
+    cdef Py_ssize_t N, C, S, c
+    _check(x, "batch_norm")
+    _ncs(x, &N, &C, &S, "batch_norm")
+    cdef char* wp = _opt(weight, x, C, "batch_norm")
+    cdef char* bp = _opt(bias, x, C, "batch_norm")
+    cdef double* st = _stats(stats, 3 * C, "batch_norm")
+    cdef ndarray y = new_empty(x.tcode, x.ndim, x.shape)
+    cdef ndarray scale = _vec(x.tcode, C), shift = _vec(x.tcode, C)
+    cdef double* tmp = <double*>malloc((2 * N * C + 1) * sizeof(double))
+    cdef double sc
+    if tmp == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            if x.tcode == T_FLOAT32:
+                _bn_stats(<float*>x.data, N, C, S, st, st + 2 * C, tmp)
+            else:
+                _bn_stats(<double*>x.data, N, C, S, st, st + 2 * C, tmp)
+            for c in range(C):
+                st[C + c] = 1.0 / sqrt(st[2 * C + c] + eps)
+                if x.tcode == T_FLOAT32:
+                    sc = st[C + c] * ((<float*>wp)[c] if wp != NULL else 1.0)
+                    (<float*>scale.data)[c] = <float>sc
+                    (<float*>shift.data)[c] = <float>(((<float*>bp)[c] if bp != NULL else 0.0)
+                                                      - st[c] * sc)
+                else:
+                    sc = st[C + c] * ((<double*>wp)[c] if wp != NULL else 1.0)
+                    (<double*>scale.data)[c] = sc
+                    (<double*>shift.data)[c] = ((<double*>bp)[c] if bp != NULL else 0.0) \
+                        - st[c] * sc
+            if x.tcode == T_FLOAT32:
+                _bn_apply(<float*>x.data, <float*>y.data, <float*>scale.data,
+                          <float*>shift.data, N, C, S)
+            else:
+                _bn_apply(<double*>x.data, <double*>y.data, <double*>scale.data,
+                          <double*>shift.data, N, C, S)
+    finally:
+        free(tmp)
+    return y
+
+
+def batch_norm_update_running(ndarray running_mean, ndarray running_var, ndarray stats,
+                              double momentum, Py_ssize_t count):
+    """running = (1 - momentum) * running + momentum * batch statistic, in place; the
+    variance enters unbiased (times count / (count - 1)), as in PyTorch."""
+    cdef Py_ssize_t C = stats.size // 3, c
+    cdef double* st = _stats(stats, 3 * C, "batch_norm")
+    cdef double unb = <double>count / (count - 1) if count > 1 else float("nan")
+    for a in (running_mean, running_var):
+        _check(<ndarray>a, "batch_norm running statistics")
+        if (<ndarray>a).size != C:
+            raise ValueError(f"batch_norm: running statistics of size {(<ndarray>a).size} do not "
+                             f"match the {C} channels of the input")
+    for c in range(C):
+        if running_mean.tcode == T_FLOAT32:
+            (<float*>running_mean.data)[c] = <float>((1 - momentum) *
+                                                     (<float*>running_mean.data)[c]
+                                                     + momentum * st[c])
+        else:
+            (<double*>running_mean.data)[c] = ((1 - momentum) * (<double*>running_mean.data)[c]
+                                               + momentum * st[c])
+        if running_var.tcode == T_FLOAT32:
+            (<float*>running_var.data)[c] = <float>((1 - momentum) *
+                                                    (<float*>running_var.data)[c]
+                                                    + momentum * st[2 * C + c] * unb)
+        else:
+            (<double*>running_var.data)[c] = ((1 - momentum) * (<double*>running_var.data)[c]
+                                              + momentum * st[2 * C + c] * unb)
+
+
+cdef void _bn_grad_sums(const real* g, const real* x, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S,
+                        double* sg, double* sgx, double* tmp) noexcept nogil:
+    """Per-channel sums of g and g * x over N and S; tmp: 2 * N * C doubles."""
+    cdef Py_ssize_t i, n, c
+    cdef int nt
+    for c in range(C):
+        sg[c] = 0
+        sgx[c] = 0
+    if S == 1:
+        for n in range(N):
+            vacc_wb(sgx, sg, g + n * C, x + n * C, 1.0, 0.0, C)
+        return
+    nt = _nt(N * C * S, N * C)
+    if nt > 1:
+        for i in prange(N * C, num_threads=nt, schedule="static"):
+            vsum_dot(g + i * S, x + i * S, S, &tmp[i], &tmp[N * C + i])
+    else:
+        for i in range(N * C):
+            vsum_dot(g + i * S, x + i * S, S, &tmp[i], &tmp[N * C + i])
+    for n in range(N):
+        for c in range(C):
+            sg[c] += tmp[n * C + c]
+            sgx[c] += tmp[N * C + n * C + c]
+
+
+cdef void _bn_gx(const real* g, const real* x, real* gx, const real* a, const real* b,
+                 const real* c, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S) noexcept nogil:
+    """gx[n, c, :] = g * a[c] + x * b[c] + c[c]."""
+    cdef Py_ssize_t i, n
+    cdef int nt
+    if S == 1:
+        for n in range(N):
+            vgxb_vec(gx + n * C, g + n * C, x + n * C, a, b, c, C)
+        return
+    nt = _nt(N * C * S, N * C)
+    if nt > 1:
+        for i in prange(N * C, num_threads=nt, schedule="static"):
+            vgxb(gx + i * S, g + i * S, x + i * S, a[i % C], b[i % C], c[i % C], S)
+    else:
+        for i in range(N * C):
+            vgxb(gx + i * S, g + i * S, x + i * S, a[i % C], b[i % C], c[i % C], S)
+
+
+def batch_norm_backward(ndarray g, ndarray x, object weight, ndarray stats, object running,
+                        bint need_x):
+    """Gradients (gx, gw, gb) of batch norm.  Training (running None): stats is the forward's
+    (3, C) array and gx goes through the batch statistics.  Evaluation: running = (mean,
+    1/std) float64 (C,) arrays, gx = g * weight / std.  gw, gb are the per-channel sums of
+    g * xhat and g."""
+    cdef Py_ssize_t N, C, S, c
+    _check(x, "batch_norm backward")
+    _check(g, "batch_norm backward")
+    if g.tcode != x.tcode or g.size != x.size:
+        raise ValueError("batch_norm backward: internal error: gradient does not match input")
+    _ncs(x, &N, &C, &S, "batch_norm backward")
+    cdef char* wp = _opt(weight, x, C, "batch_norm backward")
+    cdef double* mean
+    cdef double* rstd
+    cdef double* st
+    if running is None:
+        st = _stats(stats, 3 * C, "batch_norm backward")
+        mean = st
+        rstd = st + C
+    else:
+        mean = _stats(<ndarray?>running[0], C, "batch_norm backward")
+        rstd = _stats(<ndarray?>running[1], C, "batch_norm backward")
+    cdef ndarray gw = _vec(x.tcode, C), gb = _vec(x.tcode, C)
+    cdef ndarray gx = new_empty(x.tcode, x.ndim, x.shape) if need_x else None
+    cdef ndarray ca = _vec(x.tcode, C), cb = _vec(x.tcode, C), cc = _vec(x.tcode, C)
+    cdef double* tmp = <double*>malloc((4 * N * C + 2 * C + 1) * sizeof(double))
+    cdef char* gxp = gx.data if need_x else NULL
+    cdef double* sg
+    cdef double* sgx
+    cdef double M = <double>N * S, w, sxh, a, b, k
+    if tmp == NULL:
+        raise MemoryError()
+    sg = tmp + 2 * N * C
+    sgx = sg + C
+    try:
+        with nogil:
+            if x.tcode == T_FLOAT32:
+                _bn_grad_sums(<float*>g.data, <float*>x.data, N, C, S, sg, sgx, tmp)
+            else:
+                _bn_grad_sums(<double*>g.data, <double*>x.data, N, C, S, sg, sgx, tmp)
+            for c in range(C):
+                sxh = rstd[c] * (sgx[c] - mean[c] * sg[c])         # sum of g * xhat
+                if x.tcode == T_FLOAT32:
+                    w = (<float*>wp)[c] if wp != NULL else 1.0
+                    (<float*>gw.data)[c] = <float>sxh
+                    (<float*>gb.data)[c] = <float>sg[c]
+                else:
+                    w = (<double*>wp)[c] if wp != NULL else 1.0
+                    (<double*>gw.data)[c] = sxh
+                    (<double*>gb.data)[c] = sg[c]
+                # gx = w * rstd * (g - sg / M - xhat * sxh / M) = g * a + x * b + k
+                a = w * rstd[c]
+                if running is None and M > 0:
+                    b = -a * rstd[c] * sxh / M
+                    k = -a * sg[c] / M - b * mean[c]
+                else:
+                    b = 0
+                    k = 0
+                if x.tcode == T_FLOAT32:
+                    (<float*>ca.data)[c] = <float>a
+                    (<float*>cb.data)[c] = <float>b
+                    (<float*>cc.data)[c] = <float>k
+                else:
+                    (<double*>ca.data)[c] = a
+                    (<double*>cb.data)[c] = b
+                    (<double*>cc.data)[c] = k
+            if gxp != NULL and x.size:
+                if x.tcode == T_FLOAT32:
+                    _bn_gx(<float*>g.data, <float*>x.data, <float*>gxp, <float*>ca.data,
+                           <float*>cb.data, <float*>cc.data, N, C, S)
+                else:
+                    _bn_gx(<double*>g.data, <double*>x.data, <double*>gxp, <double*>ca.data,
+                           <double*>cb.data, <double*>cc.data, N, C, S)
+    finally:
+        free(tmp)
+    return gx, gw, gb
+
+
+def batch_norm_eval_forward(ndarray x, ndarray running_mean, ndarray running_var, object weight,
+                            object bias, double eps):
+    """Batch norm with running statistics: y = (x - mean) / sqrt(var + eps) * w + b.
+    Returns (y, mean, 1/std) with the last two as float64 (C,) arrays."""
+    cdef Py_ssize_t N, C, S, c
+    _check(x, "batch_norm")
+    _ncs(x, &N, &C, &S, "batch_norm")
+    for a in (running_mean, running_var):
+        if (<ndarray>a).size != C or (<ndarray>a).ndim != 1:
+            raise ValueError(f"batch_norm: running statistics of shape {a.shape} do not match "
+                             f"the {C} channels of the input")
+    rm = running_mean.astype("float64")
+    rv = running_var.astype("float64")
+    cdef char* wp = _opt(weight, x, C, "batch_norm")
+    cdef char* bp = _opt(bias, x, C, "batch_norm")
+    cdef ndarray mean = _vec(T_FLOAT64, C), rstd = _vec(T_FLOAT64, C)
+    cdef double* m = <double*>mean.data
+    cdef double* r = <double*>rstd.data
+    cdef ndarray scale = _vec(x.tcode, C), shift = _vec(x.tcode, C)
+    cdef ndarray y = new_empty(x.tcode, x.ndim, x.shape)
+    cdef double sc
+    for c in range(C):
+        m[c] = (<double*>(<ndarray>rm).data)[c]
+        r[c] = 1.0 / sqrt((<double*>(<ndarray>rv).data)[c] + eps)
+        if x.tcode == T_FLOAT32:
+            sc = r[c] * ((<float*>wp)[c] if wp != NULL else 1.0)
+            (<float*>scale.data)[c] = <float>sc
+            (<float*>shift.data)[c] = <float>(((<float*>bp)[c] if bp != NULL else 0.0) - m[c] * sc)
+        else:
+            sc = r[c] * ((<double*>wp)[c] if wp != NULL else 1.0)
+            (<double*>scale.data)[c] = sc
+            (<double*>shift.data)[c] = ((<double*>bp)[c] if bp != NULL else 0.0) - m[c] * sc
+    if x.size:
+        with nogil:
+            if x.tcode == T_FLOAT32:
+                _bn_apply(<float*>x.data, <float*>y.data, <float*>scale.data, <float*>shift.data,
+                          N, C, S)
+            else:
+                _bn_apply(<double*>x.data, <double*>y.data, <double*>scale.data,
+                          <double*>shift.data, N, C, S)
+    return y, mean, rstd
+
+# ================================================================ group norm
+
+cdef void _gn_fwd(const real* x, const real* w, const real* b, real* y, double* st,
+                  Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, Py_ssize_t G, double eps) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef int nt = _nt(N * C * S, N * G)
+    if nt > 1:
+        for i in prange(N * G, num_threads=nt, schedule="static"):
+            _gn_row(x, w, b, y, st, i, N, C, S, G, eps)
+    else:
+        for i in range(N * G):
+            _gn_row(x, w, b, y, st, i, N, C, S, G, eps)
+
+
+cdef inline void _gn_row(const real* x, const real* w, const real* b, real* y, double* st,
+                         Py_ssize_t i, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, Py_ssize_t G,
+                         double eps) noexcept nogil:
+    cdef Py_ssize_t D = C // G, L = D * S, j, c
+    cdef double mean, var, rstd, a
+    _row_stats(x + i * L, L, &mean, &var)
+    rstd = 1.0 / sqrt(var + eps)
+    st[i] = mean
+    st[N * G + i] = rstd
+    for j in range(D):
+        c = (i % G) * D + j
+        a = rstd * (<double>w[c] if w != NULL else 1.0)
+        vaxpb(y + i * L + j * S, x + i * L + j * S, <real>a,
+              <real>((<double>b[c] if b != NULL else 0.0) - mean * a), S)
+
+
+def group_norm_forward(ndarray x, Py_ssize_t G, object weight, object bias, double eps,
+                       ndarray stats):
+    """Group norm of x (N, C, ...) with G groups; fills stats ((2, N * G) float64: mean,
+    1/std per sample and group) and returns y."""
+    cdef Py_ssize_t N, C, S
+    _check(x, "group_norm")
+    _ncs(x, &N, &C, &S, "group_norm")
+    if G <= 0 or C % G:
+        raise ValueError(f"group_norm: internal error: {C} channels in {G} groups")
+    cdef char* wp = _opt(weight, x, C, "group_norm")
+    cdef char* bp = _opt(bias, x, C, "group_norm")
+    cdef double* st = _stats(stats, 2 * N * G, "group_norm")
+    cdef ndarray y = new_empty(x.tcode, x.ndim, x.shape)
+    if x.size == 0:
+        return y
+    with nogil:
+        if x.tcode == T_FLOAT32:
+            _gn_fwd(<float*>x.data, <float*>wp, <float*>bp, <float*>y.data, st, N, C, S, G, eps)
+        else:
+            _gn_fwd(<double*>x.data, <double*>wp, <double*>bp, <double*>y.data, st, N, C, S, G,
+                    eps)
+    return y
+
+
+cdef void _gn_bwd(const real* g, const real* x, const real* w, const double* st, real* gx,
+                  double* db, double* ds, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S,
+                  Py_ssize_t G) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef int nt = _nt(N * C * S, N * C)
+    if nt > 1:
+        for i in prange(N * C, num_threads=nt, schedule="static"):
+            vsum_dot(g + i * S, x + i * S, S, &db[i], &ds[i])
+    else:
+        for i in range(N * C):
+            vsum_dot(g + i * S, x + i * S, S, &db[i], &ds[i])
+    if gx == NULL:
+        return
+    nt = _nt(N * C * S, N * G)
+    if nt > 1:
+        for i in prange(N * G, num_threads=nt, schedule="static"):
+            _gn_brow(g, x, w, st, gx, db, ds, i, N, C, S, G)
+    else:
+        for i in range(N * G):
+            _gn_brow(g, x, w, st, gx, db, ds, i, N, C, S, G)
+
+
+cdef inline void _gn_brow(const real* g, const real* x, const real* w, const double* st, real* gx,
+                          const double* db, const double* ds, Py_ssize_t i, Py_ssize_t N,
+                          Py_ssize_t C, Py_ssize_t S, Py_ssize_t G) noexcept nogil:
+    cdef Py_ssize_t D = C // G, L = D * S, j, c, n = i // G
+    cdef double mean = st[i], rstd = st[N * G + i], s1 = 0, s2 = 0, wc, A, B
+    for j in range(D):
+        c = (i % G) * D + j
+        wc = <double>w[c] if w != NULL else 1.0
+        s1 += wc * db[n * C + c]
+        s2 += wc * ds[n * C + c]
+    A = s1 / L
+    B = rstd * (s2 - mean * s1) / L
+    for j in range(D):
+        c = (i % G) * D + j
+        wc = <double>w[c] if w != NULL else 1.0
+        vgxb(gx + i * L + j * S, g + i * L + j * S, x + i * L + j * S, <real>(rstd * wc),
+             <real>(-rstd * rstd * B), <real>(rstd * (mean * rstd * B - A)), S)
+
+
+def group_norm_backward(ndarray g, ndarray x, Py_ssize_t G, object weight, ndarray stats,
+                        bint need_x):
+    """Gradients (gx, gw, gb) of group norm; gw, gb are the per-channel sums of g * xhat
+    and g."""
+    cdef Py_ssize_t N, C, S, n, c, i
+    _check(x, "group_norm backward")
+    _check(g, "group_norm backward")
+    if g.tcode != x.tcode or g.size != x.size:
+        raise ValueError("group_norm backward: internal error: gradient does not match input")
+    _ncs(x, &N, &C, &S, "group_norm backward")
+    cdef char* wp = _opt(weight, x, C, "group_norm backward")
+    cdef double* st = _stats(stats, 2 * N * G, "group_norm backward")
+    cdef ndarray gx = new_empty(x.tcode, x.ndim, x.shape) if need_x else None
+    cdef ndarray gw = _vec(x.tcode, C), gb = _vec(x.tcode, C)
+    cdef double* tmp = <double*>calloc(2 * N * C + 1, sizeof(double))
+    cdef double* db = tmp
+    cdef double* ds = tmp + N * C
+    cdef double sw, sb
+    cdef char* gxp = gx.data if need_x else NULL
+    if tmp == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            if x.size:
+                if x.tcode == T_FLOAT32:
+                    _gn_bwd(<float*>g.data, <float*>x.data, <float*>wp, st,
+                            <float*>gxp, db, ds, N, C, S, G)
+                else:
+                    _gn_bwd(<double*>g.data, <double*>x.data, <double*>wp, st,
+                            <double*>gxp, db, ds, N, C, S, G)
+            for c in range(C):
+                sw = 0
+                sb = 0
+                for n in range(N):
+                    i = n * G + c // (C // G)
+                    sw += st[N * G + i] * (ds[n * C + c] - st[i] * db[n * C + c])
+                    sb += db[n * C + c]
+                if x.tcode == T_FLOAT32:
+                    (<float*>gw.data)[c] = <float>sw
+                    (<float*>gb.data)[c] = <float>sb
+                else:
+                    (<double*>gw.data)[c] = sw
+                    (<double*>gb.data)[c] = sb
+    finally:
+        free(tmp)
+    return gx, gw, gb
+
+
+def contig(ndarray x):
+    """x itself when C-contiguous, else a C-contiguous copy."""
+    return x if x.c_contig else x.copy()

@@ -197,6 +197,10 @@ cdef class _Work:
         cdef int b
         if self.n == 0:
             return 0
+        if nt > 1 and self.total >= PAR_TOTAL:
+            # a parameter listed twice must be updated twice in order: one thread
+            if len({<Py_ssize_t>work[i].p for i in range(self.n)}) != self.n:
+                nt = 1
         if nt <= 1 or self.total < PAR_TOTAL:
             with nogil:
                 for i in range(self.n):

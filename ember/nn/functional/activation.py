@@ -56,19 +56,20 @@ def _float_input(x, opname):
     return x
 
 
-def _unary_kernel(kernel, x, opname):
+def _unary_kernel(kernel, x, opname, *params):
+    """kernel(x, *params, out) over flat views (float16 computes in float32)."""
     _check_array(x, opname)
     orig = x.dtype
     xc = _float_input(x, opname)
     out = empty_raw(x.shape, xc.dtype)
-    kernel(numpy_view(xc).reshape(-1), numpy_view(out).reshape(-1))
+    kernel(numpy_view(xc).reshape(-1), *params, numpy_view(out).reshape(-1))
     if orig.kind == "f" and orig != out.dtype:
         out = out.astype(orig)
     return out
 
 
-def _binary_kernel(kernel, g, x, opname):
-    """kernel(g, x, out) over flat views; g is cast/copied to x's float dtype."""
+def _binary_kernel(kernel, g, x, opname, *params):
+    """kernel(g, x, *params, out) over flat views; g is cast/copied to x's float dtype."""
     orig = x.dtype
     xc = _float_input(x, opname)
     g = as_array(g)
@@ -79,7 +80,8 @@ def _binary_kernel(kernel, g, x, opname):
     if not g.is_contiguous():
         g = g.copy()
     out = empty_raw(xc.shape, xc.dtype)
-    kernel(numpy_view(g).reshape(-1), numpy_view(xc).reshape(-1), numpy_view(out).reshape(-1))
+    kernel(numpy_view(g).reshape(-1), numpy_view(xc).reshape(-1), *params,
+           numpy_view(out).reshape(-1))
     if orig.kind == "f" and orig != out.dtype:
         out = out.astype(orig)
     return out
@@ -142,8 +144,20 @@ def relu_(input):
 
 # ---------------------------------------------------------------- hardtanh / relu6
 
+def _hardtanh_backward_grad(gg, res, g, x, min_val, max_val):
+    return _hardtanh_backward(gg, x, min_val, max_val), None
+
+
+@defop("nn.functional.activation._hardtanh_backward", grad=_hardtanh_backward_grad,
+       save_args=True)
+def _hardtanh_backward(g, x, min_val, max_val):
+    """g where min_val < x < max_val, else 0."""
+    return _binary_kernel(_K().hardtanh_backward, g, x, "hardtanh backward", float(min_val),
+                          float(max_val))
+
+
 def _hardtanh_grad(g, res, input, min_val=-1.0, max_val=1.0):
-    return (g * ((input > min_val) & (input < max_val)),)
+    return (_hardtanh_backward(g, input, min_val, max_val),)
 
 
 @defop("nn.functional.activation._hardtanh", grad=_hardtanh_grad, save_args=True)
@@ -191,15 +205,25 @@ def relu6(input, inplace=False):
 
 # ---------------------------------------------------------------- leaky relu
 
+def _leaky_relu_backward_grad(gg, res, g, x, negative_slope):
+    return _leaky_relu_backward(gg, x, negative_slope), None
+
+
+@defop("nn.functional.activation._leaky_relu_backward", grad=_leaky_relu_backward_grad,
+       save_args=True)
+def _leaky_relu_backward(g, x, negative_slope):
+    """g where x > 0, else negative_slope * g."""
+    return _binary_kernel(_K().leaky_relu_backward, g, x, "leaky_relu backward",
+                          float(negative_slope))
+
+
 def _leaky_relu_grad(g, res, input, negative_slope=0.01):
-    E = _E()
-    return (E.where(input > 0, g, g * negative_slope),)
+    return (_leaky_relu_backward(g, input, negative_slope),)
 
 
 @defop("nn.functional.activation._leaky_relu", grad=_leaky_relu_grad, save_args=True)
 def _leaky_relu(input, negative_slope=0.01):
-    E = _E()
-    return E.where(input > 0, input, input * negative_slope)
+    return _unary_kernel(_K().leaky_relu_forward, input, "leaky_relu", float(negative_slope))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -358,17 +382,27 @@ def gelu(input, approximate="none"):
 
 # ---------------------------------------------------------------- elu family
 
+def _elu_backward_grad(gg, res, g, x, alpha, scale, input_scale):
+    E = _E()
+    # d/dx of the negative branch's derivative: input_scale^2 * scale * alpha * exp(is x)
+    neg = (x <= 0) * (scale * alpha * input_scale * input_scale) * E.exp(x * input_scale)
+    return _elu_backward(gg, x, alpha, scale, input_scale), gg * g * neg
+
+
+@defop("nn.functional.activation._elu_backward", grad=_elu_backward_grad, save_args=True)
+def _elu_backward(g, x, alpha, scale, input_scale):
+    return _binary_kernel(_K().elu_backward, g, x, "elu backward", float(alpha), float(scale),
+                          float(input_scale))
+
+
 def _elu_grad(g, res, input, alpha=1.0, scale=1.0, input_scale=1.0):
-    E = _E()
-    # negative side: d/dx scale*alpha*(exp(x*is)-1) = is * (res + scale*alpha)
-    return (E.where(input > 0, g * scale, g * input_scale * (res + scale * alpha)),)
+    return (_elu_backward(g, input, alpha, scale, input_scale),)
 
 
-@defop("nn.functional.activation._elu", grad=_elu_grad, save_args=True, save_result=True)
+@defop("nn.functional.activation._elu", grad=_elu_grad, save_args=True)
 def _elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
-    E = _E()
-    neg = E.expm1(input * input_scale) * (scale * alpha)
-    return E.where(input > 0, input * scale, neg)
+    return _unary_kernel(_K().elu_forward, input, "elu", float(alpha), float(scale),
+                         float(input_scale))
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -429,9 +463,22 @@ def celu(input, alpha=1.0, inplace=False):
 
 # ---------------------------------------------------------------- softplus
 
+def _softplus_backward_grad(gg, res, g, x, beta, threshold):
+    # d/dx [g * sigmoid(beta x)] = g * beta * s * (1 - s) below the threshold
+    s = sigmoid(x * beta)
+    d2 = (x * beta <= threshold) * (beta * s * (1 - s))
+    return _softplus_backward(gg, x, beta, threshold), gg * g * d2
+
+
+@defop("nn.functional.activation._softplus_backward", grad=_softplus_backward_grad,
+       save_args=True)
+def _softplus_backward(g, x, beta, threshold):
+    return _binary_kernel(_K().softplus_backward, g, x, "softplus backward", float(beta),
+                          float(threshold))
+
+
 def _softplus_grad(g, res, input, beta=1.0, threshold=20.0):
-    E = _E()
-    return (E.where(input * beta > threshold, g, g * sigmoid(input * beta)),)
+    return (_softplus_backward(g, input, beta, threshold),)
 
 
 @defop("nn.functional.softplus", grad=_softplus_grad, save_args=True)
@@ -443,14 +490,8 @@ def softplus(input, beta=1.0, threshold=20.0):
     >>> [round(v, 4) for v in F.softplus(ember.asarray([0.0, 30.0])).tolist()]
     [0.6931, 30.0]
     """
-    E = _E()
-    _check_array(input, "softplus")
-    z = input * beta
-    # log1p(exp(z)) = max(z, 0) + log1p(exp(-|z|)): no overflow
-    sp = E.maximum(z, 0) + E.log1p(E.exp(-E.abs(z)))
-    if beta != 1:
-        sp = sp / beta
-    return E.where(z > threshold, input, sp)
+    return _unary_kernel(_K().softplus_forward, input, "softplus", float(beta),
+                         float(threshold))
 
 
 # ---------------------------------------------------------------- composites

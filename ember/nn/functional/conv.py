@@ -27,6 +27,9 @@ from ember._kernels.cpu import conv as _ck
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_F32 = np.dtype(np.float32)
+# float32 on a CPU with AVX-512: direct convolutions (no column buffer, no BLAS)
+_FAST = _ck.fast_available()
 
 
 # ------------------------------------------------------------------ helpers
@@ -109,6 +112,11 @@ def _conv(x, w, b, stride, pad, dil, groups):
     OW = _out_len(W, pad[2], pad[3], dil[1], kw, stride[1])
     out = empty_raw((N, O, OH, OW) if x.ndim == 4 else (N, O, OW), xv.dtype)
     ov = numpy_view(out)
+    if _FAST and xv.dtype == _F32:
+        _ck.conv2d_forward_f32(xv, wv, None if b is None else _cview(b),
+                               ov.reshape(N, O, OH, OW), stride[0], stride[1], pad[0], pad[1],
+                               pad[2], pad[3], dil[0], dil[1], groups)
+        return out
     col = _columns(xv, kh, kw, stride, pad, dil, OH, OW)
     L = OH * OW
     if groups == 1:
@@ -146,6 +154,12 @@ def _conv_transpose(x, w, b, out_hw, stride, pad, dil, groups):
     H, W = (1, out_hw[0]) if len(out_hw) == 1 else out_hw
     out = empty_raw((N, C, H, W) if x.ndim == 4 else (N, C, W), xv.dtype)
     ov = _as4d(numpy_view(out))
+    if _FAST and xv.dtype == _F32:
+        _ck.conv2d_input_f32(xv, wv, ov, stride[0], stride[1], pad[0], pad[1], pad[2], pad[3],
+                             dil[0], dil[1], groups)
+        if b is not None:
+            _add_bias(ov, b)
+        return out
     L = OH * OW
     CKg = Cg * kh * kw
     wt = wv.reshape(G, O // G, CKg).transpose(0, 2, 1)          # (G, CKg, Og)
@@ -187,6 +201,11 @@ def _conv_weight(x, g, wshape, stride, pad, dil, groups):
     N, O, OH, OW = gv.shape
     kh, kw = (1, wshape[2]) if len(wshape) == 3 else wshape[2:]
     out = empty_raw(tuple(wshape), xv.dtype)
+    if _FAST and xv.dtype == _F32:
+        _ck.conv2d_weight_f32(xv, gv, numpy_view(out).reshape(wshape[0], wshape[1], kh, kw),
+                              stride[0], stride[1], pad[0], pad[1], pad[2], pad[3], dil[0],
+                              dil[1], groups)
+        return out
     G = groups
     CKg = wshape[1] * kh * kw
     dst = numpy_view(out).reshape(G, O // G, CKg)

@@ -1,0 +1,226 @@
+/* AVX-512 kernels for float32 convolutions (used by conv.pyx).
+ *
+ * Both work on a "flat" source: one sample's (zero-padded, stride-phase-split)
+ * input planes laid out so that every kernel tap t reads the source at a fixed
+ * offset off[t] from the output position l.  A convolution then is
+ *
+ *   emb_og:   out[r*ldo + l] = sum_t A[t*R + r] * src[off[t] + l]   (0 <= l < L)
+ *             (forward: r = output channel, t = (c, i, j) tap; the input
+ *             gradient is the same with G as the source and flipped taps)
+ *   emb_odot: dW[r*ldw + t] += sum_n sum_l G[n*gn + r*gr + l] * src[n*sn + off[t] + l]
+ *             (weight gradient: dot products over output positions)
+ *
+ * emb_og keeps an 8 x 48 block of outputs in registers (24 zmm accumulators;
+ * per tap 3 loads + 8 broadcasts for 24 FMAs); emb_odot a 4 x 6 block of
+ * weight-gradient entries, each a 16-lane partial sum reduced at the end.
+ * The caller guarantees that the source can be read (zero slack) up to 48
+ * floats past off[t] + L, and for emb_odot that Lr is a multiple of 16 with
+ * G zero wherever an output position does not exist.
+ *
+ * The functions carry a target attribute and are only called when
+ * emb_conv_has_avx512() says the CPU has AVX-512F; elsewhere (and on other
+ * architectures) the plain C versions below stand in. */
+#ifndef EMBER_CONV_SIMD_H
+#define EMBER_CONV_SIMD_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+
+#define EMB_AI static inline __attribute__((always_inline, target("avx512f")))
+#define EMB_T512 __attribute__((target("avx512f")))
+
+static int emb_conv_has_avx512(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+}
+
+/* ---------------------------------------------------------------- emb_og */
+
+EMB_AI void emb_og_tile(const float* A, int R, const float* src, const int64_t* off, int T,
+                        float* out, int64_t ldo, int64_t l, const int RB, const int V,
+                        __mmask16 mlast)
+{
+    __m512 acc[8][3];
+    for (int r = 0; r < RB; r++)
+        for (int v = 0; v < V; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int t = 0; t < T; t++) {
+        const float* s = src + off[t] + l;
+        const float* a = A + (int64_t)t * R;
+        __m512 x[3];
+        for (int v = 0; v < V; v++)
+            x[v] = _mm512_loadu_ps(s + 16 * v);
+        for (int r = 0; r < RB; r++) {
+            __m512 w = _mm512_set1_ps(a[r]);
+            for (int v = 0; v < V; v++)
+                acc[r][v] = _mm512_fmadd_ps(w, x[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < RB; r++) {
+        float* o = out + r * ldo + l;
+        for (int v = 0; v < V - 1; v++)
+            _mm512_storeu_ps(o + 16 * v, acc[r][v]);
+        _mm512_mask_storeu_ps(o + 16 * (V - 1), mlast, acc[r][V - 1]);
+    }
+}
+
+#define EMB_OG_RB(RB)                                                                      \
+EMB_T512 static void emb_og_rb##RB(const float* A, int R, const float* src,               \
+                                   const int64_t* off, int T, float* out, int64_t ldo,    \
+                                   int64_t L) {                                           \
+    int64_t l = 0;                                                                         \
+    for (; l + 48 <= L; l += 48)                                                           \
+        emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 3, (__mmask16)0xFFFF);             \
+    int64_t rem = L - l;                                                                   \
+    if (rem <= 0) return;                                                                  \
+    int V = (int)((rem + 15) / 16);                                                        \
+    int last = (int)(rem - 16 * (V - 1));                                                  \
+    __mmask16 m = (__mmask16)(last >= 16 ? 0xFFFF : ((1u << last) - 1));                   \
+    if (V == 3) emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 3, m);                     \
+    else if (V == 2) emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 2, m);                \
+    else emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 1, m);                            \
+}
+EMB_OG_RB(1) EMB_OG_RB(2) EMB_OG_RB(3) EMB_OG_RB(4)
+EMB_OG_RB(5) EMB_OG_RB(6) EMB_OG_RB(7) EMB_OG_RB(8)
+
+EMB_T512 static void emb_og_avx512(const float* A, int T, int R, const float* src,
+                                   const int64_t* off, float* out, int64_t ldo, int64_t L) {
+    for (int r0 = 0; r0 < R; r0 += 8) {
+        int rb = R - r0 < 8 ? R - r0 : 8;
+        const float* a = A + r0;
+        float* o = out + (int64_t)r0 * ldo;
+        switch (rb) {
+        case 8: emb_og_rb8(a, R, src, off, T, o, ldo, L); break;
+        case 7: emb_og_rb7(a, R, src, off, T, o, ldo, L); break;
+        case 6: emb_og_rb6(a, R, src, off, T, o, ldo, L); break;
+        case 5: emb_og_rb5(a, R, src, off, T, o, ldo, L); break;
+        case 4: emb_og_rb4(a, R, src, off, T, o, ldo, L); break;
+        case 3: emb_og_rb3(a, R, src, off, T, o, ldo, L); break;
+        case 2: emb_og_rb2(a, R, src, off, T, o, ldo, L); break;
+        default: emb_og_rb1(a, R, src, off, T, o, ldo, L); break;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- emb_odot */
+
+EMB_AI void emb_od_tile(const float* G, int64_t gr, int64_t gn, const float* src, int64_t sn,
+                        const int64_t* off, int64_t Lr, int NB, float* dW, int64_t ldw,
+                        const int RB, const int TB)
+{
+    __m512 acc[4][6];
+    for (int r = 0; r < RB; r++)
+        for (int t = 0; t < TB; t++)
+            acc[r][t] = _mm512_setzero_ps();
+    for (int n = 0; n < NB; n++) {
+        const float* g = G + (int64_t)n * gn;
+        const float* s = src + (int64_t)n * sn;
+        for (int64_t l = 0; l < Lr; l += 16) {
+            __m512 x[6];
+            for (int t = 0; t < TB; t++)
+                x[t] = _mm512_loadu_ps(s + off[t] + l);
+            for (int r = 0; r < RB; r++) {
+                __m512 gv = _mm512_loadu_ps(g + r * gr + l);
+                for (int t = 0; t < TB; t++)
+                    acc[r][t] = _mm512_fmadd_ps(gv, x[t], acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < RB; r++)
+        for (int t = 0; t < TB; t++)
+            dW[r * ldw + t] += _mm512_reduce_add_ps(acc[r][t]);
+}
+
+#define EMB_OD_CASE(RB, TB)                                                                \
+    case (RB) * 8 + (TB):                                                                  \
+        emb_od_tile(G, gr, gn, src, sn, off, Lr, NB, dW, ldw, RB, TB); break;
+
+EMB_T512 static void emb_od_block(const float* G, int64_t gr, int64_t gn, const float* src,
+                                  int64_t sn, const int64_t* off, int64_t Lr, int NB, float* dW,
+                                  int64_t ldw, int rb, int tb) {
+    switch (rb * 8 + tb) {
+    EMB_OD_CASE(4, 6) EMB_OD_CASE(4, 5) EMB_OD_CASE(4, 4) EMB_OD_CASE(4, 3)
+    EMB_OD_CASE(4, 2) EMB_OD_CASE(4, 1)
+    EMB_OD_CASE(3, 6) EMB_OD_CASE(3, 5) EMB_OD_CASE(3, 4) EMB_OD_CASE(3, 3)
+    EMB_OD_CASE(3, 2) EMB_OD_CASE(3, 1)
+    EMB_OD_CASE(2, 6) EMB_OD_CASE(2, 5) EMB_OD_CASE(2, 4) EMB_OD_CASE(2, 3)
+    EMB_OD_CASE(2, 2) EMB_OD_CASE(2, 1)
+    EMB_OD_CASE(1, 6) EMB_OD_CASE(1, 5) EMB_OD_CASE(1, 4) EMB_OD_CASE(1, 3)
+    EMB_OD_CASE(1, 2) EMB_OD_CASE(1, 1)
+    default: break;
+    }
+}
+
+EMB_T512 static void emb_odot_avx512(const float* G, int64_t gr, int64_t gn, int R,
+                                     const float* src, int64_t sn, const int64_t* off, int T,
+                                     int64_t Lr, int NB, float* dW, int64_t ldw) {
+    for (int r0 = 0; r0 < R; r0 += 4) {
+        int rb = R - r0 < 4 ? R - r0 : 4;
+        for (int t0 = 0; t0 < T; t0 += 6) {
+            int tb = T - t0 < 6 ? T - t0 : 6;
+            emb_od_block(G + (int64_t)r0 * gr, gr, gn, src, sn, off + t0, Lr, NB,
+                         dW + (int64_t)r0 * ldw + t0, ldw, rb, tb);
+        }
+    }
+}
+
+#else   /* not x86-64 with GCC/Clang: no AVX-512 path */
+
+static int emb_conv_has_avx512(void) { return 0; }
+
+#endif
+
+/* ---------------------------------------------------------------- entry points
+ * Plain C versions stand in where AVX-512 is missing (the Python layer then
+ * normally takes its NumPy GEMM path instead; these keep the kernels correct). */
+
+static void emb_og_c(const float* A, int T, int R, const float* src, const int64_t* off,
+                     float* out, int64_t ldo, int64_t L) {
+    for (int r = 0; r < R; r++) {
+        float* o = out + (int64_t)r * ldo;
+        for (int64_t l = 0; l < L; l++) o[l] = 0.0f;
+        for (int t = 0; t < T; t++) {
+            float a = A[(int64_t)t * R + r];
+            const float* s = src + off[t];
+            for (int64_t l = 0; l < L; l++) o[l] += a * s[l];
+        }
+    }
+}
+
+static void emb_odot_c(const float* G, int64_t gr, int64_t gn, int R, const float* src,
+                       int64_t sn, const int64_t* off, int T, int64_t Lr, int NB, float* dW,
+                       int64_t ldw) {
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            float acc = 0.0f;
+            for (int n = 0; n < NB; n++) {
+                const float* g = G + (int64_t)n * gn + (int64_t)r * gr;
+                const float* s = src + (int64_t)n * sn + off[t];
+                for (int64_t l = 0; l < Lr; l++) acc += g[l] * s[l];
+            }
+            dW[(int64_t)r * ldw + t] += acc;
+        }
+}
+
+static inline void emb_og(int simd, const float* A, int T, int R, const float* src,
+                          const int64_t* off, float* out, int64_t ldo, int64_t L) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_og_avx512(A, T, R, src, off, out, ldo, L); return; }
+#endif
+    emb_og_c(A, T, R, src, off, out, ldo, L);
+}
+
+static inline void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R,
+                            const float* src, int64_t sn, const int64_t* off, int T, int64_t Lr,
+                            int NB, float* dW, int64_t ldw) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_odot_avx512(G, gr, gn, R, src, sn, off, T, Lr, NB, dW, ldw); return; }
+#endif
+    emb_odot_c(G, gr, gn, R, src, sn, off, T, Lr, NB, dW, ldw);
+}
+
+#endif
