@@ -869,8 +869,9 @@ def test_spawn_context(no_leaks):
     x, y = _xy(12)
     ds = D.TensorDataset(E.asarray(x), E.asarray(y))
     ref = canon(list(loader(ds, batch_size=5)))
+    # (a spawned worker imports ember afresh: allow for a slow import, e.g. a rebuild)
     got = canon(list(loader(ds, batch_size=5, num_workers=2, multiprocessing_context="spawn",
-                            timeout=120)))
+                            timeout=600)))
     assert got == ref
 
 

@@ -1,35 +1,40 @@
 """Shared-memory transport of batches from DataLoader workers to the main process.
 
-A worker builds each batch inside a fresh POSIX shared-memory segment (an
-*arena*): default_collate stacks samples straight into it, and any other array
-in the batch (a custom collate_fn's output, ``batch_size=None`` samples) is
-copied into it once.  The batch is then pickled with every array replaced by a
-small reference ``(segment, offset, shape, strides, dtype)``; only that
-metadata travels through the pipe.  The main process opens the segment, maps
-it, **unlinks it at once** (the name disappears from /dev/shm; the memory
-lives on while mapped) and rebuilds the arrays as zero-copy ember arrays over
-the mapping.  The mapping is an ordinary ``mmap`` object: NumPy holds a buffer
-export on it and ember holds the NumPy array, so the memory is unmapped by
-reference counting when the last array (or view) of the batch dies; nothing
-has to be closed by hand.
+Each worker owns a small pool of POSIX shared-memory segments.  It builds a
+batch inside a free segment (default_collate and the TensorDataset gatherer
+write the stacked arrays straight into it; any other large array in the batch,
+e.g. from a custom collate_fn, is copied into it once), then pickles the batch
+with every array replaced by a reference ``(segment, offset, shape, strides,
+dtype)``: only that metadata goes through the worker's pipe.
 
-Segment names are chosen by the main process (``<prefix>_<epoch>_<task>_<k>``),
-so when an iterator shuts down it can unlink every segment of a task it never
-received (a worker killed mid-batch, batches in flight at an early ``break``).
-A worker whose parent died unlinks the segments it sent.
+The main process maps each segment the first time it sees it and **unlinks
+its name at once** (nothing is left in /dev/shm; the memory lives while
+mapped), keeps the mapping, and rebuilds the batch's arrays as zero-copy ember
+arrays over it.  All arrays of one batch in one segment are views of one NumPy
+array object whose death (the last array or view of the batch is gone; plain
+reference counting) is observed with ``weakref.finalize``: the segment is
+then reported free to its worker, piggy-backed on the next task sent to it,
+and reused.  A batch the user keeps simply keeps its segment; the worker then
+creates another one (the pool grows to what is in flight plus what is held).
 
-Why a fresh segment per batch rather than a ring of reused ones: the main
-process hands the memory to the user zero-copy, and a batch may live for any
-time (kept in a list, or a view of it kept), so reuse would need a handshake
-back to the worker or a copy in the main process.  Per-batch segments cost a
-shm_open + ftruncate + mmap + page faults (tens of microseconds per MB),
-which the worker pays in parallel; measured on 768 KB batches this is well
-below pickling the batch through a pipe (see benchmarks/bench_data.py).
+Why reuse instead of a fresh segment per batch: a fresh segment costs
+shm_open + ftruncate + mmap in both processes, munmap, and a page fault per
+4 KB page when the worker first writes it; on this machine that is ~1 ms for a
+768 KB batch, against ~27 us to write the same bytes into a segment already
+mapped (and ~67 us to pickle and unpickle them).  With reuse, a batch costs the
+main process a few tens of microseconds whatever its size.
+
+Names are ``<iterator prefix>_<worker>_<k>`` with k = 0, 1, 2... per worker,
+so an iterator that shuts down (or whose worker died) can unlink every name
+it never mapped: it knows which k it has seen.  A worker whose parent died
+unlinks all its names itself.  Arrays under ``SMALL`` bytes travel pickled in
+the metadata (cheaper than any segment bookkeeping).
 """
 import io
 import mmap
 import os
 import pickle
+import weakref
 
 import numpy as np
 
@@ -44,13 +49,16 @@ except ImportError:                         # pragma: no cover - non-POSIX platf
     AVAILABLE = False
 
 _ALIGN = 64
-_MIN_SEGMENT = 1 << 20          # first segment of a worker: at least 1 MiB (tmpfs is sparse)
+_MIN_SEGMENT = 1 << 20          # a worker's first segment: at least 1 MiB (tmpfs is sparse)
 SMALL = 32 << 10                # arrays below this many bytes travel pickled in the metadata
-                                # (a segment costs more than copying them)
 
 
 def _round_up(n, a):
     return (n + a - 1) // a * a
+
+
+def seg_name(prefix, worker_id, k):
+    return f"{prefix}_{worker_id}_{k}"
 
 
 def unlink(name):
@@ -62,93 +70,134 @@ def unlink(name):
         return False
 
 
-def open_and_unlink(name):
-    """Map an existing segment read-write and remove its name (the mapping keeps
-    the memory alive until it is garbage)."""
-    fd = _posixshmem.shm_open(name, os.O_RDWR, mode=0o600)
-    try:
-        _posixshmem.shm_unlink(name)
-        size = os.fstat(fd).st_size
-        return mmap.mmap(fd, size)
-    finally:
-        os.close(fd)
+# ------------------------------------------------------------------ worker side
 
+class _Segment:
+    __slots__ = ("k", "name", "mm", "raw", "base", "size", "announced")
 
-class Arena:
-    """Bump allocator over shared-memory segments, for one batch in a worker."""
-
-    def __init__(self, base_name, hint):
-        self.base_name = base_name
-        self.hint = hint
-        self.segments = []          # [name, mmap, uint8 view, address]
-        self.pos = 0
-        self.used = 0
-
-    def _new_segment(self, nbytes):
-        size = _round_up(max(nbytes, self.hint - self.used, _MIN_SEGMENT if not self.hint
-                             else 0, 1), mmap.PAGESIZE)
-        name = f"{self.base_name}_{len(self.segments)}"
+    def __init__(self, k, name, size):
         fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
         try:
             os.ftruncate(fd, size)
-            mm = mmap.mmap(fd, size)
+            self.mm = mmap.mmap(fd, size)
         except BaseException:
             os.close(fd)
             unlink(name)
             raise
         os.close(fd)
-        raw = np.frombuffer(mm, dtype=np.uint8)
-        self.segments.append([name, mm, raw, raw.ctypes.data])
+        self.k, self.name, self.size = k, name, size
+        self.raw = np.frombuffer(self.mm, dtype=np.uint8)
+        self.base = self.raw.ctypes.data
+        self.announced = False          # the main process has not mapped it yet
+
+    def close(self):
+        self.raw = None
+        try:
+            self.mm.close()
+        except BufferError:             # an array of it is still referenced here;
+            pass                        # the mapping goes when that array does
+
+
+class Pool:
+    """A worker's segments: free ones are reused for the next batch."""
+
+    def __init__(self, prefix, worker_id):
+        self.prefix, self.worker_id = prefix, worker_id
+        self.next_k = 0
+        self.free = []                  # _Segment
+        self.busy = {}                  # k -> _Segment (the main process holds its batch)
+        self.retired = []               # ks to report: dropped segments
+        self.hint = 0                   # bytes the last batch needed
+
+    def release(self, ks):
+        """The main process is done with segments `ks`."""
+        for k in ks:
+            seg = self.busy.pop(k, None)
+            if seg is not None:
+                self.free.append(seg)
+
+    def take(self, nbytes):
+        """A free segment of at least `nbytes` (a new one when none fits; free
+        segments smaller than a new one are retired)."""
+        best = None
+        for seg in self.free:
+            if seg.size >= nbytes and (best is None or seg.size < best.size):
+                best = seg
+        if best is not None:
+            self.free.remove(best)
+            return best
+        size = _round_up(max(nbytes, self.hint, _MIN_SEGMENT if not self.hint else 1),
+                         mmap.PAGESIZE)
+        for seg in [s for s in self.free if s.size < size]:
+            self.free.remove(seg)
+            self.retired.append(seg.k)
+            seg.close()
+        seg = _Segment(self.next_k, seg_name(self.prefix, self.worker_id, self.next_k), size)
+        self.next_k += 1
+        return seg
+
+    def all_names(self):
+        return [seg_name(self.prefix, self.worker_id, k) for k in range(self.next_k)]
+
+
+class Arena:
+    """Bump allocator for one batch over segments taken from a Pool."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.segs = []
         self.pos = 0
+        self.used = 0
 
     def alloc(self, shape, dtype):
-        """(ember array, NumPy view) of a C-contiguous array inside the arena
-        (small arrays: in private memory; they are pickled)."""
+        """(ember array, NumPy view) of a C-contiguous array for the batch: in a
+        segment, or in private memory when small (then it is pickled)."""
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         if nbytes < SMALL:
             out = empty_raw(shape, dtype)
             return out, numpy_view(out)
-        return self._alloc(shape, dtype, nbytes)
+        view = self._alloc(shape, dtype, nbytes)
+        return wrap(view), view
 
     def _alloc(self, shape, dtype, nbytes):
-        if not self.segments or self.pos + nbytes > self.segments[-1][2].shape[0]:
-            self._new_segment(nbytes)
-        raw = self.segments[-1][2]
+        if not self.segs or self.pos + nbytes > self.segs[-1].size:
+            self.segs.append(self.pool.take(max(nbytes, self.pool.hint - self.used)))
+            self.pos = 0
+        raw = self.segs[-1].raw
         view = raw[self.pos:self.pos + nbytes].view(dtype).reshape(shape)
         self.pos = _round_up(self.pos + nbytes, _ALIGN)
         self.used += _round_up(nbytes, _ALIGN)
-        return wrap(view), view
+        return view
 
     def locate(self, arr):
-        """(segment index, byte offset) when `arr`'s memory lies inside the arena."""
+        """(index in self.segs, byte offset) when `arr` lies inside the arena."""
         addr = arr.__array_interface__["data"][0]
-        for k, (_, _, raw, base) in enumerate(self.segments):
-            if base <= addr < base + raw.shape[0]:
-                lo, hi = np.lib.array_utils.byte_bounds(arr) if hasattr(np.lib, "array_utils") \
-                    else np.byte_bounds(arr)
-                if lo >= base and hi <= base + raw.shape[0]:
-                    return k, addr - base
+        for i, seg in enumerate(self.segs):
+            if seg.base <= addr < seg.base + seg.size:
+                lo, hi = np.lib.array_utils.byte_bounds(arr)
+                if lo >= seg.base and hi <= seg.base + seg.size:
+                    return i, addr - seg.base
         return None
 
-    def names(self):
-        return [s[0] for s in self.segments]
+    def commit(self):
+        """The batch is sent: its segments are busy until the main process frees
+        them.  Returns [(k, size, new)] in arena order."""
+        pool = self.pool
+        out = []
+        for seg in self.segs:
+            out.append((seg.k, seg.size, not seg.announced))
+            seg.announced = True
+            pool.busy[seg.k] = seg
+        if self.used:
+            pool.hint = self.used
+        self.segs = []
+        return out
 
-    def release(self):
-        """Drop the worker's mappings (the segments live on in the main process)."""
-        segs, self.segments = self.segments, []
-        for s in segs:
-            s[2] = None
-            try:
-                s[1].close()
-            except BufferError:     # an array of the batch is still referenced here;
-                pass                # the mapping goes when it does
-
-    def discard(self):
-        """Unlink and drop every segment (the batch is not sent)."""
-        for s in self.segments:
-            unlink(s[0])
-        self.release()
+    def abort(self):
+        """The batch is not sent: its segments go back to the free list."""
+        self.pool.free.extend(self.segs)
+        self.segs = []
 
 
 class _Packer(pickle.Pickler):
@@ -160,8 +209,8 @@ class _Packer(pickle.Pickler):
         t = type(obj)
         if t is ndarray or isinstance(obj, ndarray):
             return self._ref(numpy_view(obj), True)
-        if (t is np.ndarray or t is np.memmap) and obj.dtype.kind not in "OV" \
-                and not obj.dtype.hasobject:
+        if (t is np.ndarray or t is np.memmap) and not obj.dtype.hasobject \
+                and obj.dtype.kind != "V":
             return self._ref(obj, False)
         return None
 
@@ -172,45 +221,112 @@ class _Packer(pickle.Pickler):
         if loc is None:
             if a.nbytes < SMALL:
                 return None                 # pickled inline with the metadata
-            _, view = self.arena._alloc(a.shape, a.dtype, a.nbytes)
+            view = self.arena._alloc(a.shape, a.dtype, a.nbytes)
             view[...] = a
+            loc = self.arena.locate(view)
             a = view
-            loc = self.arena.locate(a)
         seg, offset = loc
         return (seg, offset, a.shape, a.strides, a.dtype.str, is_ember)
 
 
-class _Unpacker(pickle.Unpickler):
-    def __init__(self, file, maps):
-        super().__init__(file)
-        self.maps = maps
-
-    def persistent_load(self, pid):
-        seg, offset, shape, strides, dtype, is_ember = pid
-        if seg < 0:
-            a = np.empty(shape, dtype=np.dtype(dtype))
-            return wrap(a) if is_ember else a
-        a = np.ndarray(shape, dtype=np.dtype(dtype), buffer=self.maps[seg], offset=offset,
-                       strides=strides)
-        return wrap(a) if is_ember else a
-
-
 def pack(obj, arena):
-    """Pickle `obj` with its arrays placed in `arena`: (segment names, payload bytes)."""
+    """Pickle `obj` with its large arrays placed in `arena` -> payload bytes."""
     f = io.BytesIO()
     _Packer(f, arena).dump(obj)
-    return arena.names(), f.getvalue()
+    return f.getvalue()
 
 
-def unpack(names, payload):
-    """Inverse of `pack`, in the main process: map (and unlink) the segments and
-    rebuild the object with zero-copy arrays."""
-    maps = []
-    try:
-        for name in names:
-            maps.append(open_and_unlink(name))
-    except BaseException:
-        for name in names[len(maps):]:
-            unlink(name)
-        raise
-    return _Unpacker(io.BytesIO(payload), maps).load()
+# ------------------------------------------------------------------ main side
+
+class Receiver:
+    """The main process's view of every worker's segments (one per iterator)."""
+
+    def __init__(self, prefix, num_workers):
+        self.prefix = prefix
+        self.maps = [dict() for _ in range(num_workers)]    # k -> mmap, per worker
+        self.seen = [set() for _ in range(num_workers)]     # ks mapped or retired
+        self.freed = []                 # (worker, k) of batches that died (finalizers)
+
+    def _map(self, wid, k, size):
+        name = seg_name(self.prefix, wid, k)
+        fd = _posixshmem.shm_open(name, os.O_RDWR, mode=0o600)
+        try:
+            _posixshmem.shm_unlink(name)
+            mm = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        self.maps[wid][k] = mm
+        self.seen[wid].add(k)
+        return mm
+
+    def retire(self, wid, ks):
+        for k in ks:
+            if k not in self.seen[wid]:         # never mapped: its name is still there
+                unlink(seg_name(self.prefix, wid, k))
+                self.seen[wid].add(k)
+            self.maps[wid].pop(k, None)         # arrays still using it keep the mapping
+
+    def segments(self, wid, used):
+        """Map the segments of a batch (new ones for the first time)."""
+        maps = self.maps[wid]
+        return [maps[k] if not new and k in maps else self._map(wid, k, size)
+                for k, size, new in used]
+
+    def unpack(self, wid, used, payload):
+        """Rebuild a batch: zero-copy arrays over the worker's segments; each
+        segment is reported free once every array of this batch in it is gone."""
+        mms = self.segments(wid, used)
+        owners = [None] * len(mms)
+        freed = self.freed
+
+        def owner(i):
+            o = owners[i]
+            if o is None:
+                o = owners[i] = np.frombuffer(mms[i], dtype=np.uint8)
+                weakref.finalize(o, freed.append, (wid, used[i][0])).atexit = False
+            return o
+
+        class _Unpacker(pickle.Unpickler):
+            def persistent_load(self, pid):
+                seg, offset, shape, strides, dtype, is_ember = pid
+                if seg < 0:
+                    a = np.empty(shape, dtype=np.dtype(dtype))
+                else:
+                    a = np.ndarray(shape, dtype=np.dtype(dtype), buffer=owner(seg),
+                                   offset=offset, strides=strides)
+                return wrap(a) if is_ember else a
+
+        obj = _Unpacker(io.BytesIO(payload)).load()
+        for i, (k, _, _) in enumerate(used):    # a segment the batch did not use: free now
+            if owners[i] is None:
+                freed.append((wid, k))
+        return obj
+
+    def discard(self, wid, used):
+        """A batch nobody will see (stale after a reset): its segments are free."""
+        self.segments(wid, used)
+        for k, _, _ in used:
+            self.freed.append((wid, k))
+
+    def take_freed(self, num_workers):
+        """Freed segments per worker since the last call."""
+        out = [[] for _ in range(num_workers)]
+        freed = self.freed
+        while freed:
+            wid, k = freed.pop()
+            out[wid].append(k)
+        return out
+
+    def cleanup(self, next_ks=None):
+        """After the workers are gone: unlink every name never mapped.  Names of
+        worker w are k = 0, 1, ...; past the highest k seen, stop at the first
+        missing one."""
+        for wid, seen in enumerate(self.seen):
+            top = max(seen) if seen else -1
+            k = 0
+            while True:
+                if k not in seen:
+                    if not unlink(seg_name(self.prefix, wid, k)) and k > top:
+                        break
+                k += 1
+        self.maps = [dict() for _ in self.maps]

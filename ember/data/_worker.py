@@ -10,7 +10,6 @@ imported); NumPy's legacy global generator gets a seed sequence built from the
 base seed and the worker id.  Exceptions are caught and sent with their
 formatted traceback; the main process re-raises them in batch order.
 """
-import collections
 import os
 import queue
 import random
@@ -228,10 +227,10 @@ def _single_thread(ember):
 
 
 def worker_loop(iterable, dataset, index_queue, conn, done_event, auto_collation, collate_fn,
-                drop_last, base_seed, init_fn, worker_id, num_workers, use_shm, parent_pid):
-    """Body of a DataLoader worker process."""
+                drop_last, base_seed, init_fn, worker_id, num_workers, shm_prefix, parent_pid):
+    """Body of a DataLoader worker process (``shm_prefix`` None: batches are pickled)."""
     global _worker_info
-    sent_segments = collections.deque(maxlen=256)     # unlinked on a parent's death
+    pool = None
     try:
         import ember
         from ember.data import collate as collate_mod
@@ -241,6 +240,8 @@ def worker_loop(iterable, dataset, index_queue, conn, done_event, auto_collation
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
         where = f"in DataLoader worker process {worker_id}"
+        if shm_prefix is not None:
+            pool = _shm.Pool(shm_prefix, worker_id)
         init_exception = None
         fetcher = None
         try:
@@ -251,7 +252,6 @@ def worker_loop(iterable, dataset, index_queue, conn, done_event, auto_collation
             init_exception = ExceptionWrapper(where=where)
 
         iteration_end = False
-        hint = 0
         while True:
             try:
                 r = index_queue.get(timeout=_POLL_INTERVAL)
@@ -259,6 +259,8 @@ def worker_loop(iterable, dataset, index_queue, conn, done_event, auto_collation
                 if os.getppid() != parent_pid:      # the main process is gone
                     break
                 continue
+            if os.environ.get("EMBER_DL_DEBUG"):
+                import time as _t; print("worker", worker_id, _t.time(), "got", r if not isinstance(r, tuple) else r[:2], "done", done_event.is_set(), flush=True)
             if r is None:
                 break
             if isinstance(r, _ResumeIteration):
@@ -269,25 +271,26 @@ def worker_loop(iterable, dataset, index_queue, conn, done_event, auto_collation
                                                  drop_last)
                     except Exception:
                         init_exception = ExceptionWrapper(where=where)
-                conn.send((RESUMED, None, None))
+                conn.send((RESUMED, None, None, _retired(pool)))
                 continue
+            idx, index, freed = r
+            if pool is not None and freed:
+                pool.release(freed)                 # the main process is done with these
             if iteration_end or done_event.is_set():    # exhausted, or shutting down
                 continue
-            idx, index, seg_name = r
             arena = None
             data = None
             if init_exception is not None:         # worker_init_fn failed: every task says so
                 msg = (ERROR, idx, init_exception)
             else:
-                if use_shm:
-                    arena = _shm.Arena(seg_name, hint)
+                if pool is not None:
+                    arena = _shm.Arena(pool)
                     prev = collate_mod._set_allocator(arena.alloc)
                 try:
                     data = fetcher.fetch(index)
                     if arena is not None:
-                        names, payload = _shm.pack(data, arena)
-                        msg = (SHM, idx, (names, payload))
-                        hint = arena.used
+                        blob = _shm.pack(data, arena)
+                        msg = (SHM, idx, (arena.commit(), blob))
                     else:
                         msg = (DATA, idx, data)
                 except StopIteration:
@@ -301,34 +304,32 @@ def worker_loop(iterable, dataset, index_queue, conn, done_event, auto_collation
                 finally:
                     if arena is not None:
                         collate_mod._set_allocator(prev)
-                if arena is not None and msg[0] != SHM:
-                    data = None
-                    arena.discard()
-                    arena = None
+                        arena.abort()               # segments not committed: free again
+                data = None
             try:
-                conn.send(msg)
+                conn.send(msg + (_retired(pool),))
             except (BrokenPipeError, ConnectionResetError, EOFError):
-                if arena is not None:
-                    arena.discard()
                 break
             except Exception:                       # the batch does not pickle
-                if arena is not None:
-                    arena.discard()
-                    arena = None
-                conn.send((ERROR, idx, ExceptionWrapper(where=where)))
-            del data, msg, r, index
-            if arena is not None:
-                sent_segments.extend(arena.names())
-                arena.release()
-                arena = None
+                conn.send((ERROR, idx, ExceptionWrapper(where=where), _retired(pool)))
+            del msg, r, index
     except KeyboardInterrupt:
         pass                        # the main process handles Ctrl-C
     finally:
-        if os.getppid() != parent_pid:
+        if pool is not None and os.getppid() != parent_pid:
             from ember.data import _shm
-            for name in sent_segments:      # nobody will map them now
+            for name in pool.all_names():           # nobody will map or unlink them now
                 _shm.unlink(name)
         try:
             conn.close()
         except Exception:
             pass
+
+
+def _retired(pool):
+    """Segments the worker dropped since its last message (the main process
+    forgets its mappings of them)."""
+    if pool is None or not pool.retired:
+        return None
+    out, pool.retired = pool.retired, []
+    return out

@@ -345,14 +345,14 @@ class _MultiProcessingIter(_BaseIter):
         if self._prefetch_factor <= 0:
             raise ValueError("prefetch_factor must be positive when num_workers > 0, got "
                              f"{self._prefetch_factor}")
-        self._use_shm = loader._use_shm
         ctx = loader._mp_context()
         self._shutdown = False
         self._fatal = None
-        self._epoch = 0
-        # segment names: /em<pid>_<token>_<epoch>_<task>_<k>, chosen here, so that
-        # the segments of tasks never received can be unlinked at shutdown
+        # shared-memory segment names: /em<pid>_<token>_<worker>_<k> (see _shm.py)
         self._seg_prefix = f"/em{os.getpid():x}_{secrets.token_hex(3)}"
+        self._receiver = (_shm.Receiver(self._seg_prefix, self._num_workers)
+                          if loader._use_shm else None)
+        self._pending_free = [[] for _ in range(self._num_workers)]
         self._workers, self._index_queues, self._conns = [], [], []
         self._exit_sent = [False] * self._num_workers
         self._done_event = ctx.Event()
@@ -366,7 +366,9 @@ class _MultiProcessingIter(_BaseIter):
                                       self._done_event,
                                       self._auto_collation, self._collate_fn, self._drop_last,
                                       self._base_seed, loader.worker_init_fn, i,
-                                      self._num_workers, self._use_shm, os.getpid()),
+                                      self._num_workers,
+                                      self._seg_prefix if self._receiver else None,
+                                      os.getpid()),
                                 daemon=True)
                 self._index_queues.append(iq)
                 self._conns.append(reader)
@@ -388,7 +390,6 @@ class _MultiProcessingIter(_BaseIter):
         if self._fatal is not None:
             raise self._fatal
         super()._reset(loader)
-        old_info = getattr(self, "_task_info", {})
         self._send_idx = 0
         self._rcvd_idx = 0
         self._task_info = {}        # task -> (worker,) while in flight, (worker, data) once here
@@ -399,9 +400,6 @@ class _MultiProcessingIter(_BaseIter):
         if not first_iter:
             # persistent workers: drop what is left of the last epoch, restart the workers'
             # fetchers (fresh dataset iterators), then prefetch again
-            self._stale_bases = [f"{self._seg_prefix}_{self._epoch}_{idx}"
-                                 for idx, info in old_info.items() if len(info) == 1]
-            self._epoch += 1
             for q in self._index_queues:
                 q.put(_worker._ResumeIteration())
             pending = self._num_workers
@@ -409,7 +407,6 @@ class _MultiProcessingIter(_BaseIter):
                 kind, _, _ = self._get_message()
                 if kind == _worker.RESUMED:
                     pending -= 1
-            self._stale_bases = []      # every old result came before its worker's ack
         for _ in range(self._prefetch_factor * self._num_workers):
             self._try_put_index()
 
@@ -427,8 +424,13 @@ class _MultiProcessingIter(_BaseIter):
                     break
         else:
             return
-        seg = f"{self._seg_prefix}_{self._epoch}_{self._send_idx}"
-        self._index_queues[w].put((self._send_idx, index, seg))
+        freed = None
+        if self._receiver is not None:          # segments whose batches died: reusable
+            pending = self._pending_free
+            for wid, ks in enumerate(self._receiver.take_freed(self._num_workers)):
+                pending[wid].extend(ks)
+            freed, pending[w] = pending[w], []
+        self._index_queues[w].put((self._send_idx, index, freed))
         self._task_info[self._send_idx] = (w,)
         self._workers_num_tasks[w] += 1
         self._tasks_outstanding += 1
@@ -467,7 +469,7 @@ class _MultiProcessingIter(_BaseIter):
                 except (EOFError, OSError):         # the worker closed its pipe: gone
                     msg, dead = None, i
                 if msg is not None:
-                    return self._decode(msg)
+                    return self._decode(msg, i)
                 if dead is None and not self._workers[i].is_alive():
                     dead = i
                 if dead is not None:
@@ -475,15 +477,16 @@ class _MultiProcessingIter(_BaseIter):
             if dead is not None:
                 self._worker_died(dead)
 
-    def _decode(self, msg):
-        kind, idx, payload = msg
+    def _decode(self, msg, wid):
+        kind, idx, payload, retired = msg
+        if retired:
+            self._receiver.retire(wid, retired)
         if kind == _worker.SHM:
-            names, blob = payload
+            used, blob = payload
             if idx in self._task_info:
-                payload = _shm.unpack(names, blob)
-            else:                                   # stale (a reset epoch): just free it
-                for name in names:
-                    _shm.unlink(name)
+                payload = self._receiver.unpack(wid, used, blob)
+            else:                                   # stale (a reset epoch): free at once
+                self._receiver.discard(wid, used)
                 payload = None
             kind = _worker.DATA
         return kind, idx, payload
@@ -615,16 +618,11 @@ class _MultiProcessingIter(_BaseIter):
                 c.close()
             except Exception:
                 pass
-        # segments of tasks sent but never received (workers are gone now)
-        if self._use_shm:
-            bases = [f"{self._seg_prefix}_{self._epoch}_{idx}"
-                     for idx, info in getattr(self, "_task_info", {}).items() if len(info) == 1]
-            for base in bases + getattr(self, "_stale_bases", []):
-                k = 0
-                while _shm.unlink(f"{base}_{k}"):
-                    k += 1
-            self._task_info = {}
-            self._stale_bases = []
+        # the workers are gone: unlink the segments never mapped here
+        receiver = getattr(self, "_receiver", None)
+        if receiver is not None:
+            receiver.cleanup()
+        self._task_info = {}
         for w in workers:
             try:
                 w.close()

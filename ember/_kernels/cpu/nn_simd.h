@@ -221,7 +221,7 @@ EM_CLONES static void em_sm_bwd_f32(float* out, const float* g, const float* y, 
     for (ptrdiff_t i = 0; i < n; i++) out[i] = y[i] * (g[i] - d);
 }
 
-EM_CLONES static double em_sum_f32(const float* x, ptrdiff_t n) {
+EM_CLONES static double em_sum_f32_gen(const float* x, ptrdiff_t n) {
     double s = 0.0;
 #pragma omp simd reduction(+:s)
     for (ptrdiff_t i = 0; i < n; i++) s += (double)x[i];
@@ -241,7 +241,7 @@ EM_CLONES static void em_sum_sumsq_f32(const float* x, ptrdiff_t n, double* sum,
 }
 
 /* sum((x - m)^2) */
-EM_CLONES static double em_sqdev_f32(const float* x, double m, ptrdiff_t n) {
+EM_CLONES static double em_sqdev_f32_gen(const float* x, double m, ptrdiff_t n) {
     double ss = 0.0;
 #pragma omp simd reduction(+:ss)
     for (ptrdiff_t i = 0; i < n; i++) {
@@ -251,7 +251,7 @@ EM_CLONES static double em_sqdev_f32(const float* x, double m, ptrdiff_t n) {
     return ss;
 }
 
-EM_CLONES static double em_dot_f32(const float* a, const float* b, ptrdiff_t n) {
+EM_CLONES static double em_dot_f32_gen(const float* a, const float* b, ptrdiff_t n) {
     double s = 0.0;
 #pragma omp simd reduction(+:s)
     for (ptrdiff_t i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
@@ -259,7 +259,7 @@ EM_CLONES static double em_dot_f32(const float* a, const float* b, ptrdiff_t n) 
 }
 
 /* *sa = sum(a), *sab = sum(a*b) */
-EM_CLONES static void em_sum_dot_f32(const float* a, const float* b, ptrdiff_t n, double* sa,
+EM_CLONES static void em_sum_dot_f32_gen(const float* a, const float* b, ptrdiff_t n, double* sa,
                                      double* sab) {
     double s = 0.0, sp = 0.0;
 #pragma omp simd reduction(+:s, sp)
@@ -326,7 +326,7 @@ EM_CLONES static void em_acc_wb_f32(double* acc, double* acc2, const float* g, c
 }
 
 /* *s1 = sum(g * w), *s2 = sum(g * w * x)   (w NULL: 1; float64 accumulators) */
-EM_CLONES static void em_sum_dot_w_f32(const float* g, const float* w, const float* x, ptrdiff_t n,
+EM_CLONES static void em_sum_dot_w_f32_gen(const float* g, const float* w, const float* x, ptrdiff_t n,
                                        double* s1, double* s2) {
     double a = 0.0, b = 0.0;
     if (w) {
@@ -362,6 +362,157 @@ EM_CLONES static void em_gxb_vec_f32(float* out, const float* g, const float* x,
                                      const float* b, const float* c, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a[i] + x[i] * b[i] + c[i];
+}
+
+/* ---- float32 reductions: float accumulators in blocks of 4096 elements (two
+ * vectors of 8 lanes, masked tails), blocks added in float64 ---- */
+
+#define EM_BLOCK 4096
+
+#if EM_HAVE_X86
+EM_AVX2 static inline __m256 em_load_tail(const float* x, ptrdiff_t r) {
+    return _mm256_maskload_ps(x, em_mask8(r));
+}
+
+/* s += x;  for one block (n <= EM_BLOCK) */
+EM_AVX2 static float em_bsum_avx2(const float* x, ptrdiff_t n) {
+    __m256 a = _mm256_setzero_ps(), b = a;
+    ptrdiff_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a = _mm256_add_ps(a, _mm256_loadu_ps(x + i));
+        b = _mm256_add_ps(b, _mm256_loadu_ps(x + i + 8));
+    }
+    if (i + 8 <= n) { a = _mm256_add_ps(a, _mm256_loadu_ps(x + i)); i += 8; }
+    if (i < n) b = _mm256_add_ps(b, em_load_tail(x + i, n - i));
+    return em_hsum8(_mm256_add_ps(a, b));
+}
+
+/* sum (x - m)^2 for one block */
+EM_AVX2 static float em_bsqdev_avx2(const float* x, float m, ptrdiff_t n) {
+    __m256 a = _mm256_setzero_ps(), b = a, vm = _mm256_set1_ps(m);
+    ptrdiff_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
+        __m256 e = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm);
+        a = _mm256_fmadd_ps(d, d, a);
+        b = _mm256_fmadd_ps(e, e, b);
+    }
+    if (i + 8 <= n) {
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
+        a = _mm256_fmadd_ps(d, d, a);
+        i += 8;
+    }
+    if (i < n) {
+        __m256i k = em_mask8(n - i);
+        __m256 d = _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), vm),
+                                 _mm256_castsi256_ps(k));
+        b = _mm256_fmadd_ps(d, d, b);
+    }
+    return em_hsum8(_mm256_add_ps(a, b));
+}
+
+/* *sa += sum(a), *sab += sum(a * b) (w NULL) or sum(a * w), sum(a * w * b) for one block */
+EM_AVX2 static void em_bsumdot_avx2(const float* a, const float* w, const float* b, ptrdiff_t n,
+                                    double* sa, double* sab) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, p0 = s0, p1 = s0;
+    ptrdiff_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 u = _mm256_loadu_ps(a + i), v = _mm256_loadu_ps(a + i + 8);
+        if (w) {
+            u = _mm256_mul_ps(u, _mm256_loadu_ps(w + i));
+            v = _mm256_mul_ps(v, _mm256_loadu_ps(w + i + 8));
+        }
+        s0 = _mm256_add_ps(s0, u);
+        s1 = _mm256_add_ps(s1, v);
+        p0 = _mm256_fmadd_ps(u, _mm256_loadu_ps(b + i), p0);
+        p1 = _mm256_fmadd_ps(v, _mm256_loadu_ps(b + i + 8), p1);
+    }
+    for (; i < n; i += 8) {
+        ptrdiff_t r = n - i;
+        __m256i k = r >= 8 ? _mm256_set1_epi32(-1) : em_mask8(r);
+        __m256 u = _mm256_maskload_ps(a + i, k);
+        if (w) u = _mm256_mul_ps(u, _mm256_maskload_ps(w + i, k));
+        s0 = _mm256_add_ps(s0, u);
+        p0 = _mm256_fmadd_ps(u, _mm256_maskload_ps(b + i, k), p0);
+    }
+    *sa += em_hsum8(_mm256_add_ps(s0, s1));
+    *sab += em_hsum8(_mm256_add_ps(p0, p1));
+}
+#endif
+
+static double em_sum_f32(const float* x, ptrdiff_t n) {
+#if EM_HAVE_X86
+    if (em_use_avx2) {
+        double s = 0;
+        for (ptrdiff_t i = 0; i < n; i += EM_BLOCK)
+            s += em_bsum_avx2(x + i, n - i < EM_BLOCK ? n - i : EM_BLOCK);
+        return s;
+    }
+#endif
+    return em_sum_f32_gen(x, n);
+}
+
+static double em_sqdev_f32(const float* x, double m, ptrdiff_t n) {
+#if EM_HAVE_X86
+    if (em_use_avx2) {
+        double s = 0;
+        for (ptrdiff_t i = 0; i < n; i += EM_BLOCK)
+            s += em_bsqdev_avx2(x + i, (float)m, n - i < EM_BLOCK ? n - i : EM_BLOCK);
+        return s;
+    }
+#endif
+    return em_sqdev_f32_gen(x, m, n);
+}
+
+/* mean and biased variance of x[0..n), two passes */
+static void em_meanvar_f32(const float* x, ptrdiff_t n, double* mean, double* var) {
+    double m = n ? em_sum_f32(x, n) / n : 0.0;
+    *mean = m;
+    *var = n ? em_sqdev_f32(x, m, n) / n : 0.0;
+}
+
+static void em_sum_dot_f32(const float* a, const float* b, ptrdiff_t n, double* sa, double* sab) {
+#if EM_HAVE_X86
+    if (em_use_avx2) {
+        *sa = 0;
+        *sab = 0;
+        for (ptrdiff_t i = 0; i < n; i += EM_BLOCK)
+            em_bsumdot_avx2(a + i, NULL, b + i, n - i < EM_BLOCK ? n - i : EM_BLOCK, sa, sab);
+        return;
+    }
+#endif
+    em_sum_dot_f32_gen(a, b, n, sa, sab);
+}
+
+static void em_sum_dot_w_f32(const float* g, const float* w, const float* x, ptrdiff_t n,
+                             double* s1, double* s2) {
+#if EM_HAVE_X86
+    if (em_use_avx2) {
+        *s1 = 0;
+        *s2 = 0;
+        for (ptrdiff_t i = 0; i < n; i += EM_BLOCK)
+            em_bsumdot_avx2(g + i, w ? w + i : NULL, x + i,
+                            n - i < EM_BLOCK ? n - i : EM_BLOCK, s1, s2);
+        return;
+    }
+#endif
+    em_sum_dot_w_f32_gen(g, w, x, n, s1, s2);
+}
+
+static double em_dot_f32(const float* a, const float* b, ptrdiff_t n) {
+    double sa, sab;
+    em_sum_dot_f32(a, b, n, &sa, &sab);
+    return sab;
+}
+
+/* acc[i] += g[i] * (x[i] * a + b);  acc2[i] += g[i]   (float accumulators) */
+EM_CLONES static void em_facc_wb_f32(float* acc, float* acc2, const float* g, const float* x,
+                                     float a, float b, ptrdiff_t n) {
+#pragma omp simd
+    for (ptrdiff_t i = 0; i < n; i++) {
+        acc[i] += g[i] * (x[i] * a + b);
+        acc2[i] += g[i];
+    }
 }
 
 /* ---- float64 (libm exp) ---- */

@@ -26,6 +26,10 @@ from ember._core.elementwise cimport num_threads
 
 cdef extern from "nn_simd.h" nogil:
     void em_sum_sumsq_f32(const float* x, Py_ssize_t n, double* s, double* ss)
+    void em_meanvar_f32(const float* x, Py_ssize_t n, double* mean, double* var)
+    void em_facc_wb_f32(float* acc, float* acc2, const float* g, const float* x, float a,
+                        float b, Py_ssize_t n)
+    int em_init_cpu()
     double em_sum_f32(const float* x, Py_ssize_t n)
     double em_sqdev_f32(const float* x, double m, Py_ssize_t n)
     void em_sum_dot_f32(const float* a, const float* b, Py_ssize_t n, double* sa, double* sab)
@@ -62,6 +66,8 @@ cdef extern from "nn_simd.h" nogil:
                        double b, Py_ssize_t n)
     void em_acc_sumsq_f64(double* acc, double* acc2, const double* x, Py_ssize_t n)
     void em_acc_sqdev_f64(double* acc, const double* x, const double* m, Py_ssize_t n)
+
+em_init_cpu()            # pick the AVX2 code paths once, at import
 
 ctypedef fused real:
     float
@@ -153,23 +159,23 @@ cdef inline void vacc_sumsq(double* acc, double* acc2, const real* x, Py_ssize_t
 
 
 cdef inline void _row_stats(const real* x, Py_ssize_t n, double* mean, double* var) noexcept nogil:
-    """Mean and (biased) variance of a contiguous run, float64 accumulation."""
-    cdef double s, ss, m, v
-    if n == 0:
-        mean[0] = 0
-        var[0] = 0
-        return
+    """Mean and (biased) variance of a contiguous run: two passes, float64 totals."""
+    cdef double m
     if real is float:
-        vsum_sumsq(x, n, &s, &ss)
-        m = s / n
-        v = ss / n - m * m
-        if v < 0:
-            v = 0
+        em_meanvar_f32(x, n, mean, var)
     else:
-        m = vsum(x, n) / n
-        v = vsqdev(x, m, n) / n
-    mean[0] = m
-    var[0] = v
+        m = vsum(x, n) / n if n else 0.0
+        mean[0] = m
+        var[0] = vsqdev(x, m, n) / n if n else 0.0
+
+
+cdef inline void vfacc_wb(real* acc, real* acc2, const real* g, const real* x, real a, real b,
+                          Py_ssize_t n) noexcept nogil:
+    """acc += g * (x * a + b); acc2 += g, accumulators of the data's type."""
+    if real is float:
+        em_facc_wb_f32(acc, acc2, g, x, a, b, n)
+    else:
+        em_acc_wb_f64(acc, acc2, g, x, a, b, n)
 
 
 cdef inline int _nt(Py_ssize_t work, Py_ssize_t items) noexcept nogil:
@@ -274,31 +280,51 @@ cdef inline void _ln_brow(const real* g, const real* x, const real* w, real* gx,
           N)
 
 
+cdef enum:
+    LN_BLOCK = 64           # rows whose weight/bias gradients are summed in the data's type
+
+
+cdef void _ln_bwd_block(const real* g, const real* x, const real* w, const double* st, real* gx,
+                        real* facc, double* acc, Py_ssize_t blk, Py_ssize_t M,
+                        Py_ssize_t N) noexcept nogil:
+    cdef Py_ssize_t i, j, r0 = blk * LN_BLOCK, r1 = r0 + LN_BLOCK
+    cdef double mean, rstd
+    if r1 > M:
+        r1 = M
+    if acc != NULL:
+        memset(facc, 0, 2 * N * sizeof(real))
+    for i in range(r0, r1):
+        mean = st[i]
+        rstd = st[M + i]
+        if gx != NULL:
+            _ln_brow(g + i * N, x + i * N, w, gx + i * N, mean, rstd, N)
+        if acc != NULL:
+            vfacc_wb(facc, facc + N, g + i * N, x + i * N, <real>rstd, <real>(-mean * rstd), N)
+    if acc != NULL:
+        for j in range(2 * N):
+            acc[j] += facc[j]
+
+
 cdef void _ln_bwd(const real* g, const real* x, const real* w, const double* st, real* gx,
                   double* acc, Py_ssize_t M, Py_ssize_t N, int nt) noexcept nogil:
     """gx (if not NULL) and, into acc (nt * 2N doubles, zeroed; NULL: skip), per-thread
-    sums of g * xhat and g."""
-    cdef Py_ssize_t i
+    sums of g * xhat and g (summed in blocks of LN_BLOCK rows in the data's type)."""
+    cdef Py_ssize_t b, nb = (M + LN_BLOCK - 1) // LN_BLOCK
     cdef int tid
-    cdef double mean, rstd
+    cdef real* facc = NULL
+    if acc != NULL:
+        facc = <real*>malloc((2 * N * nt + 1) * sizeof(real))
+        if facc == NULL:
+            return
     if nt > 1:
-        for i in prange(M, num_threads=nt, schedule="static"):
+        for b in prange(nb, num_threads=nt, schedule="static"):
             tid = threadid()
-            mean = st[i]
-            rstd = st[M + i]
-            if gx != NULL:
-                _ln_brow(g + i * N, x + i * N, w, gx + i * N, mean, rstd, N)
-            if acc != NULL:
-                vacc_wb(acc + 2 * N * tid, acc + 2 * N * tid + N, g + i * N, x + i * N, rstd,
-                        -mean * rstd, N)
+            _ln_bwd_block(g, x, w, st, gx, facc + 2 * N * tid if acc != NULL else NULL,
+                          acc + 2 * N * tid if acc != NULL else NULL, b, M, N)
     else:
-        for i in range(M):
-            mean = st[i]
-            rstd = st[M + i]
-            if gx != NULL:
-                _ln_brow(g + i * N, x + i * N, w, gx + i * N, mean, rstd, N)
-            if acc != NULL:
-                vacc_wb(acc, acc + N, g + i * N, x + i * N, rstd, -mean * rstd, N)
+        for b in range(nb):
+            _ln_bwd_block(g, x, w, st, gx, facc, acc, b, M, N)
+    free(facc)
 
 
 def layer_norm_backward(ndarray g, ndarray x, object weight, ndarray stats, bint need_x,
@@ -314,7 +340,7 @@ def layer_norm_backward(ndarray g, ndarray x, object weight, ndarray stats, bint
         raise ValueError("layer_norm backward: internal error: gradient does not match input")
     cdef char* wp = _opt(weight, x, N, "layer_norm backward")
     cdef double* st = _stats(stats, 2 * M, "layer_norm backward")
-    cdef int nt = _nt(M * N, M)
+    cdef int nt = _nt(M * N, (M + LN_BLOCK - 1) // LN_BLOCK)
     cdef ndarray gx = new_empty(x.tcode, x.ndim, x.shape) if need_x else None
     cdef ndarray gw = None, gb = None
     cdef double* acc = NULL
@@ -381,43 +407,25 @@ cdef void _bn_stats(const real* x, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, dou
             for c in range(C):
                 var[c] = var[c] / M
         return
+    # per (n, c) run: mean and variance; combined per channel (Chan et al.)
     nt = _nt(N * C * S, N * C)
     if nt > 1:
         for i in prange(N * C, num_threads=nt, schedule="static"):
-            if real is float:
-                vsum_sumsq(x + i * S, S, &tmp[i], &tmp[N * C + i])
-            else:
-                tmp[i] = vsum(x + i * S, S)
+            _row_stats(x + i * S, S, &tmp[i], &tmp[N * C + i])
     else:
         for i in range(N * C):
-            if real is float:
-                vsum_sumsq(x + i * S, S, &tmp[i], &tmp[N * C + i])
-            else:
-                tmp[i] = vsum(x + i * S, S)
+            _row_stats(x + i * S, S, &tmp[i], &tmp[N * C + i])
     for n in range(N):
         for c in range(C):
             mean[c] += tmp[n * C + c]
-            if real is float:
-                var[c] += tmp[N * C + n * C + c]
     for c in range(C):
-        mean[c] = mean[c] / M
-    if real is float:
-        for c in range(C):
-            var[c] = var[c] / M - mean[c] * mean[c]
-            if var[c] < 0:
-                var[c] = 0
-        return
-    if nt > 1:
-        for i in prange(N * C, num_threads=nt, schedule="static"):
-            tmp[N * C + i] = vsqdev(x + i * S, mean[i % C], S)
-    else:
-        for i in range(N * C):
-            tmp[N * C + i] = vsqdev(x + i * S, mean[i % C], S)
+        mean[c] = mean[c] / N
     for n in range(N):
         for c in range(C):
-            var[c] += tmp[N * C + n * C + c]
+            m = tmp[n * C + c] - mean[c]
+            var[c] += tmp[N * C + n * C + c] + m * m
     for c in range(C):
-        var[c] = var[c] / M
+        var[c] = var[c] / N
 
 
 cdef void _bn_apply(const real* x, real* y, const real* scale, const real* shift, Py_ssize_t N,

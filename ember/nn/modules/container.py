@@ -337,12 +337,13 @@ class ModuleDict(Module):
                                   "them in your own forward()")
 
 
-def _param_repr(p):
+def _param_repr(key, p):
+    """One line of ParameterList/ParameterDict's repr, formatted as PyTorch's."""
     if not isinstance(p, ndarray):
-        return f"Object of type: {type(p).__name__}"
+        return f"  ({key}): Object of type: {type(p).__name__}"
     size = "x".join(str(s) for s in p.shape)
-    kind = "Parameter containing" if isinstance(p, Parameter) else "Array"
-    return f"{kind}: [ember.{p.dtype} of size {size}]"
+    kind = "Parameter" if isinstance(p, Parameter) else "Array"
+    return f"  ({key}): {kind} containing: [ember.{p.dtype} of size {size}]"
 
 
 class ParameterList(Module):
@@ -407,7 +408,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({i}): {_param_repr(p)}" for i, p in enumerate(self))
+        return "\n".join(_param_repr(i, p) for i, p in enumerate(self))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterList should not be called.")
@@ -513,7 +514,7 @@ class ParameterDict(Module):
                 self[p[0]] = p[1]
 
     def extra_repr(self):
-        return "\n".join(f"({k}): {_param_repr(p)}" for k, p in self.items())
+        return "\n".join(_param_repr(k, p) for k, p in self.items())
 
     def __call__(self, input):
         raise RuntimeError("ParameterDict should not be called.")
