@@ -113,6 +113,14 @@ def exact_sqrt(monkeypatch):
     monkeypatch.setattr(torch.Tensor, "sqrt_", sqrt_)
 
 
+@pytest.fixture
+def threaded():
+    """Split even small groups over threads (the threshold is large by default)."""
+    old = _k._set_parallel_threshold(1000)
+    yield
+    _k._set_parallel_threshold(old)
+
+
 # ------------------------------------------------------------ trajectories
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name,kw", CONFIGS, ids=IDS)
@@ -149,9 +157,9 @@ def test_portable_kernels(name, kw):
 
 @pytest.mark.parametrize("name,kw", [CONFIGS[1], CONFIGS[6], CONFIGS[12], CONFIGS[16]],
                          ids=[IDS[1], IDS[6], IDS[12], IDS[16]])
-def test_big_parameters_threaded(name, kw, exact_sqrt):
-    """Groups big enough to be split over threads give the same bits."""
-    shapes = [(200, 201), (30001,), (5,)]
+def test_big_parameters_threaded(name, kw, exact_sqrt, threaded):
+    """Groups split over threads give the same bits."""
+    shapes = [(200, 201), (70001,), (5,)]
     ep, tp, _, _ = _run(*_make(name, kw), np.float32, n_steps=2, shapes=shapes)
     for pe, pt in zip(ep, tp):
         np.testing.assert_array_equal(_np(pe), _np(pt))
@@ -572,7 +580,7 @@ def test_step_errors():
         opt.step()
 
 
-def test_duplicate_parameter_updated_twice_like_torch(exact_sqrt):
+def test_duplicate_parameter_updated_twice_like_torch(exact_sqrt, threaded):
     a = np.linspace(-1, 1, 70000).astype(np.float32)
     for name, kw in (("SGD", dict(lr=0.1)), ("Adam", dict(lr=0.1, amsgrad=True))):
         pe = E.asarray(a.copy(), requires_grad=True)

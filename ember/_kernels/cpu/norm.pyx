@@ -229,25 +229,26 @@ def new_stats(Py_ssize_t rows, Py_ssize_t n):
 
 # ================================================================ layer norm
 
+cdef inline void _ln_frow(const real* x, const real* w, const real* b, real* y, double* st,
+                          Py_ssize_t i, Py_ssize_t M, Py_ssize_t N, double eps) noexcept nogil:
+    cdef double mean, var, rstd
+    _row_stats(x + i * N, N, &mean, &var)
+    rstd = 1.0 / sqrt(var + eps)
+    st[i] = mean
+    st[M + i] = rstd
+    vaffine_wb(y + i * N, x + i * N, <real>rstd, <real>(-mean * rstd), w, b, N)
+
+
 cdef void _ln_fwd(const real* x, const real* w, const real* b, real* y, double* st,
                   Py_ssize_t M, Py_ssize_t N, double eps) noexcept nogil:
     cdef Py_ssize_t i
-    cdef double mean, var, rstd
     cdef int nt = _nt(M * N, M)
     if nt > 1:
         for i in prange(M, num_threads=nt, schedule="static"):
-            _row_stats(x + i * N, N, &mean, &var)
-            rstd = 1.0 / sqrt(var + eps)
-            st[i] = mean
-            st[M + i] = rstd
-            vaffine_wb(y + i * N, x + i * N, <real>rstd, <real>(-mean * rstd), w, b, N)
+            _ln_frow(x, w, b, y, st, i, M, N, eps)
     else:
         for i in range(M):
-            _row_stats(x + i * N, N, &mean, &var)
-            rstd = 1.0 / sqrt(var + eps)
-            st[i] = mean
-            st[M + i] = rstd
-            vaffine_wb(y + i * N, x + i * N, <real>rstd, <real>(-mean * rstd), w, b, N)
+            _ln_frow(x, w, b, y, st, i, M, N, eps)
 
 
 def layer_norm_forward(ndarray x, object weight, object bias, double eps, ndarray stats):

@@ -81,11 +81,24 @@ cdef enum:
     K_RMSPROP = 2
     K_ADAGRAD = 3
     MAXBUF = 4
-    # below this many elements in a group one thread does everything
-    PAR_TOTAL = 65536
     # chunk length (elements) when several threads share a group
-    CHUNK = 16384
+    CHUNK = 32768
     STACK_ITEMS = 32
+
+# Below this many elements in a group one thread does everything: the fused
+# updates run at a fraction of a ns per element, so smaller groups gain less
+# from a second thread than a fork/join (and a busy machine) can cost.
+cdef Py_ssize_t _par_total = 262144
+
+
+def _set_parallel_threshold(Py_ssize_t n):
+    """Set the group size (elements) from which updates use several threads;
+    returns the previous value (tests)."""
+    global _par_total
+    old = _par_total
+    _par_total = n
+    return old
+
 
 cdef struct Item:
     char* p
@@ -197,11 +210,11 @@ cdef class _Work:
         cdef int b
         if self.n == 0:
             return 0
-        if nt > 1 and self.total >= PAR_TOTAL:
+        if nt > 1 and self.total >= _par_total:
             # a parameter listed twice must be updated twice in order: one thread
             if len({<Py_ssize_t>work[i].p for i in range(self.n)}) != self.n:
                 nt = 1
-        if nt <= 1 or self.total < PAR_TOTAL:
+        if nt <= 1 or self.total < _par_total:
             with nogil:
                 for i in range(self.n):
                     if work[i].n > 0:

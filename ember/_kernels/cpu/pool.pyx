@@ -63,39 +63,39 @@ cdef void _max_plane(const real* xp, real* op, int64_t* ip, int H, int W, int OH
                 iw = iw0
                 while iw < iw1:
                     k = <int64_t>ih * W + iw
-                    v = xp[k]
-                    if v > best or v != v:
-                        best = v
-                        best_i = k
+                    _take(xp[k], k, &best, &best_i)
                     iw = iw + dw
                 ih = ih + dh
             op[<Py_ssize_t>oy * OW + ox] = best
             ip[<Py_ssize_t>oy * OW + ox] = best_i
 
 
+cdef inline void _take(real v, int64_t k, real* best, int64_t* best_i) noexcept nogil:
+    """best, best_i = v, k when v > best or v is NaN (PyTorch's rule), without a branch."""
+    cdef bint t = (v > best[0]) | (v != v)
+    best[0] = v if t else best[0]
+    best_i[0] = k if t else best_i[0]
+
+
 cdef void _max_plane_k2(const real* xp, real* op, int64_t* ip, int H, int W, int OH,
                         int OW) noexcept nogil:
     """kernel 2, stride 2, no padding or dilation, every window inside: the common case."""
     cdef int oy, ox
-    cdef int64_t k, best_i
-    cdef real best, v
+    cdef int64_t k
+    cdef int64_t best_i
+    cdef real best
+    cdef const real* r0
+    cdef const real* r1
     for oy in range(OH):
+        r0 = xp + <int64_t>(2 * oy) * W
+        r1 = r0 + W
         for ox in range(OW):
             k = <int64_t>(2 * oy) * W + 2 * ox
-            best = xp[k]
+            best = r0[2 * ox]
             best_i = k
-            v = xp[k + 1]
-            if v > best or v != v:
-                best = v
-                best_i = k + 1
-            v = xp[k + W]
-            if v > best or v != v:
-                best = v
-                best_i = k + W
-            v = xp[k + W + 1]
-            if v > best or v != v:
-                best = v
-                best_i = k + W + 1
+            _take(r0[2 * ox + 1], k + 1, &best, &best_i)
+            _take(r1[2 * ox], k + W, &best, &best_i)
+            _take(r1[2 * ox + 1], k + W + 1, &best, &best_i)
             op[<Py_ssize_t>oy * OW + ox] = best
             ip[<Py_ssize_t>oy * OW + ox] = best_i
 
@@ -138,10 +138,7 @@ cdef void _adaptive_max_plane(const real* xp, real* op, int64_t* ip, int H, int 
             for ih in range(ih0, ih1):
                 for iw in range(iw0, iw1):
                     k = <int64_t>ih * W + iw
-                    v = xp[k]
-                    if v > best or v != v:
-                        best = v
-                        best_i = k
+                    _take(xp[k], k, &best, &best_i)
             op[<Py_ssize_t>oy * OW + ox] = best
             ip[<Py_ssize_t>oy * OW + ox] = best_i
 
