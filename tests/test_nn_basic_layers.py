@@ -469,7 +469,8 @@ def test_embedding_gradcheck_and_double_backward():
     w = E(rnd(5, 3, seed=13, dtype=np.float64), grad=True)
     idx = E([[0, 4], [4, 2]])
     assert gradcheck(lambda t: F.embedding(idx, t), (w,))
-    assert gradcheck(lambda t: F.embedding(idx, t, padding_idx=4), (w,))
+    # (padding_idx deliberately cuts the gradient of that row, so plain finite differences
+    # disagree there; the second-order check is still exact)
     assert gradgradcheck(lambda t: F.embedding(idx, t, padding_idx=4) ** 2, (w,))
     assert gradgradcheck(lambda t: F.embedding(idx, t, scale_grad_by_freq=True) ** 2, (w,))
 

@@ -595,3 +595,21 @@ def test_duplicate_parameter_updated_twice_like_torch(exact_sqrt, threaded):
             eopt.step()
             topt.step()
         np.testing.assert_array_equal(_np(pe), _np(pt))
+
+
+@pytest.mark.parametrize("name", ["Adam", "RMSprop", "Adagrad", "SGD"])
+def test_failed_step_changes_nothing(name):
+    """A bad gradient anywhere in the group: no parameter moves, no step is counted."""
+    a, b = E.ones(3, requires_grad=True), E.ones(2, requires_grad=True)
+    opt = getattr(eo, name)([a, b], lr=0.1)
+    a.grad, b.grad = E.ones(3), E.ones(2, dtype=E.float64)
+    with pytest.raises(TypeError, match="parameter 1 has dtype float32 but its .grad"):
+        opt.step()
+    np.testing.assert_array_equal(_np(a), [1, 1, 1])
+    if "step" in opt.state.get(a, {}):
+        assert float(opt.state[a]["step"]) == 0.0
+    b.grad = E.ones(2)
+    opt.step()
+    assert _np(a)[0] < 1
+    if "step" in opt.state.get(a, {}):
+        assert float(opt.state[a]["step"]) == 1.0

@@ -22,7 +22,7 @@ __all__ = ["get_worker_info", "WorkerInfo"]
 
 # message kinds (worker -> main)
 DATA, SHM, ERROR, STOP, RESUMED = range(5)
-_POLL_INTERVAL = 1.0        # how often an idle worker checks that its parent is alive
+_POLL_INTERVAL = 0.1        # how often an idle worker checks for shutdown / its parent
 
 
 class WorkerInfo:
@@ -108,7 +108,10 @@ class ExceptionWrapper:
             exception = self.exc_type(msg)
         except Exception:
             raise RuntimeError(msg) from None
-        raise exception
+        try:
+            raise exception
+        finally:
+            exception = None        # no frame -> traceback -> frame cycle keeping the iterator
 
 
 def _rebuild_wrapper(exc_type, exc_msg, where):
@@ -256,11 +259,11 @@ def worker_loop(iterable, dataset, index_queue, conn, done_event, auto_collation
             try:
                 r = index_queue.get(timeout=_POLL_INTERVAL)
             except queue.Empty:
-                if os.getppid() != parent_pid:      # the main process is gone
+                # shutting down (the exit message may never come if the main process's
+                # queue was finalized first, in a garbage cycle), or the main process died
+                if done_event.is_set() or os.getppid() != parent_pid:
                     break
                 continue
-            if os.environ.get("EMBER_DL_DEBUG"):
-                import time as _t; print("worker", worker_id, _t.time(), "got", r if not isinstance(r, tuple) else r[:2], "done", done_event.is_set(), flush=True)
             if r is None:
                 break
             if isinstance(r, _ResumeIteration):

@@ -330,6 +330,31 @@ def _shutdown_live_iterators():
             pass
 
 
+def _reap(workers, timeout):
+    """Wait up to `timeout` s for the processes to exit; their exit codes (None:
+    still running)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        codes = []
+        for w in workers:
+            try:
+                codes.append(w.exitcode)
+            except Exception:           # closed / never started
+                codes.append(0)
+        if all(c is not None for c in codes) or time.monotonic() >= deadline:
+            return codes
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+
+
+def _signal(w, sig):
+    try:
+        os.kill(w.pid, sig)
+    except (OSError, TypeError):
+        pass
+
+
 def _signal_name(code):
     try:
         return signal.Signals(-code).name
@@ -388,7 +413,7 @@ class _MultiProcessingIter(_BaseIter):
 
     def _reset(self, loader, first_iter=False):
         if self._fatal is not None:
-            raise self._fatal
+            raise RuntimeError(self._fatal)
         super()._reset(loader)
         self._send_idx = 0
         self._rcvd_idx = 0
@@ -436,11 +461,13 @@ class _MultiProcessingIter(_BaseIter):
         self._tasks_outstanding += 1
         self._send_idx += 1
 
-    def _fail(self, exc):
-        """A fatal error: stop the workers, remember it for later calls, raise it."""
-        self._fatal = exc
+    def _fail(self, message):
+        """A fatal error: stop the workers, remember it for later calls, raise it.
+        (The message is kept, not the exception: its traceback would hold this
+        iterator in a reference cycle.)"""
+        self._fatal = message
         self._shutdown_workers(graceful=False)
-        raise exc
+        raise RuntimeError(message)
 
     def _get_message(self):
         """The next message from any worker: (kind, task, payload).  Shared-memory
@@ -453,11 +480,11 @@ class _MultiProcessingIter(_BaseIter):
                 waitables[self._conns[i]] = i
                 waitables[self._workers[i].sentinel] = i
             if not waitables:
-                self._fail(RuntimeError("DataLoader: no worker left to wait for"))
+                self._fail("DataLoader: no worker left to wait for")
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready = multiprocessing.connection.wait(list(waitables), timeout=remaining)
             if not ready:
-                self._fail(RuntimeError(f"DataLoader timed out after {self._timeout} seconds"))
+                self._fail(f"DataLoader timed out after {self._timeout} seconds")
             # pipes first: a worker may have sent results just before exiting
             conns = self._conns_set()
             dead = None
@@ -499,15 +526,14 @@ class _MultiProcessingIter(_BaseIter):
 
     def _worker_died(self, i):
         w = self._workers[i]
-        w.join(timeout=0.1)
-        code = w.exitcode
+        code = _reap([w], 0.1)[0]
         if code is not None and code < 0:
             how = f"killed by signal {_signal_name(code)}"
         else:
             how = f"exit code {code}"
-        self._fail(RuntimeError(f"DataLoader worker (pid {w.pid}) exited unexpectedly "
-                                f"({how}). If this keeps happening, run with num_workers=0 "
-                                "to see the error in the main process."))
+        self._fail(f"DataLoader worker (pid {w.pid}) exited unexpectedly ({how}). If this "
+                   "keeps happening, run with num_workers=0 to see the error in the main "
+                   "process.")
 
     def _mark_worker_unavailable(self, i, shutdown=False):
         self._workers_status[i] = False
@@ -522,7 +548,7 @@ class _MultiProcessingIter(_BaseIter):
 
     def _next_data(self):
         if self._fatal is not None:
-            raise self._fatal
+            raise RuntimeError(self._fatal)
         while True:
             while self._rcvd_idx < self._send_idx:
                 info = self._task_info.get(self._rcvd_idx)
@@ -600,16 +626,17 @@ class _MultiProcessingIter(_BaseIter):
                     self._index_queues[i].put(None)
                 except Exception:
                     pass
-        deadline = time.monotonic() + (_JOIN_TIMEOUT if graceful else 0.0)
-        for w in workers:
-            w.join(timeout=max(0.0, deadline - time.monotonic()))
-        for w in workers:
-            if w.is_alive():
-                w.terminate()
-                w.join(timeout=1.0)
-            if w.is_alive():
-                w.kill()
-                w.join()
+        # reap by polling exit codes (not the sentinels: inside a garbage cycle the
+        # Popen objects may already be finalized and their sentinels closed)
+        codes = _reap(workers, _JOIN_TIMEOUT if graceful else 0.0)
+        stubborn = [w for w, c in zip(workers, codes) if c is None]
+        for w in stubborn:
+            _signal(w, signal.SIGTERM)
+        codes = _reap(stubborn, 1.0)
+        for w, c in zip(stubborn, codes):
+            if c is None:
+                _signal(w, signal.SIGKILL)
+        _reap([w for w, c in zip(stubborn, codes) if c is None], 5.0)
         for q in getattr(self, "_index_queues", []):
             q.cancel_join_thread()
             q.close()

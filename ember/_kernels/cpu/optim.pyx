@@ -469,6 +469,8 @@ def adam_group(list params, object state, double lr, double beta1, double beta2,
     cdef dict st
     cdef double step, bc1, bc2
     cdef object o
+    cdef list counted = []
+    cdef Py_ssize_t j
     memset(&h, 0, sizeof(Hyper))
     h.sign = -1.0 if maximize else 1.0
     h.has_wd = weight_decay != 0 and not decoupled
@@ -511,11 +513,16 @@ def adam_group(list params, object state, double lr, double beta1, double beta2,
             vm = _check_buf(p, o, "max_exp_avg_sq", opname, i)
             it.b[2] = vm.data
             w.bump.append(vm)
-        step = _bump_step(st, opname, i)
+        counted.append((st, i))
+    # all checks passed: count the steps (torch's float step += 1) and compute
+    # the bias corrections in double precision, as torch's Python code does
+    for j in range(w.n):
+        st, i = counted[j]
+        step = _bump_step(<dict>st, opname, i)
         bc1 = 1.0 - pow(beta1, step)
         bc2 = 1.0 - pow(beta2, step)
-        it.c0 = pow(bc2, 0.5)          # bias_correction2 ** 0.5
-        it.c1 = -(lr / bc1)            # -step_size
+        w.items[j].c0 = pow(bc2, 0.5)          # bias_correction2 ** 0.5
+        w.items[j].c1 = -(lr / bc1)            # -step_size
     w.run(K_ADAM, &h)
     w.finish()
 
@@ -532,6 +539,8 @@ def rmsprop_group(list params, object state, double lr, double alpha, double eps
     cdef dict data = state._data
     cdef dict st
     cdef object o
+    cdef list counted = []
+    cdef Py_ssize_t j
     memset(&h, 0, sizeof(Hyper))
     h.sign = -1.0 if maximize else 1.0
     h.has_wd = weight_decay != 0
@@ -579,7 +588,9 @@ def rmsprop_group(list params, object state, double lr, double alpha, double eps
             buf = _check_buf(p, o, "momentum_buffer", opname, i)
             it.b[2] = buf.data
             w.bump.append(buf)
-        _bump_step(st, opname, i)
+        counted.append((st, i))
+    for st, i in counted:
+        _bump_step(<dict>st, opname, i)
     w.run(K_RMSPROP, &h)
     w.finish()
 
@@ -596,6 +607,8 @@ def adagrad_group(list params, object state, double lr, double lr_decay, double 
     cdef dict data = state._data
     cdef dict st
     cdef double step
+    cdef list counted = []
+    cdef Py_ssize_t j
     memset(&h, 0, sizeof(Hyper))
     h.sign = -1.0 if maximize else 1.0
     h.has_wd = weight_decay != 0
@@ -616,8 +629,11 @@ def adagrad_group(list params, object state, double lr, double lr_decay, double 
         s = _check_buf(p, st.get("sum"), "sum", opname, i)
         it.b[0] = s.data
         w.bump.append(s)
-        step = _bump_step(st, opname, i)
-        it.c1 = -(lr / (1.0 + (step - 1.0) * lr_decay))
+        counted.append((st, i))
+    for j in range(w.n):
+        st, i = counted[j]
+        step = _bump_step(<dict>st, opname, i)
+        w.items[j].c1 = -(lr / (1.0 + (step - 1.0) * lr_decay))   # -clr
     w.run(K_ADAGRAD, &h)
     w.finish()
 

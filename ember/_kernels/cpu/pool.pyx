@@ -46,6 +46,7 @@ cdef void _max_plane(const real* xp, real* op, int64_t* ip, int H, int W, int OH
     cdef int oy, ox, ih, iw, ih0, ih1, iw0, iw1
     cdef int64_t best_i, k
     cdef real best, v
+    cdef bint t
     for oy in range(OH):
         ih0 = oy * sh - ph
         ih1 = _imin(ih0 + (kh - 1) * dh + 1, H)
@@ -63,27 +64,24 @@ cdef void _max_plane(const real* xp, real* op, int64_t* ip, int H, int W, int OH
                 iw = iw0
                 while iw < iw1:
                     k = <int64_t>ih * W + iw
-                    _take(xp[k], k, &best, &best_i)
+                    v = xp[k]
+                    t = (v > best) | (v != v)
+                    best = v if t else best
+                    best_i = k if t else best_i
                     iw = iw + dw
                 ih = ih + dh
             op[<Py_ssize_t>oy * OW + ox] = best
             ip[<Py_ssize_t>oy * OW + ox] = best_i
 
 
-cdef inline void _take(real v, int64_t k, real* best, int64_t* best_i) noexcept nogil:
-    """best, best_i = v, k when v > best or v is NaN (PyTorch's rule), without a branch."""
-    cdef bint t = (v > best[0]) | (v != v)
-    best[0] = v if t else best[0]
-    best_i[0] = k if t else best_i[0]
-
-
 cdef void _max_plane_k2(const real* xp, real* op, int64_t* ip, int H, int W, int OH,
                         int OW) noexcept nogil:
-    """kernel 2, stride 2, no padding or dilation, every window inside: the common case."""
+    """kernel 2, stride 2, no padding or dilation, every window inside: the common case.
+    Branch-free: a later value wins when it is larger or NaN (PyTorch's rule)."""
     cdef int oy, ox
-    cdef int64_t k
-    cdef int64_t best_i
-    cdef real best
+    cdef int64_t k, bi, ci
+    cdef real a, b, c, d, m1, m2
+    cdef bint t
     cdef const real* r0
     cdef const real* r1
     for oy in range(OH):
@@ -91,13 +89,20 @@ cdef void _max_plane_k2(const real* xp, real* op, int64_t* ip, int H, int W, int
         r1 = r0 + W
         for ox in range(OW):
             k = <int64_t>(2 * oy) * W + 2 * ox
-            best = r0[2 * ox]
-            best_i = k
-            _take(r0[2 * ox + 1], k + 1, &best, &best_i)
-            _take(r1[2 * ox], k + W, &best, &best_i)
-            _take(r1[2 * ox + 1], k + W + 1, &best, &best_i)
-            op[<Py_ssize_t>oy * OW + ox] = best
-            ip[<Py_ssize_t>oy * OW + ox] = best_i
+            a = r0[2 * ox]
+            b = r0[2 * ox + 1]
+            c = r1[2 * ox]
+            d = r1[2 * ox + 1]
+            # top row winner, bottom row winner, then the two (order a, b, c, d)
+            t = (b > a) | (b != b)
+            m1 = b if t else a
+            bi = k + 1 if t else k
+            t = (d > c) | (d != d)
+            m2 = d if t else c
+            ci = k + W + 1 if t else k + W
+            t = (m2 > m1) | (m2 != m2)
+            op[<Py_ssize_t>oy * OW + ox] = m2 if t else m1
+            ip[<Py_ssize_t>oy * OW + ox] = ci if t else bi
 
 
 cdef void _max_fwd(const real* x, real* out, int64_t* idx, Py_ssize_t P, int H, int W,
@@ -127,6 +132,7 @@ cdef void _adaptive_max_plane(const real* xp, real* op, int64_t* ip, int H, int 
     cdef int oy, ox, ih, iw, ih0, ih1, iw0, iw1
     cdef int64_t best_i, k
     cdef real best, v
+    cdef bint t
     for oy in range(OH):
         ih0 = (oy * H) // OH
         ih1 = ((oy + 1) * H + OH - 1) // OH
@@ -138,7 +144,10 @@ cdef void _adaptive_max_plane(const real* xp, real* op, int64_t* ip, int H, int 
             for ih in range(ih0, ih1):
                 for iw in range(iw0, iw1):
                     k = <int64_t>ih * W + iw
-                    _take(xp[k], k, &best, &best_i)
+                    v = xp[k]
+                    t = (v > best) | (v != v)
+                    best = v if t else best
+                    best_i = k if t else best_i
             op[<Py_ssize_t>oy * OW + ox] = best
             ip[<Py_ssize_t>oy * OW + ox] = best_i
 
