@@ -560,7 +560,7 @@ def test_docstring_examples():
 # ------------------------------------------------------------------ workers
 
 def test_workers_same_batches_as_single_process(no_leaks):
-    x, y = _xy(50)
+    x, y = _xy(50, size=32)                            # 84 KB batches: shared memory
     ds = D.TensorDataset(E.asarray(x), E.asarray(y))
     ref = canon(list(loader(ds, batch_size=7, shuffle=True, generator=3)))
     got = canon(list(loader(ds, batch_size=7, shuffle=True, generator=3, num_workers=2)))
@@ -763,6 +763,38 @@ def test_no_leaks_after_break_gc_and_errors(no_leaks):
     with pytest.raises(ValueError):
         for b in loader(Faulty(3, "value"), batch_size=1, num_workers=2):
             pass
+
+    class Holder:                                      # an iterator inside a garbage cycle
+        pass
+    h = Holder()
+    h.me, h.it = h, iter(loader(ds, batch_size=4, num_workers=2))
+    next(h.it)
+    pids = [w.pid for w in h.it._workers]
+    del h
+    t0 = time.monotonic()
+    gc.collect()
+    assert _pids_gone(pids) and time.monotonic() - t0 < 1.5
+
+
+def test_shared_memory_segments_are_reused_and_retired(no_leaks):
+    x, y = _xy(200, size=32)
+    ds = D.TensorDataset(E.asarray(x), E.asarray(y))
+    it = iter(loader(ds, batch_size=4, num_workers=2))
+    for k, (bx, by) in enumerate(it):                  # each batch dropped before the next
+        assert np.array_equal(bx.numpy(), x[4 * k:4 * k + 4])
+    assert k == 49
+    assert all(len(seen) <= 6 for seen in it._receiver.seen)   # a few per worker, reused
+    del it, bx, by
+
+    class Growing(D.Dataset):                          # batches that outgrow the segments
+        def __len__(self):
+            return 12
+
+        def __getitem__(self, i):
+            return np.full((1 << 13) * (i + 1), i, np.float32)   # 32 KB .. 384 KB
+
+    got = [b.numpy() for b in loader(Growing(), batch_size=None, num_workers=2)]
+    assert [(int(g[0]), g.size) for g in got] == [(i, (1 << 13) * (i + 1)) for i in range(12)]
 
 
 class Sleepy(D.Dataset):

@@ -695,7 +695,7 @@ def test_mlp_trained_by_hand_matches_torch():
     for _ in range(5):
         el = ((em(ex) - ey) ** 2).mean()
         tl = ((tm(tx) - ty) ** 2).mean()
-        assert float(el) == pytest.approx(float(tl), rel=1e-5)
+        assert float(el) == pytest.approx(tl.item(), rel=1e-5)
         em.zero_grad()
         tm.zero_grad()
         el.backward()

@@ -72,6 +72,12 @@ def test_max_pool_ties_and_nan_follow_torch():
     v[0, 0, 3, 2] = np.nan                        # several NaNs: the last wins in torch
     for args in [(2,), (3, 1, 1)]:
         _compare("max_pool2d", (1, 1, 4, 4), args, dict(return_indices=True), values=v)
+    w = RNG.integers(0, 3, (2, 3, 6, 18)).astype(np.float64)     # many ties, wide rows
+    w[0, 0, 1, ::5] = np.nan
+    w[1, 2, :, 7] = np.nan
+    w[1, 1, 2, 3] = -np.inf
+    _compare("max_pool2d", w.shape, (2,), dict(return_indices=True), values=w)
+    _compare("max_pool2d", w.shape, (2,), dict(return_indices=True), dtype=np.float64, values=w)
     _compare("max_pool1d", (1, 1, 6), (2,), dict(return_indices=True),
              values=np.array([[[1.0, 1.0, 2.0, 2.0, -1.0, -1.0]]]))
 

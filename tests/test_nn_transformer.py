@@ -430,3 +430,23 @@ def test_encoder_float64():
     _copy_state(t, e)
     tx, ex = _pair(rng.standard_normal((3, 2, 8)), np.float64)
     _close(e(ex), t(tx), "float64", rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("bf", [False, True])
+def test_fused_self_attention_core_gradcheck(bf):
+    from ember.nn.functional.attention import _self_attention_core
+    rng = np.random.default_rng(16)
+    N, L, H, D = 2, 3, 2, 2
+
+    def arr(*s):
+        a = E.asarray(rng.standard_normal(s))
+        a.requires_grad = True
+        return a
+    qkv = arr(N, L, 3 * H * D) if bf else arr(L, N, 3 * H * D)
+    bias = arr(N, 1, L, L)
+
+    def f(qkv, bias):                 # both outputs: the merged heads and the weights
+        out, p = _self_attention_core(qkv, bias, H, 0.7, bf)
+        return out, p
+    assert gradcheck(f, (qkv, bias))
+    assert gradgradcheck(f, (qkv, bias))

@@ -1,7 +1,6 @@
 """ember.optim against torch.optim: parameter trajectories, state dicts, errors."""
 import copy
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -86,7 +85,8 @@ def _run(make_e, make_t, dtype, n_steps=50, shapes=SHAPES, skip=None, lr_at=None
 
 
 def _make(name, kw):
-    return (lambda ps: getattr(eo, name)(ps, **kw)), (lambda ps: getattr(torch.optim, name)(ps, **kw))
+    return ((lambda ps: getattr(eo, name)(ps, **kw)),
+            (lambda ps: getattr(torch.optim, name)(ps, **kw)))
 
 
 def _assert_close(ep, tp, dtype):
@@ -613,3 +613,18 @@ def test_failed_step_changes_nothing(name):
     assert _np(a)[0] < 1
     if "step" in opt.state.get(a, {}):
         assert float(opt.state[a]["step"]) == 1.0
+
+
+def test_subclass_step_calling_super_runs_hooks_once():
+    class MyAdam(eo.Adam):
+        def step(self, closure=None):
+            return super().step(closure)
+
+    w = E.zeros(2, requires_grad=True)
+    w.grad = E.ones(2)
+    opt = MyAdam([w], lr=0.1)
+    calls = []
+    opt.register_step_post_hook(lambda o, a, k: calls.append(1))
+    opt.step()
+    assert calls == [1]
+    np.testing.assert_allclose(_np(w), [-0.1, -0.1], rtol=1e-6)

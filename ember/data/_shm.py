@@ -238,6 +238,32 @@ def pack(obj, arena):
 
 # ------------------------------------------------------------------ main side
 
+class _Unpacker(pickle.Unpickler):
+    """Rebuilds arrays over mapped segments.  All arrays of one batch in one
+    segment are views of one NumPy array (its "owner"); a finalizer on the owner
+    reports the segment free.  (No closures or per-call classes here: a cycle
+    would keep the owners alive until the next garbage collection.)"""
+
+    def __init__(self, file, mms, wid, used, freed):
+        super().__init__(file)
+        self.mms, self.wid, self.used, self.freed = mms, wid, used, freed
+        self.owners = [None] * len(mms)
+
+    def persistent_load(self, pid):
+        seg, offset, shape, strides, dtype, is_ember = pid
+        if seg < 0:
+            a = np.empty(shape, dtype=np.dtype(dtype))
+        else:
+            o = self.owners[seg]
+            if o is None:
+                o = self.owners[seg] = np.frombuffer(self.mms[seg], dtype=np.uint8)
+                weakref.finalize(o, self.freed.append,
+                                 (self.wid, self.used[seg][0])).atexit = False
+            a = np.ndarray(shape, dtype=np.dtype(dtype), buffer=o, offset=offset,
+                           strides=strides)
+        return wrap(a) if is_ember else a
+
+
 class Receiver:
     """The main process's view of every worker's segments (one per iterator)."""
 
@@ -275,31 +301,11 @@ class Receiver:
     def unpack(self, wid, used, payload):
         """Rebuild a batch: zero-copy arrays over the worker's segments; each
         segment is reported free once every array of this batch in it is gone."""
-        mms = self.segments(wid, used)
-        owners = [None] * len(mms)
-        freed = self.freed
-
-        def owner(i):
-            o = owners[i]
-            if o is None:
-                o = owners[i] = np.frombuffer(mms[i], dtype=np.uint8)
-                weakref.finalize(o, freed.append, (wid, used[i][0])).atexit = False
-            return o
-
-        class _Unpacker(pickle.Unpickler):
-            def persistent_load(self, pid):
-                seg, offset, shape, strides, dtype, is_ember = pid
-                if seg < 0:
-                    a = np.empty(shape, dtype=np.dtype(dtype))
-                else:
-                    a = np.ndarray(shape, dtype=np.dtype(dtype), buffer=owner(seg),
-                                   offset=offset, strides=strides)
-                return wrap(a) if is_ember else a
-
-        obj = _Unpacker(io.BytesIO(payload)).load()
+        u = _Unpacker(io.BytesIO(payload), self.segments(wid, used), wid, used, self.freed)
+        obj = u.load()
         for i, (k, _, _) in enumerate(used):    # a segment the batch did not use: free now
-            if owners[i] is None:
-                freed.append((wid, k))
+            if u.owners[i] is None:
+                self.freed.append((wid, k))
         return obj
 
     def discard(self, wid, used):

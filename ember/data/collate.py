@@ -65,9 +65,8 @@ def _stack_numpy(arrays):
         if a.dtype != dtype:
             dtype = np.result_type(dtype, a.dtype)
     out, view = _allocator((len(arrays),) + shape, dtype)
-    if len(arrays) and first.size:
-        for i, a in enumerate(arrays):      # faster than np.stack for a few dozen arrays
-            view[i] = a
+    if first.size:
+        np.stack(arrays, out=view)
     return out
 
 

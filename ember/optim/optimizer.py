@@ -146,30 +146,35 @@ def _hook_step(step):
     def wrapper(self, *args, **kwargs):
         self._opt_called = True
         if not (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks
-                or _global_optimizer_pre_hooks or _global_optimizer_post_hooks):
+                or _global_optimizer_pre_hooks or _global_optimizer_post_hooks) \
+                or self.__dict__.get("_in_hooked_step"):
+            # no hooks, or a subclass's step calling super().step(): hooks run once
             return step(self, *args, **kwargs)
-        for pre_hook in itertools.chain(_global_optimizer_pre_hooks.values(),
-                                        self._optimizer_step_pre_hooks.values()):
-            result = pre_hook(self, args, kwargs)
-            if result is not None:
-                if isinstance(result, tuple) and len(result) == 2:
-                    args, kwargs = result
-                else:
-                    raise RuntimeError(f"{step} must return None or a tuple of "
-                                       f"(new_args, new_kwargs), but got {result}.")
-        out = step(self, *args, **kwargs)
-        for post_hook in itertools.chain(self._optimizer_step_post_hooks.values(),
-                                         _global_optimizer_post_hooks.values()):
-            post_hook(self, args, kwargs)
-        return out
+        self._in_hooked_step = True
+        try:
+            return _run_hooked(self, step, args, kwargs)
+        finally:
+            self._in_hooked_step = False
     wrapper._ember_hooked = True
     wrapper._wrapped_by_lr_sched = True
     return wrapper
 
 
-def _scalar_dtype():
-    import ember
-    return np.float64 if ember.get_default_dtype() == np.float64 else np.float32
+def _run_hooked(self, step, args, kwargs):
+    for pre_hook in itertools.chain(_global_optimizer_pre_hooks.values(),
+                                    self._optimizer_step_pre_hooks.values()):
+        result = pre_hook(self, args, kwargs)
+        if result is not None:
+            if isinstance(result, tuple) and len(result) == 2:
+                args, kwargs = result
+            else:
+                raise RuntimeError(f"{step} must return None or a tuple of "
+                                   f"(new_args, new_kwargs), but got {result}.")
+    out = step(self, *args, **kwargs)
+    for post_hook in itertools.chain(self._optimizer_step_post_hooks.values(),
+                                     _global_optimizer_post_hooks.values()):
+        post_hook(self, args, kwargs)
+    return out
 
 
 def _to_ember(value, dtype=None):
@@ -298,7 +303,8 @@ class Optimizer:
         return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
     def register_state_dict_post_hook(self, hook, prepend=False):
-        """``hook(optimizer, state_dict) -> state_dict or None``, run on ``state_dict()``'s result."""
+        """``hook(optimizer, state_dict) -> state_dict or None``, run on the result
+        of ``state_dict()``."""
         return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
 
     def register_load_state_dict_pre_hook(self, hook, prepend=False):
@@ -538,13 +544,6 @@ class Optimizer:
 
     def _groups_changed(self):
         """Subclass hook: a parameter group was added."""
-
-
-def _check_float(name, value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}") from None
 
 
 def _run_closure(closure):

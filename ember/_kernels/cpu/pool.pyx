@@ -23,6 +23,9 @@ from libc.math cimport INFINITY
 
 cnp.import_array()
 
+cdef extern from "pool_simd.h" nogil:
+    void emb_maxpool_k2_f32(const float* xp, float* op, int64_t* ip, int W, int OH, int OW)
+
 ctypedef fused real:
     float
     double
@@ -76,33 +79,32 @@ cdef void _max_plane(const real* xp, real* op, int64_t* ip, int H, int W, int OH
 
 cdef void _max_plane_k2(const real* xp, real* op, int64_t* ip, int H, int W, int OH,
                         int OW) noexcept nogil:
-    """kernel 2, stride 2, no padding or dilation, every window inside: the common case.
-    Branch-free: a later value wins when it is larger or NaN (PyTorch's rule)."""
+    """kernel 2, stride 2, no padding or dilation, every window inside: the common case."""
     cdef int oy, ox
-    cdef int64_t k, bi, ci
-    cdef real a, b, c, d, m1, m2
-    cdef bint t
-    cdef const real* r0
-    cdef const real* r1
+    cdef int64_t k, best_i
+    cdef real best, v
+    if real is float:
+        emb_maxpool_k2_f32(xp, op, ip, W, OH, OW)
+        return
     for oy in range(OH):
-        r0 = xp + <int64_t>(2 * oy) * W
-        r1 = r0 + W
         for ox in range(OW):
             k = <int64_t>(2 * oy) * W + 2 * ox
-            a = r0[2 * ox]
-            b = r0[2 * ox + 1]
-            c = r1[2 * ox]
-            d = r1[2 * ox + 1]
-            # top row winner, bottom row winner, then the two (order a, b, c, d)
-            t = (b > a) | (b != b)
-            m1 = b if t else a
-            bi = k + 1 if t else k
-            t = (d > c) | (d != d)
-            m2 = d if t else c
-            ci = k + W + 1 if t else k + W
-            t = (m2 > m1) | (m2 != m2)
-            op[<Py_ssize_t>oy * OW + ox] = m2 if t else m1
-            ip[<Py_ssize_t>oy * OW + ox] = ci if t else bi
+            best = xp[k]
+            best_i = k
+            v = xp[k + 1]
+            if v > best or v != v:
+                best = v
+                best_i = k + 1
+            v = xp[k + W]
+            if v > best or v != v:
+                best = v
+                best_i = k + W
+            v = xp[k + W + 1]
+            if v > best or v != v:
+                best = v
+                best_i = k + W + 1
+            op[<Py_ssize_t>oy * OW + ox] = best
+            ip[<Py_ssize_t>oy * OW + ox] = best_i
 
 
 cdef void _max_fwd(const real* x, real* out, int64_t* idx, Py_ssize_t P, int H, int W,

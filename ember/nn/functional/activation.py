@@ -231,8 +231,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
     >>> import ember
     >>> import ember.nn.functional as F
-    >>> F.leaky_relu(ember.asarray([-2.0, 2.0]), 0.1).tolist()
-    [-0.2, 2.0]
+    >>> F.leaky_relu(ember.asarray([-2.0, 2.0]), 0.25).tolist()
+    [-0.5, 2.0]
     """
     _check_array(input, "leaky_relu")
     out = _leaky_relu(input, negative_slope)
@@ -262,7 +262,7 @@ def sigmoid(input):
 
     >>> import ember
     >>> import ember.nn.functional as F
-    >>> F.sigmoid(ember.asarray([0.0, 100.0, -100.0])).tolist()
+    >>> F.sigmoid(ember.asarray([0.0, 100.0, -100.0], dtype=ember.float64)).tolist()
     [0.5, 1.0, 3.720075976020836e-44]
     """
     return _unary_kernel(_K().sigmoid_forward, input, "sigmoid")

@@ -11,8 +11,12 @@ in PyTorch.
 """
 import math
 
+import numpy as np
+
 import ember as E
 from ember._core.array import ndarray
+from ember._api._util import numpy_view, empty_raw
+from ember.autograd.registry import defop
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -63,6 +67,114 @@ def _attend(q, k, v, bias, dropout_p, scale, need_weights=False):
         w = F.dropout(w, p=dropout_p, training=True)
     out = w @ v
     return (out, w) if need_weights else out
+
+
+# ------------------------------------------------------------------ fused self-attention core
+# Multi-head self-attention without dropout, from the packed projection ``qkv`` (one GEMM
+# of the input) to the merged heads, as ONE autograd node: q, k, v are strided views of
+# qkv (BLAS reads them in place), the output is written straight into the merged
+# (..., L, E) layout, and the backward writes dq, dk, dv straight into one packed
+# gradient for the projection (no head split/merge copies, no scatter).
+
+def _qkv_views(a, n, h, d, bf):
+    """NumPy (N, L, 3E) (bf) or (L, N, 3E) array -> q, k, v views (N, H, L, D)."""
+    if bf:
+        a5 = a.reshape(n, -1, 3, h, d)
+        return tuple(a5[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+    a5 = a.reshape(-1, n, 3, h, d)
+    return tuple(a5[:, :, i].transpose(1, 2, 0, 3) for i in range(3))
+
+
+def _merged_view(a, n, h, d, bf):
+    """NumPy (N, L, E) (bf) or (L, N, E) array -> its (N, H, L, D) view."""
+    if bf:
+        return a.reshape(n, -1, h, d).transpose(0, 2, 1, 3)
+    return a.reshape(-1, n, h, d).transpose(1, 2, 0, 3)
+
+
+def _core_dims(qkv, num_heads, bf):
+    n = qkv.shape[0] if bf else qkv.shape[1]
+    e = qkv.shape[2] // 3
+    return n, e, e // num_heads
+
+
+def _core_grad(g, res, qkv, bias, num_heads, scale, bf):
+    from ember._kernels.cpu import softmax as _k
+    g_out, g_p = g
+    p = res[1]
+    n, e, d = _core_dims(qkv, num_heads, bf)
+    bias_grad = bias is not None and getattr(bias, "requires_grad", False)
+    if E.is_grad_enabled():
+        # create_graph: the same formulas with recorded ember ops, p recomputed from qkv
+        F = _F()
+        if bf:
+            q, k, v = E.unstack(qkv.reshape(n, -1, 3, num_heads, d).permute(2, 0, 3, 1, 4))
+        else:
+            q, k, v = E.unstack(qkv.reshape(-1, n, 3, num_heads, d).permute(2, 1, 3, 0, 4))
+        s = (q @ k.swapaxes(-1, -2)) * scale
+        if bias is not None:
+            s = s + bias
+        p = F.softmax(s, dim=-1)
+        if g_out is None:
+            dv = E.zeros(v.shape, dtype=v.dtype)
+            dp = E.zeros(p.shape, dtype=p.dtype)
+        else:
+            go = (g_out.reshape(n, -1, num_heads, d).permute(0, 2, 1, 3) if bf else
+                  g_out.reshape(-1, n, num_heads, d).permute(1, 2, 0, 3))
+            dv = p.swapaxes(-1, -2) @ go
+            dp = go @ v.swapaxes(-1, -2)
+        if g_p is not None:
+            dp = dp + g_p
+        ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+        dq = (ds @ k) * scale
+        dk = (ds.swapaxes(-1, -2) @ q) * scale
+        st = E.stack([dq, dk, dv], axis=0)                  # (3, N, H, L, D)
+        dqkv = st.permute(1, 3, 0, 2, 4) if bf else st.permute(3, 1, 0, 2, 4)
+        return dqkv.reshape(qkv.shape), (ds if bias_grad else None), None, None, None
+    q, k, v = _qkv_views(numpy_view(qkv), n, num_heads, d, bf)
+    dqkv = empty_raw(tuple(qkv.shape), qkv.dtype)
+    dq, dk, dv = _qkv_views(numpy_view(dqkv), n, num_heads, d, bf)
+    pn = numpy_view(p)
+    dp = empty_raw(tuple(p.shape), p.dtype)
+    dpn = numpy_view(dp)
+    if g_out is None:
+        dv[...] = 0
+        dpn[...] = 0
+    else:
+        go = _merged_view(numpy_view(E.ascontiguousarray(g_out)), n, num_heads, d, bf)
+        np.matmul(pn.swapaxes(-1, -2), go, out=dv)
+        np.matmul(go, v.swapaxes(-1, -2), out=dpn)
+    if g_p is not None:
+        np.add(dpn, numpy_view(E.ascontiguousarray(g_p)), out=dpn)
+    ds = _k.softmax_backward(dp, p, 3, False)
+    dsn = numpy_view(ds)
+    np.matmul(dsn, k, out=dq)
+    np.multiply(dq, scale, out=dq)
+    np.matmul(dsn.swapaxes(-1, -2), q, out=dk)
+    np.multiply(dk, scale, out=dk)
+    return dqkv, (ds if bias_grad else None), None, None, None
+
+
+@defop("nn.functional.attention._self_attention_core", grad=_core_grad, save_args=True,
+       save_result=True)
+def _self_attention_core(qkv, bias, num_heads, scale, bf):
+    """softmax(q k^T * scale + bias) v per head, from the packed C-contiguous projection
+    qkv ((N, L, 3E) when bf, else (L, N, 3E)).  Returns (output in qkv's layout with E
+    features, attention weights (N, H, L, L))."""
+    from ember._kernels.cpu import softmax as _k
+    n, e, d = _core_dims(qkv, num_heads, bf)
+    L = qkv.shape[1] if bf else qkv.shape[0]
+    q, k, v = _qkv_views(numpy_view(qkv), n, num_heads, d, bf)
+    s = empty_raw((n, num_heads, L, L), qkv.dtype)
+    sn = numpy_view(s)
+    np.matmul(q, k.swapaxes(-1, -2), out=sn)
+    np.multiply(sn, scale, out=sn)
+    if bias is not None:
+        np.add(sn, numpy_view(bias), out=sn)
+    p = _k.softmax_forward(s, 3, False)
+    out = empty_raw(tuple(qkv.shape[:2]) + (e,), qkv.dtype)
+    np.matmul(numpy_view(p), v, out=_merged_view(numpy_view(out), n, num_heads, d, bf))
+    return out, p
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -219,7 +331,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise ValueError(f"{op}: expected attn_mask to be None, 2-D or 3-D but found "
                          f"{attn_mask.ndim}-D")
     if not is_batched:
-        query, key, value = query[:, None], key[:, None], value[:, None]
+        same_kv = key is value
+        same_qk = query is key
+        query = query[:, None]
+        key = query if same_qk else key[:, None]
+        value = key if same_kv else value[:, None]
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask[None]
         bf = False
@@ -261,61 +377,52 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise ValueError(f"{op}: key shape {tuple(key.shape)} does not match value shape "
                          f"{tuple(value.shape)}")
 
-    # input projections
+    if not training:
+        dropout_p = 0.0
+    scale = 1.0 / math.sqrt(head_dim)
+
+    # input projections (2-d GEMMs over all tokens)
     E3 = embed_dim
+    lin = _linear2d
     if not use_separate_proj_weight:
         if in_proj_weight is None:
             raise ValueError(f"{op}: use_separate_proj_weight is False but in_proj_weight "
                              f"is None")
         if query is key and key is value:
-            # self-attention: one GEMM, then q, k, v as (N, H, L, D) views of its result
-            qkv = F.linear(query, in_proj_weight, in_proj_bias)
-            split = bias_k is None and static_k is None and static_v is None
-            if not split:
-                q, k, v = qkv[..., :E3], qkv[..., E3:2 * E3], qkv[..., 2 * E3:]
-            elif bf:
-                qkv = qkv.reshape(bsz, tgt_len, 3, num_heads, head_dim).permute(2, 0, 3, 1, 4)
-                q, k, v = qkv[0], qkv[1], qkv[2]
-            else:
-                qkv = qkv.reshape(tgt_len, bsz, 3, num_heads, head_dim).permute(2, 1, 3, 0, 4)
-                q, k, v = qkv[0], qkv[1], qkv[2]
+            qkv = lin(F, query, in_proj_weight, in_proj_bias)
+            if (bias_k is None and bias_v is None and static_k is None and static_v is None
+                    and not add_zero_attn and dropout_p == 0.0 and dtype in _FUSED_DTYPES):
+                # self-attention: the fused core on the packed projection
+                bias = _mha_bias(attn_mask, key_padding_mask, is_causal, bsz, num_heads,
+                                 tgt_len, src_len, dtype, op)
+                if not qkv.is_contiguous():
+                    qkv = E.ascontiguousarray(qkv)
+                out, w = _self_attention_core(qkv, bias, num_heads, scale, bf)
+                return _finish(F, out, w, out_proj_weight, out_proj_bias, need_weights,
+                               average_attn_weights, is_batched)
+            q, k, v = E.split(qkv, 3, axis=-1)
         else:
-            bq = bkv = bk = bv = None
-            if in_proj_bias is not None:
-                bq, bk, bv = in_proj_bias[:E3], in_proj_bias[E3:2 * E3], in_proj_bias[2 * E3:]
-                bkv = in_proj_bias[E3:]
-            q = F.linear(query, in_proj_weight[:E3], bq)
+            W = E.split(in_proj_weight, 3, axis=0)
+            b = E.split(in_proj_bias, 3, axis=0) if in_proj_bias is not None else (None,) * 3
+            q = lin(F, query, W[0], b[0])
             if key is value:
-                kv = F.linear(key, in_proj_weight[E3:], bkv)
-                k, v = kv[..., :E3], kv[..., E3:]
+                Wkv = E.concatenate(W[1:], axis=0)
+                bkv = E.concatenate(b[1:], axis=0) if in_proj_bias is not None else None
+                k, v = E.split(lin(F, key, Wkv, bkv), 2, axis=-1)
             else:
-                k = F.linear(key, in_proj_weight[E3:2 * E3], bk)
-                v = F.linear(value, in_proj_weight[2 * E3:], bv)
-            split = False
+                k = lin(F, key, W[1], b[1])
+                v = lin(F, value, W[2], b[2])
     else:
         if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
             raise ValueError(f"{op}: use_separate_proj_weight is True but q_proj_weight, "
                              f"k_proj_weight or v_proj_weight is None")
-        bq = bk = bv = None
-        if in_proj_bias is not None:
-            bq, bk, bv = in_proj_bias[:E3], in_proj_bias[E3:2 * E3], in_proj_bias[2 * E3:]
-        q = F.linear(query, q_proj_weight, bq)
-        k = F.linear(key, k_proj_weight, bk)
-        v = F.linear(value, v_proj_weight, bv)
-        split = False
+        b = E.split(in_proj_bias, 3, axis=0) if in_proj_bias is not None else (None,) * 3
+        q = lin(F, query, q_proj_weight, b[0])
+        k = lin(F, key, k_proj_weight, b[1])
+        v = lin(F, value, v_proj_weight, b[2])
 
     # masks: float, broadcastable to (N, H, L, S)
-    if attn_mask is not None:
-        if attn_mask.ndim == 2:
-            if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise ValueError(f"{op}: the shape of the 2D attn_mask is "
-                                 f"{tuple(attn_mask.shape)}, but should be "
-                                 f"{(tgt_len, src_len)}")
-            attn_mask = attn_mask[None]
-        elif tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
-            raise ValueError(f"{op}: the shape of the 3D attn_mask is "
-                             f"{tuple(attn_mask.shape)}, but should be "
-                             f"{(bsz * num_heads, tgt_len, src_len)}")
+    attn_mask = _check_attn_mask(attn_mask, bsz, num_heads, tgt_len, src_len, op)
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
             raise ValueError(f"{op}: bias cannot be added to a static key or value")
@@ -331,32 +438,71 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     elif bias_k is not None or bias_v is not None:
         raise ValueError(f"{op}: bias_k and bias_v must be given together")
 
-    if not split:
-        q = _heads(q, bsz, num_heads, head_dim, bf)
-        k = _heads(k, bsz, num_heads, head_dim, bf)
-        v = _heads(v, bsz, num_heads, head_dim, bf)
-    for name, s in (("static_k", static_k), ("static_v", static_v)):
-        if s is not None:
-            if s.ndim != 3 or s.shape[0] != bsz * num_heads or s.shape[2] != head_dim:
+    q = _heads(q, bsz, num_heads, head_dim, bf)
+    k = _heads(k, bsz, num_heads, head_dim, bf)
+    v = _heads(v, bsz, num_heads, head_dim, bf)
+    for name, st in (("static_k", static_k), ("static_v", static_v)):
+        if st is not None:
+            if st.ndim != 3 or st.shape[0] != bsz * num_heads or st.shape[2] != head_dim:
                 raise ValueError(f"{op}: expecting {name} of shape (N*num_heads, S, head_dim) "
-                                 f"= ({bsz * num_heads}, S, {head_dim}), got {tuple(s.shape)}")
+                                 f"= ({bsz * num_heads}, S, {head_dim}), got {tuple(st.shape)}")
     if static_k is not None:
         k = static_k.reshape(bsz, num_heads, -1, head_dim)
     if static_v is not None:
         v = static_v.reshape(bsz, num_heads, -1, head_dim)
     if add_zero_attn:
-        z = E.zeros((bsz, num_heads, 1, head_dim), dtype=k.dtype)
-        k = E.concatenate([k, z], axis=2)
+        k = E.concatenate([k, E.zeros((bsz, num_heads, 1, head_dim), dtype=k.dtype)], axis=2)
         v = E.concatenate([v, E.zeros((bsz, num_heads, 1, head_dim), dtype=v.dtype)], axis=2)
         if attn_mask is not None:
             attn_mask = _pad_last(attn_mask)
         if key_padding_mask is not None:
             key_padding_mask = _pad_last(key_padding_mask)
-    src_len = k.shape[2]
+    bias = _mha_bias(attn_mask, key_padding_mask, is_causal, bsz, num_heads, tgt_len,
+                     k.shape[2], dtype, op, checked=True)
+    if need_weights:
+        out, w = _attend(q, k, v, bias, float(dropout_p), scale, need_weights=True)
+    else:
+        out, w = _attend(q, k, v, bias, float(dropout_p), scale), None
+    # merge heads: (N, H, L, D) -> (N, L, E) or (L, N, E)
+    out = out.permute(0, 2, 1, 3) if bf else out.permute(2, 0, 1, 3)
+    out = out.reshape(out.shape[0], out.shape[1], embed_dim)
+    return _finish(F, out, w, out_proj_weight, out_proj_bias, need_weights,
+                   average_attn_weights, is_batched)
+
+
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _linear2d(F, x, w, b):
+    """F.linear on (A, B, in) as one 2-d GEMM over all A*B rows."""
+    a0, a1 = x.shape[0], x.shape[1]
+    return F.linear(x.reshape(a0 * a1, x.shape[2]), w, b).reshape(a0, a1, w.shape[0])
+
+
+def _check_attn_mask(attn_mask, bsz, num_heads, tgt_len, src_len, op):
+    """(L, S) -> (1, L, S); (N*H, L, S) checked."""
+    if attn_mask is None:
+        return None
+    if attn_mask.ndim == 2:
+        if tuple(attn_mask.shape) != (tgt_len, src_len):
+            raise ValueError(f"{op}: the shape of the 2D attn_mask is {tuple(attn_mask.shape)}, "
+                             f"but should be {(tgt_len, src_len)}")
+        return attn_mask[None]
+    if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+        raise ValueError(f"{op}: the shape of the 3D attn_mask is {tuple(attn_mask.shape)}, "
+                         f"but should be {(bsz * num_heads, tgt_len, src_len)}")
+    return attn_mask
+
+
+def _mha_bias(attn_mask, key_padding_mask, is_causal, bsz, num_heads, tgt_len, src_len, dtype,
+              op, checked=False):
+    """The float masks merged into one additive bias broadcastable to (N, H, L, S)."""
+    if not checked:
+        attn_mask = _check_attn_mask(attn_mask, bsz, num_heads, tgt_len, src_len, op)
     bias = None
     if attn_mask is not None:
-        bias = attn_mask.reshape(-1, num_heads, tgt_len, src_len) if attn_mask.shape[0] != 1 \
-            else attn_mask[None]
+        bias = attn_mask[None] if attn_mask.shape[0] == 1 else \
+            attn_mask.reshape(bsz, num_heads, tgt_len, src_len)
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (bsz, src_len):
             raise ValueError(f"{op}: expected key_padding_mask of shape {(bsz, src_len)}, "
@@ -365,21 +511,15 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         bias = kpm if bias is None else bias + kpm
     if is_causal and bias is None:
         bias = _causal_bias(tgt_len, src_len, dtype)
-    if not training:
-        dropout_p = 0.0
-    scale = 1.0 / math.sqrt(head_dim)
-    if need_weights:
-        out, w = _attend(q, k, v, bias, float(dropout_p), scale, need_weights=True)
-    else:
-        out, w = _attend(q, k, v, bias, float(dropout_p), scale), None
-    # merge heads: (N, H, L, D) -> (L*N, E) or (N*L, E)
-    if bf:
-        out = out.permute(0, 2, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    else:
-        out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
-    out = F.linear(out, out_proj_weight, out_proj_bias)
-    out = out.reshape((bsz, tgt_len, -1) if bf else (tgt_len, bsz, -1))
-    if w is not None and average_attn_weights:
+    return bias
+
+
+def _finish(F, out, w, out_proj_weight, out_proj_bias, need_weights, average, is_batched):
+    """Output projection, optional head-averaged weights, unbatched squeeze."""
+    out = _linear2d(F, out, out_proj_weight, out_proj_bias)
+    if not need_weights:
+        w = None
+    elif average:
         w = w.mean(axis=1)
     if not is_batched:
         out = out[:, 0]

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 
+import ember as _E
 from ember._core.array import ndarray
 from ember._core.array import _is_grad_enabled as _grad_on
 from ember._api._util import as_array
@@ -73,7 +74,7 @@ def _backward(g, res, ndim, dim, axis, log):
     if _grad_on():
         # create_graph: the same formula with ember ops (res is part of the graph here)
         if log:
-            return g - res.exp() * g.sum(axis=d, keepdims=True)
+            return g - _E.exp(res) * g.sum(axis=d, keepdims=True)
         return res * (g - (g * res).sum(axis=d, keepdims=True))
     y = res
     if y.dtype == _F16:

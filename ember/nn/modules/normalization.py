@@ -102,7 +102,7 @@ class BatchNorm1d(_BatchNorm):
     >>> from ember import nn
     >>> bn = nn.BatchNorm1d(2)
     >>> y = bn(ember.asarray([[1.0, 2.0], [3.0, 6.0]]))
-    >>> [round(v, 3) for v in y[:, 1].tolist()], bn.running_mean.tolist()
+    >>> [round(v, 3) for v in y[:, 1].tolist()], [round(v, 3) for v in bn.running_mean.tolist()]
     ([-1.0, 1.0], [0.2, 0.4])
     """
 

@@ -83,7 +83,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     >>> from ember import nn
     >>> p = nn.Parameter(ember.zeros(1)); p.grad = ember.asarray([2.0])
     >>> nn.utils.clip_grads_with_norm_([p], 1.0, 2.0); [round(v, 4) for v in p.grad.tolist()]
-    [0.5]
+    [1.0]
     """
     import ember
     grads = _grads(parameters)
