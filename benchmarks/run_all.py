@@ -18,6 +18,7 @@ import harness  # noqa: E402
 import bench_core  # noqa: E402
 import bench_autograd  # noqa: E402
 import bench_allocator  # noqa: E402
+import bench_train  # noqa: E402
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 COMMAND = "python benchmarks/run_all.py"
@@ -36,7 +37,7 @@ def summary(rows):
     return "\n".join(lines)
 
 
-def render(env, core_rows, alloc_rows, seconds, autograd_rows=()):
+def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(), rss=None):
     autograd = [] if not autograd_rows else [
         "### Autograd (`benchmarks/bench_autograd.py`; medians; times per call; NumPy has no autograd)",
         "",
@@ -45,6 +46,18 @@ def render(env, core_rows, alloc_rows, seconds, autograd_rows=()):
         summary(autograd_rows),
         "",
     ]
+    train = [] if not train_rows else [
+        "### Training steps (`benchmarks/bench_train.py`; medians; time per step; NumPy has no nn)",
+        "",
+        harness.markdown_table(train_rows),
+        "",
+        summary(train_rows),
+        "",
+    ]
+    if rss:
+        train += ["Peak memory (growth of the process's maximum RSS over its post-import RSS, "
+                  "fresh process per library and network, 5 steps):", "",
+                  bench_train.markdown_rss(rss), ""]
     return "\n".join([
         f"Command: `{COMMAND}` (from the repository root; took {seconds:.0f} s).",
         "",
@@ -57,6 +70,7 @@ def render(env, core_rows, alloc_rows, seconds, autograd_rows=()):
         summary(core_rows),
         "",
         *autograd,
+        *train,
         "### Caching allocator (`benchmarks/bench_allocator.py`; medians; time per loop iteration)",
         "",
         bench_allocator.markdown_table(alloc_rows),
@@ -81,8 +95,11 @@ def main(argv):
     env = harness.environment()
     core_rows = bench_core.run(quick=quick)
     autograd_rows = bench_autograd.run(quick=quick)
+    train_rows = bench_train.run(quick=quick)
+    rss = bench_train.run_rss(quick=quick)
     alloc_rows = bench_allocator.run(quick=quick)
-    text = render(env, core_rows, alloc_rows, time.perf_counter() - t0, autograd_rows=autograd_rows)
+    text = render(env, core_rows, alloc_rows, time.perf_counter() - t0, autograd_rows=autograd_rows,
+                  train_rows=train_rows, rss=rss)
     print(text)
     if write:
         write_readme(text)

@@ -122,3 +122,24 @@ def test_run_all_render_and_readme_markers(tmp_path):
     run_all.write_readme(text, path=str(readme))
     new = readme.read_text()
     assert "old" not in new and text in new and new.startswith("intro") and new.endswith("end\n")
+
+
+@pytest.mark.parametrize("net", ["mlp", "lenet5", "resnet20", "transformer"])
+def test_training_benchmarks_run_and_agree_with_pytorch(net):
+    """Each training benchmark runs tiny, and ember's first losses from PyTorch's
+    initial weights match PyTorch's (the same network, the same numerics)."""
+    pytest.importorskip("torch")
+    import bench_train
+    rows = bench_train.bench_network(net, batch=2, number=1, repeat=1, check_steps=2)
+    r = rows[0]
+    assert r["times"]["ember"] > 0 and "ember" not in r["errors"], (r["case"], r["errors"])
+    assert r["times"]["torch"] > 0 and r["met"] in (True, False)
+    assert "| n/a |" in harness.markdown_table(rows)
+
+
+def test_training_peak_memory_is_measured():
+    pytest.importorskip("torch")
+    import bench_train
+    rss = {"mlp": bench_train.peak_rss("mlp", steps=1)}
+    assert rss["mlp"]["ember"] > 0 and rss["mlp"]["torch"] > 0
+    assert "| MLP" in bench_train.markdown_rss(rss)

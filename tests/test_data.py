@@ -897,6 +897,54 @@ def test_iterable_dataset_persistent_workers(no_leaks):
     assert _pids_gone(pids)
 
 
+class OmpWork(D.Dataset):
+    """Big enough ember ops to run OpenMP-parallel kernels (in the parent: yes)."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        x = E.ones(300_000, dtype=E.float32) * float(i + 1)
+        out = float((x + x).sum())
+        try:
+            import ember.nn.functional as F
+            out += float(F.gelu(x).sum())
+        except (ImportError, AttributeError):
+            pass
+        return out
+
+
+def test_forked_workers_run_threaded_kernels_after_the_parent_did(no_leaks):
+    # GNU OpenMP's thread pool does not survive fork(): a forked child entering a
+    # multi-threaded region would hang.  Workers run single-threaded (as PyTorch's).
+    OmpWork()[0]                                       # the parent's OpenMP pool is up
+    ref = canon(list(loader(OmpWork(), batch_size=2)))
+    got = canon(list(loader(OmpWork(), batch_size=2, num_workers=2, timeout=SAFE)))
+    assert got == ref
+
+
+def test_benchmark_runs():
+    import importlib.util
+    import sys
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(here, "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "bench_data", os.path.join(here, "benchmarks", "bench_data.py"))
+        bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bench)
+        rows = bench.bench_dataloader(n=48, batch=16, repeat=1, workers=(0, 1))
+    finally:
+        sys.path.remove(os.path.join(here, "benchmarks"))
+    assert len(rows) == 5
+    for r in rows:
+        assert r["times"]["ember"] > 0 and "ember" not in r["errors"], r
+        assert r["rate_unit"] == "batches/s"
+    assert all(r["times"]["torch"] > 0 for r in rows[:4])
+    gc.collect()
+    assert _children_gone() and _shm_names() == []
+
+
 def test_spawn_context(no_leaks):
     x, y = _xy(12)
     ds = D.TensorDataset(E.asarray(x), E.asarray(y))

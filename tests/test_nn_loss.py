@@ -301,6 +301,7 @@ def _f64(shape, seed, low=-2.0, high=2.0):
                          requires_grad=True)
 
 
+@pytest.mark.filterwarnings("ignore:kl_div")
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_gradcheck_elementwise_losses(reduction):
     x, y = _f64((3, 2), 0), _f64((3, 2), 1)

@@ -9,6 +9,10 @@ from ember.nn.modules.rnn import _rnn_layer
 
 torch = pytest.importorskip("torch")
 
+# PyTorch warns about its own deprecations and prototypes (mixed mask types, nested tensors,
+# oneDNN without projections): not ember's business here
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
 RTOL, ATOL = 1e-4, 1e-5
 
 
