@@ -141,5 +141,7 @@ def test_training_peak_memory_is_measured():
     pytest.importorskip("torch")
     import bench_train
     rss = {"mlp": bench_train.peak_rss("mlp", steps=1)}
-    assert rss["mlp"]["ember"] > 0 and rss["mlp"]["torch"] > 0
+    # growth over the post-import peak: may be 0 KiB for a tiny model, never missing
+    assert rss["mlp"]["ember"] is not None and rss["mlp"]["ember"] >= 0
+    assert rss["mlp"]["torch"] is not None and rss["mlp"]["torch"] >= 0
     assert "| MLP" in bench_train.markdown_rss(rss)

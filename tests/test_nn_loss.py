@@ -404,3 +404,25 @@ def test_loss_modules_match_torch():
     assert set(bl.state_dict()) == {"pos_weight"}
     with pytest.warns(UserWarning, match="size_average and reduce"):
         assert nn.MSELoss(size_average=False).reduction == "sum"
+
+
+def test_threaded_cross_entropy_matches_single_thread():
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((400, 100)).astype(np.float32)
+    t = _targets(rng, (400,), 100, n_ignored=3)
+    w = ember.asarray((rng.random(100) + 0.5).astype(np.float32))
+    before = ember.get_num_threads()
+    res = []
+    try:
+        for nt in (1, 2):
+            ember.set_num_threads(nt)
+            x = ember.asarray(a, requires_grad=True)
+            y = F.cross_entropy(x, ember.asarray(t), w, label_smoothing=0.1, reduction="none")
+            y.sum().backward()
+            res.append((np.asarray(y.detach()), np.asarray(x.grad)))
+    finally:
+        ember.set_num_threads(before)
+    for u, v in zip(*res):
+        np.testing.assert_array_equal(u, v)
+    _close(res[0][0], TF.cross_entropy(torch.tensor(a), torch.tensor(t), torch.tensor(np.asarray(w)),
+                                       label_smoothing=0.1, reduction="none"))

@@ -317,3 +317,31 @@ def test_layernorm_and_groupnorm_modules():
         for name, p in mt.named_parameters():
             _close(getattr(me, name).grad, p.grad)
         assert repr(me) == repr(mt)
+
+
+def test_threaded_kernels_match_single_thread():
+    rng = np.random.default_rng(14)
+    cases = [(lambda x, w, b: F.layer_norm(x, (128,), w, b), (300, 128), 128),
+             (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), (8, 16, 16, 16),
+              16),
+             (lambda x, w, b: F.batch_norm(x, ember.zeros(16), ember.ones(16) * 2, w, b),
+              (8, 16, 16, 16), 16),
+             (lambda x, w, b: F.group_norm(x, 4, w, b), (4, 8, 32, 32), 8)]
+    before = ember.get_num_threads()
+    try:
+        for f, shape, C in cases:
+            a = (rng.standard_normal(shape) + 0.5).astype(np.float32)
+            wa = rng.standard_normal(C).astype(np.float32)
+            g = ember.asarray(rng.standard_normal(shape).astype(np.float32))
+            res = []
+            for nt in (1, 2):
+                ember.set_num_threads(nt)
+                x, w, b = (ember.asarray(v, requires_grad=True) for v in (a, wa, wa))
+                y = f(x, w, b)
+                y.backward(g)
+                res.append([np.asarray(y.detach()), np.asarray(x.grad), np.asarray(w.grad),
+                            np.asarray(b.grad)])
+            for u, v in zip(*res):
+                np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-5)
+    finally:
+        ember.set_num_threads(before)

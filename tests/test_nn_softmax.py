@@ -129,3 +129,26 @@ def test_create_graph_gradient_matches_kernel_gradient():
         (k,) = ember.autograd.grad(f(x, dim=1), x, g)
         (c,) = ember.autograd.grad(f(x, dim=1), x, g, create_graph=True)
         np.testing.assert_allclose(np.asarray(k), np.asarray(c.detach()), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("shape,dim", [((300, 130), 1), ((40, 30, 40), 1)])
+def test_threaded_kernels_match_single_thread(shape, dim):
+    a = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    g = ember.asarray(np.random.default_rng(7).standard_normal(shape).astype(np.float32))
+    before = ember.get_num_threads()
+    res = []
+    try:
+        for nt in (1, 2):
+            ember.set_num_threads(nt)
+            out = []
+            for f in (F.softmax, F.log_softmax):
+                x = ember.asarray(a, requires_grad=True)
+                y = f(x, dim=dim)
+                y.backward(g)
+                out += [np.asarray(y.detach()), np.asarray(x.grad)]
+            res.append(out)
+    finally:
+        ember.set_num_threads(before)
+    for u, v in zip(*res):
+        np.testing.assert_array_equal(u, v)
+    _close(res[0][0], torch.softmax(torch.tensor(a), dim), np.float32)

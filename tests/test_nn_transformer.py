@@ -454,3 +454,17 @@ def test_fused_self_attention_core_gradcheck(bf):
         return out, p
     assert gradcheck(f, (qkv, bias))
     assert gradgradcheck(f, (qkv, bias))
+
+
+def test_sdpa_broadcast_batch_dims():
+    rng = np.random.default_rng(17)
+    tq, eq = _pair(rng.standard_normal((3, 4)))              # no batch axes
+    tk, ek = _pair(rng.standard_normal((2, 1, 5, 4)))
+    tv, ev = _pair(rng.standard_normal((1, 3, 5, 2)))
+    tm, em = _pair(rng.standard_normal((2, 3, 1, 5)))
+    to = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm)
+    eo = F.scaled_dot_product_attention(eq, ek, ev, attn_mask=em)
+    _close(eo, to, "broadcast output")
+    _backward_both([to], [eo], rng)
+    for t, e, n in ((tq, eq, "q"), (tk, ek, "k"), (tv, ev, "v"), (tm, em, "mask")):
+        _close(e.grad, t.grad, f"broadcast grad {n}")

@@ -30,6 +30,7 @@ it never mapped: it knows which k it has seen.  A worker whose parent died
 unlinks all its names itself.  Arrays under ``SMALL`` bytes travel pickled in
 the metadata (cheaper than any segment bookkeeping).
 """
+import errno
 import io
 import mmap
 import os
@@ -79,6 +80,19 @@ class _Segment:
         fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
         try:
             os.ftruncate(fd, size)
+            if hasattr(os, "posix_fallocate"):
+                # reserve the pages now: a full /dev/shm is then a clear error here,
+                # not a SIGBUS when the batch is written
+                try:
+                    os.posix_fallocate(fd, 0, size)
+                except OSError as exc:
+                    if exc.errno in (errno.ENOSPC, errno.ENOMEM):
+                        raise OSError(exc.errno, f"DataLoader: cannot reserve {size} bytes of "
+                                      "shared memory for a batch (/dev/shm is full); enlarge "
+                                      "it (e.g. docker --shm-size), or use fewer workers or a "
+                                      "smaller prefetch_factor") from None
+                    if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+                        raise
             self.mm = mmap.mmap(fd, size)
         except BaseException:
             os.close(fd)

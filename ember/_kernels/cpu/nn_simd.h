@@ -25,6 +25,12 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+#if defined(__GNUC__)
+#define EM_STATIC static __attribute__((unused))
+#else
+#define EM_STATIC static
+#endif
+
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
 #define EM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -39,9 +45,9 @@
 #define EM_HAVE_X86 1
 #define EM_AVX2 __attribute__((target("avx2,fma")))
 
-static int em_use_avx2 = 0;
+EM_STATIC int em_use_avx2 = 0;
 
-static int em_init_cpu(void) {
+EM_STATIC int em_init_cpu(void) {
     __builtin_cpu_init();
     em_use_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     return em_use_avx2;
@@ -50,11 +56,13 @@ static int em_init_cpu(void) {
 /* exp of 8 floats: Cephes' polynomial after n = round(x / ln 2); about 1 ulp.
  * Exactly 0 below -87.34, NaN stays NaN; meant for x <= 88. */
 EM_AVX2 static inline __m256 em_exp8(__m256 x) {
+    /* no clamp needed: lanes below -87.34 (-inf included) are zeroed at the end and
+     * their garbage never reaches other lanes; NaN stays NaN */
     const __m256 magic = _mm256_set1_ps(12582912.0f);
-    __m256 xc = _mm256_max_ps(_mm256_set1_ps(-87.5f), x);        /* NaN -> NaN */
-    __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
     __m256 n = _mm256_sub_ps(t, magic);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
     __m256 p = _mm256_set1_ps(1.9875691500e-4f);
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
@@ -62,7 +70,7 @@ EM_AVX2 static inline __m256 em_exp8(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256 y = _mm256_fmadd_ps(_mm256_fmadd_ps(p, r, one), r, one);   /* p r^2 + r + 1 */
     __m256i e = _mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(t), 23),
                                  _mm256_set1_epi32(0x3F800000));
     y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
@@ -88,7 +96,7 @@ EM_AVX2 static inline float em_hmax8(__m256 v) {
     return _mm_cvtss_f32(a);
 }
 
-EM_AVX2 static float em_max_f32_avx2(const float* x, ptrdiff_t n) {
+EM_AVX2 EM_STATIC float em_max_f32_avx2(const float* x, ptrdiff_t n) {
     __m256 m = _mm256_set1_ps(-INFINITY), m2 = m;
     ptrdiff_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -108,7 +116,7 @@ EM_AVX2 static float em_max_f32_avx2(const float* x, ptrdiff_t n) {
     return em_hmax8(_mm256_max_ps(m, m2));
 }
 
-EM_AVX2 static float em_expsum_f32_avx2(float* out, const float* x, float shift, ptrdiff_t n) {
+EM_AVX2 EM_STATIC float em_expsum_f32_avx2(float* out, const float* x, float shift, ptrdiff_t n) {
     __m256 sh = _mm256_set1_ps(shift), s = _mm256_setzero_ps(), s2 = s;
     ptrdiff_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -136,7 +144,7 @@ EM_AVX2 static float em_expsum_f32_avx2(float* out, const float* x, float shift,
     return em_hsum8(_mm256_add_ps(s, s2));
 }
 
-EM_AVX2 static void em_expaffine_f32_avx2(float* out, const float* x, float shift, float a,
+EM_AVX2 EM_STATIC void em_expaffine_f32_avx2(float* out, const float* x, float shift, float a,
                                           const float* b, float c, ptrdiff_t n) {
     __m256 sh = _mm256_set1_ps(shift), va = _mm256_set1_ps(a), vc = _mm256_set1_ps(c);
     ptrdiff_t i = 0;
@@ -153,7 +161,7 @@ EM_AVX2 static void em_expaffine_f32_avx2(float* out, const float* x, float shif
     }
 }
 
-EM_AVX2 static void em_lsm_bwd_f32_avx2(float* out, const float* g, const float* y, float s,
+EM_AVX2 EM_STATIC void em_lsm_bwd_f32_avx2(float* out, const float* g, const float* y, float s,
                                         ptrdiff_t n) {
     __m256 vs = _mm256_set1_ps(s);
     ptrdiff_t i = 0;
@@ -170,11 +178,11 @@ EM_AVX2 static void em_lsm_bwd_f32_avx2(float* out, const float* g, const float*
 
 #else
 #define EM_HAVE_X86 0
-static int em_use_avx2 = 0;
-static int em_init_cpu(void) { return 0; }
+EM_STATIC int em_use_avx2 = 0;
+EM_STATIC int em_init_cpu(void) { return 0; }
 #endif
 
-static float em_max_f32(const float* x, ptrdiff_t n) {
+EM_STATIC float em_max_f32(const float* x, ptrdiff_t n) {
 #if EM_HAVE_X86
     if (em_use_avx2) return em_max_f32_avx2(x, n);
 #endif
@@ -184,7 +192,7 @@ static float em_max_f32(const float* x, ptrdiff_t n) {
 }
 
 /* sum of exp(x[i] - shift); out[i] = exp(x[i] - shift) when out is not NULL */
-static float em_expsum_f32(float* out, const float* x, float shift, ptrdiff_t n) {
+EM_STATIC float em_expsum_f32(float* out, const float* x, float shift, ptrdiff_t n) {
 #if EM_HAVE_X86
     if (em_use_avx2) return em_expsum_f32_avx2(out, x, shift, n);
 #endif
@@ -198,7 +206,7 @@ static float em_expsum_f32(float* out, const float* x, float shift, ptrdiff_t n)
 }
 
 /* out[i] = a * exp(x[i] - shift) + b[i] * c  (b NULL: + c) */
-static void em_expaffine_f32(float* out, const float* x, float shift, float a, const float* b,
+EM_STATIC void em_expaffine_f32(float* out, const float* x, float shift, float a, const float* b,
                              float c, ptrdiff_t n) {
 #if EM_HAVE_X86
     if (em_use_avx2) { em_expaffine_f32_avx2(out, x, shift, a, b, c, n); return; }
@@ -207,7 +215,7 @@ static void em_expaffine_f32(float* out, const float* x, float shift, float a, c
 }
 
 /* out[i] = g[i] - exp(y[i]) * s   (log_softmax backward) */
-static void em_lsm_bwd_f32(float* out, const float* g, const float* y, float s, ptrdiff_t n) {
+EM_STATIC void em_lsm_bwd_f32(float* out, const float* g, const float* y, float s, ptrdiff_t n) {
 #if EM_HAVE_X86
     if (em_use_avx2) { em_lsm_bwd_f32_avx2(out, g, y, s, n); return; }
 #endif
@@ -215,20 +223,20 @@ static void em_lsm_bwd_f32(float* out, const float* g, const float* y, float s, 
 }
 
 /* out[i] = y[i] * (g[i] - d)   (softmax backward) */
-EM_CLONES static void em_sm_bwd_f32(float* out, const float* g, const float* y, float d,
+EM_CLONES EM_STATIC void em_sm_bwd_f32(float* out, const float* g, const float* y, float d,
                                     ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = y[i] * (g[i] - d);
 }
 
-EM_CLONES static double em_sum_f32_gen(const float* x, ptrdiff_t n) {
+EM_CLONES EM_STATIC double em_sum_f32_gen(const float* x, ptrdiff_t n) {
     double s = 0.0;
 #pragma omp simd reduction(+:s)
     for (ptrdiff_t i = 0; i < n; i++) s += (double)x[i];
     return s;
 }
 
-EM_CLONES static void em_sum_sumsq_f32(const float* x, ptrdiff_t n, double* sum, double* sumsq) {
+EM_CLONES EM_STATIC void em_sum_sumsq_f32(const float* x, ptrdiff_t n, double* sum, double* sumsq) {
     double s = 0.0, ss = 0.0;
 #pragma omp simd reduction(+:s, ss)
     for (ptrdiff_t i = 0; i < n; i++) {
@@ -241,7 +249,7 @@ EM_CLONES static void em_sum_sumsq_f32(const float* x, ptrdiff_t n, double* sum,
 }
 
 /* sum((x - m)^2) */
-EM_CLONES static double em_sqdev_f32_gen(const float* x, double m, ptrdiff_t n) {
+EM_CLONES EM_STATIC double em_sqdev_f32_gen(const float* x, double m, ptrdiff_t n) {
     double ss = 0.0;
 #pragma omp simd reduction(+:ss)
     for (ptrdiff_t i = 0; i < n; i++) {
@@ -251,7 +259,7 @@ EM_CLONES static double em_sqdev_f32_gen(const float* x, double m, ptrdiff_t n) 
     return ss;
 }
 
-EM_CLONES static double em_dot_f32_gen(const float* a, const float* b, ptrdiff_t n) {
+EM_CLONES EM_STATIC double em_dot_f32_gen(const float* a, const float* b, ptrdiff_t n) {
     double s = 0.0;
 #pragma omp simd reduction(+:s)
     for (ptrdiff_t i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
@@ -259,7 +267,7 @@ EM_CLONES static double em_dot_f32_gen(const float* a, const float* b, ptrdiff_t
 }
 
 /* *sa = sum(a), *sab = sum(a*b) */
-EM_CLONES static void em_sum_dot_f32_gen(const float* a, const float* b, ptrdiff_t n, double* sa,
+EM_CLONES EM_STATIC void em_sum_dot_f32_gen(const float* a, const float* b, ptrdiff_t n, double* sa,
                                      double* sab) {
     double s = 0.0, sp = 0.0;
 #pragma omp simd reduction(+:s, sp)
@@ -273,13 +281,13 @@ EM_CLONES static void em_sum_dot_f32_gen(const float* a, const float* b, ptrdiff
 }
 
 /* out[i] = x[i] * a + b */
-EM_CLONES static void em_axpb_f32(float* out, const float* x, float a, float b, ptrdiff_t n) {
+EM_CLONES EM_STATIC void em_axpb_f32(float* out, const float* x, float a, float b, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = x[i] * a + b;
 }
 
 /* out[i] = (x[i] * a + b) * w[i] + c[i]  (w, c may be NULL: 1, 0) */
-EM_CLONES static void em_affine_wb_f32(float* out, const float* x, float a, float b,
+EM_CLONES EM_STATIC void em_affine_wb_f32(float* out, const float* x, float a, float b,
                                        const float* w, const float* c, ptrdiff_t n) {
     if (w && c) {
 #pragma omp simd
@@ -297,7 +305,7 @@ EM_CLONES static void em_affine_wb_f32(float* out, const float* x, float a, floa
 }
 
 /* out[i] = g[i] * w[i] * a + x[i] * b + c   (w may be NULL: 1) */
-EM_CLONES static void em_gxwb_f32(float* out, const float* g, const float* w, const float* x,
+EM_CLONES EM_STATIC void em_gxwb_f32(float* out, const float* g, const float* w, const float* x,
                                   float a, float b, float c, ptrdiff_t n) {
     if (w) {
 #pragma omp simd
@@ -309,14 +317,14 @@ EM_CLONES static void em_gxwb_f32(float* out, const float* g, const float* w, co
 }
 
 /* out[i] = g[i] * a + x[i] * b + c */
-EM_CLONES static void em_gxb_f32(float* out, const float* g, const float* x, float a, float b,
+EM_CLONES EM_STATIC void em_gxb_f32(float* out, const float* g, const float* x, float a, float b,
                                  float c, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a + x[i] * b + c;
 }
 
 /* acc[i] += g[i] * (x[i] * a + b);  acc2[i] += g[i]   (float64 accumulators) */
-EM_CLONES static void em_acc_wb_f32(double* acc, double* acc2, const float* g, const float* x,
+EM_CLONES EM_STATIC void em_acc_wb_f32(double* acc, double* acc2, const float* g, const float* x,
                                     double a, double b, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {
@@ -326,7 +334,7 @@ EM_CLONES static void em_acc_wb_f32(double* acc, double* acc2, const float* g, c
 }
 
 /* *s1 = sum(g * w), *s2 = sum(g * w * x)   (w NULL: 1; float64 accumulators) */
-EM_CLONES static void em_sum_dot_w_f32_gen(const float* g, const float* w, const float* x, ptrdiff_t n,
+EM_CLONES EM_STATIC void em_sum_dot_w_f32_gen(const float* g, const float* w, const float* x, ptrdiff_t n,
                                        double* s1, double* s2) {
     double a = 0.0, b = 0.0;
     if (w) {
@@ -348,7 +356,7 @@ EM_CLONES static void em_sum_dot_w_f32_gen(const float* g, const float* w, const
 }
 
 /* acc[i] += x[i];  acc2[i] += x[i]^2   (float64 accumulators) */
-EM_CLONES static void em_acc_sumsq_f32(double* acc, double* acc2, const float* x, ptrdiff_t n) {
+EM_CLONES EM_STATIC void em_acc_sumsq_f32(double* acc, double* acc2, const float* x, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {
         double v = (double)x[i];
@@ -358,7 +366,7 @@ EM_CLONES static void em_acc_sumsq_f32(double* acc, double* acc2, const float* x
 }
 
 /* out[i] = g[i] * a[i] + x[i] * b[i] + c[i] */
-EM_CLONES static void em_gxb_vec_f32(float* out, const float* g, const float* x, const float* a,
+EM_CLONES EM_STATIC void em_gxb_vec_f32(float* out, const float* g, const float* x, const float* a,
                                      const float* b, const float* c, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a[i] + x[i] * b[i] + c[i];
@@ -375,7 +383,7 @@ EM_AVX2 static inline __m256 em_load_tail(const float* x, ptrdiff_t r) {
 }
 
 /* s += x;  for one block (n <= EM_BLOCK) */
-EM_AVX2 static float em_bsum_avx2(const float* x, ptrdiff_t n) {
+EM_AVX2 EM_STATIC float em_bsum_avx2(const float* x, ptrdiff_t n) {
     __m256 a = _mm256_setzero_ps(), b = a;
     ptrdiff_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -388,7 +396,7 @@ EM_AVX2 static float em_bsum_avx2(const float* x, ptrdiff_t n) {
 }
 
 /* sum (x - m)^2 for one block */
-EM_AVX2 static float em_bsqdev_avx2(const float* x, float m, ptrdiff_t n) {
+EM_AVX2 EM_STATIC float em_bsqdev_avx2(const float* x, float m, ptrdiff_t n) {
     __m256 a = _mm256_setzero_ps(), b = a, vm = _mm256_set1_ps(m);
     ptrdiff_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -412,7 +420,7 @@ EM_AVX2 static float em_bsqdev_avx2(const float* x, float m, ptrdiff_t n) {
 }
 
 /* *sa += sum(a), *sab += sum(a * b) (w NULL) or sum(a * w), sum(a * w * b) for one block */
-EM_AVX2 static void em_bsumdot_avx2(const float* a, const float* w, const float* b, ptrdiff_t n,
+EM_AVX2 EM_STATIC void em_bsumdot_avx2(const float* a, const float* w, const float* b, ptrdiff_t n,
                                     double* sa, double* sab) {
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, p0 = s0, p1 = s0;
     ptrdiff_t i = 0;
@@ -440,7 +448,7 @@ EM_AVX2 static void em_bsumdot_avx2(const float* a, const float* w, const float*
 }
 #endif
 
-static double em_sum_f32(const float* x, ptrdiff_t n) {
+EM_STATIC double em_sum_f32(const float* x, ptrdiff_t n) {
 #if EM_HAVE_X86
     if (em_use_avx2) {
         double s = 0;
@@ -452,7 +460,7 @@ static double em_sum_f32(const float* x, ptrdiff_t n) {
     return em_sum_f32_gen(x, n);
 }
 
-static double em_sqdev_f32(const float* x, double m, ptrdiff_t n) {
+EM_STATIC double em_sqdev_f32(const float* x, double m, ptrdiff_t n) {
 #if EM_HAVE_X86
     if (em_use_avx2) {
         double s = 0;
@@ -465,13 +473,13 @@ static double em_sqdev_f32(const float* x, double m, ptrdiff_t n) {
 }
 
 /* mean and biased variance of x[0..n), two passes */
-static void em_meanvar_f32(const float* x, ptrdiff_t n, double* mean, double* var) {
+EM_STATIC void em_meanvar_f32(const float* x, ptrdiff_t n, double* mean, double* var) {
     double m = n ? em_sum_f32(x, n) / n : 0.0;
     *mean = m;
     *var = n ? em_sqdev_f32(x, m, n) / n : 0.0;
 }
 
-static void em_sum_dot_f32(const float* a, const float* b, ptrdiff_t n, double* sa, double* sab) {
+EM_STATIC void em_sum_dot_f32(const float* a, const float* b, ptrdiff_t n, double* sa, double* sab) {
 #if EM_HAVE_X86
     if (em_use_avx2) {
         *sa = 0;
@@ -484,7 +492,7 @@ static void em_sum_dot_f32(const float* a, const float* b, ptrdiff_t n, double* 
     em_sum_dot_f32_gen(a, b, n, sa, sab);
 }
 
-static void em_sum_dot_w_f32(const float* g, const float* w, const float* x, ptrdiff_t n,
+EM_STATIC void em_sum_dot_w_f32(const float* g, const float* w, const float* x, ptrdiff_t n,
                              double* s1, double* s2) {
 #if EM_HAVE_X86
     if (em_use_avx2) {
@@ -499,14 +507,14 @@ static void em_sum_dot_w_f32(const float* g, const float* w, const float* x, ptr
     em_sum_dot_w_f32_gen(g, w, x, n, s1, s2);
 }
 
-static double em_dot_f32(const float* a, const float* b, ptrdiff_t n) {
+EM_STATIC double em_dot_f32(const float* a, const float* b, ptrdiff_t n) {
     double sa, sab;
     em_sum_dot_f32(a, b, n, &sa, &sab);
     return sab;
 }
 
 /* acc[i] += g[i] * (x[i] * a + b);  acc2[i] += g[i]   (float accumulators) */
-EM_CLONES static void em_facc_wb_f32(float* acc, float* acc2, const float* g, const float* x,
+EM_CLONES EM_STATIC void em_facc_wb_f32(float* acc, float* acc2, const float* g, const float* x,
                                      float a, float b, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {
@@ -517,14 +525,14 @@ EM_CLONES static void em_facc_wb_f32(float* acc, float* acc2, const float* g, co
 
 /* ---- float64 (libm exp) ---- */
 
-EM_CLONES static double em_max_f64(const double* x, ptrdiff_t n) {
+EM_CLONES EM_STATIC double em_max_f64(const double* x, ptrdiff_t n) {
     double m = -INFINITY;
 #pragma omp simd reduction(max:m)
     for (ptrdiff_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
     return m;
 }
 
-static double em_expsum_f64(double* out, const double* x, double shift, ptrdiff_t n) {
+EM_STATIC double em_expsum_f64(double* out, const double* x, double shift, ptrdiff_t n) {
     double s = 0.0;
     if (out) {
         for (ptrdiff_t i = 0; i < n; i++) {
@@ -538,7 +546,7 @@ static double em_expsum_f64(double* out, const double* x, double shift, ptrdiff_
     return s;
 }
 
-static void em_expaffine_f64(double* out, const double* x, double shift, double a,
+EM_STATIC void em_expaffine_f64(double* out, const double* x, double shift, double a,
                              const double* b, double c, ptrdiff_t n) {
     if (b) {
         for (ptrdiff_t i = 0; i < n; i++) out[i] = a * exp(x[i] - shift) + b[i] * c;
@@ -547,25 +555,25 @@ static void em_expaffine_f64(double* out, const double* x, double shift, double 
     }
 }
 
-static void em_lsm_bwd_f64(double* out, const double* g, const double* y, double s,
+EM_STATIC void em_lsm_bwd_f64(double* out, const double* g, const double* y, double s,
                            ptrdiff_t n) {
     for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] - exp(y[i]) * s;
 }
 
-EM_CLONES static void em_sm_bwd_f64(double* out, const double* g, const double* y, double d,
+EM_CLONES EM_STATIC void em_sm_bwd_f64(double* out, const double* g, const double* y, double d,
                                     ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = y[i] * (g[i] - d);
 }
 
-EM_CLONES static double em_sum_f64(const double* x, ptrdiff_t n) {
+EM_CLONES EM_STATIC double em_sum_f64(const double* x, ptrdiff_t n) {
     double s = 0.0;
 #pragma omp simd reduction(+:s)
     for (ptrdiff_t i = 0; i < n; i++) s += x[i];
     return s;
 }
 
-EM_CLONES static void em_sum_sumsq_f64(const double* x, ptrdiff_t n, double* sum, double* sumsq) {
+EM_CLONES EM_STATIC void em_sum_sumsq_f64(const double* x, ptrdiff_t n, double* sum, double* sumsq) {
     double s = 0.0, ss = 0.0;
 #pragma omp simd reduction(+:s, ss)
     for (ptrdiff_t i = 0; i < n; i++) {
@@ -576,7 +584,7 @@ EM_CLONES static void em_sum_sumsq_f64(const double* x, ptrdiff_t n, double* sum
     *sumsq = ss;
 }
 
-EM_CLONES static double em_sqdev_f64(const double* x, double m, ptrdiff_t n) {
+EM_CLONES EM_STATIC double em_sqdev_f64(const double* x, double m, ptrdiff_t n) {
     double ss = 0.0;
 #pragma omp simd reduction(+:ss)
     for (ptrdiff_t i = 0; i < n; i++) {
@@ -586,14 +594,14 @@ EM_CLONES static double em_sqdev_f64(const double* x, double m, ptrdiff_t n) {
     return ss;
 }
 
-EM_CLONES static double em_dot_f64(const double* a, const double* b, ptrdiff_t n) {
+EM_CLONES EM_STATIC double em_dot_f64(const double* a, const double* b, ptrdiff_t n) {
     double s = 0.0;
 #pragma omp simd reduction(+:s)
     for (ptrdiff_t i = 0; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
-EM_CLONES static void em_sum_dot_f64(const double* a, const double* b, ptrdiff_t n, double* sa,
+EM_CLONES EM_STATIC void em_sum_dot_f64(const double* a, const double* b, ptrdiff_t n, double* sa,
                                      double* sab) {
     double s = 0.0, sp = 0.0;
 #pragma omp simd reduction(+:s, sp)
@@ -605,12 +613,12 @@ EM_CLONES static void em_sum_dot_f64(const double* a, const double* b, ptrdiff_t
     *sab = sp;
 }
 
-EM_CLONES static void em_axpb_f64(double* out, const double* x, double a, double b, ptrdiff_t n) {
+EM_CLONES EM_STATIC void em_axpb_f64(double* out, const double* x, double a, double b, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = x[i] * a + b;
 }
 
-EM_CLONES static void em_affine_wb_f64(double* out, const double* x, double a, double b,
+EM_CLONES EM_STATIC void em_affine_wb_f64(double* out, const double* x, double a, double b,
                                        const double* w, const double* c, ptrdiff_t n) {
     if (w && c) {
 #pragma omp simd
@@ -627,7 +635,7 @@ EM_CLONES static void em_affine_wb_f64(double* out, const double* x, double a, d
     }
 }
 
-EM_CLONES static void em_gxwb_f64(double* out, const double* g, const double* w, const double* x,
+EM_CLONES EM_STATIC void em_gxwb_f64(double* out, const double* g, const double* w, const double* x,
                                   double a, double b, double c, ptrdiff_t n) {
     if (w) {
 #pragma omp simd
@@ -638,13 +646,13 @@ EM_CLONES static void em_gxwb_f64(double* out, const double* g, const double* w,
     }
 }
 
-EM_CLONES static void em_gxb_f64(double* out, const double* g, const double* x, double a,
+EM_CLONES EM_STATIC void em_gxb_f64(double* out, const double* g, const double* x, double a,
                                  double b, double c, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a + x[i] * b + c;
 }
 
-EM_CLONES static void em_acc_wb_f64(double* acc, double* acc2, const double* g, const double* x,
+EM_CLONES EM_STATIC void em_acc_wb_f64(double* acc, double* acc2, const double* g, const double* x,
                                     double a, double b, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {
@@ -654,7 +662,7 @@ EM_CLONES static void em_acc_wb_f64(double* acc, double* acc2, const double* g, 
 }
 
 /* *s1 = sum(g * w), *s2 = sum(g * w * x)   (w NULL: 1; float64 accumulators) */
-EM_CLONES static void em_sum_dot_w_f64(const double* g, const double* w, const double* x, ptrdiff_t n,
+EM_CLONES EM_STATIC void em_sum_dot_w_f64(const double* g, const double* w, const double* x, ptrdiff_t n,
                                        double* s1, double* s2) {
     double a = 0.0, b = 0.0;
     if (w) {
@@ -676,7 +684,7 @@ EM_CLONES static void em_sum_dot_w_f64(const double* g, const double* w, const d
 }
 
 /* acc[i] += x[i];  acc2[i] += x[i]^2   (float64 accumulators) */
-EM_CLONES static void em_acc_sumsq_f64(double* acc, double* acc2, const double* x, ptrdiff_t n) {
+EM_CLONES EM_STATIC void em_acc_sumsq_f64(double* acc, double* acc2, const double* x, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {
         double v = x[i];
@@ -686,14 +694,14 @@ EM_CLONES static void em_acc_sumsq_f64(double* acc, double* acc2, const double* 
 }
 
 /* out[i] = g[i] * a[i] + x[i] * b[i] + c[i] */
-EM_CLONES static void em_gxb_vec_f64(double* out, const double* g, const double* x, const double* a,
+EM_CLONES EM_STATIC void em_gxb_vec_f64(double* out, const double* g, const double* x, const double* a,
                                      const double* b, const double* c, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a[i] + x[i] * b[i] + c[i];
 }
 
 /* acc[i] += (x[i] - m[i])^2 */
-EM_CLONES static void em_acc_sqdev_f64(double* acc, const double* x, const double* m, ptrdiff_t n) {
+EM_CLONES EM_STATIC void em_acc_sqdev_f64(double* acc, const double* x, const double* m, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {
         double d = x[i] - m[i];

@@ -1,9 +1,11 @@
 """Attention: scaled dot-product attention and the multi-head attention forward.
 
-Both are compositions of batched matmul (BLAS through ``@`` on ``(N, H, L, D)``
-arrays), one fused softmax and, in training, dropout: autograd records a handful
-of nodes per call, the work is in the GEMMs.  The head split and merge are views
-wherever the layout allows (the BLAS calls read strided matrices directly).
+Without dropout, attention (scores, mask, softmax, weighted sum) is one autograd
+node whose forward and backward are batched GEMMs (BLAS on ``(N, H, L, D)`` views,
+read in place) around ember's fused softmax kernel; multi-head self-attention
+works straight on the packed ``q, k, v`` projection and writes the merged heads
+(and, backward, the packed projection gradient) without copies.  With dropout, it
+is the same computation composed of recorded ember ops.
 
 Numerics follow PyTorch's math path (``q * scale @ k^T``, masks added before a
 softmax over the last axis).  A row whose every position is masked gives NaN, as
@@ -69,12 +71,115 @@ def _attend(q, k, v, bias, dropout_p, scale, need_weights=False):
     return (out, w) if need_weights else out
 
 
-# ------------------------------------------------------------------ fused self-attention core
-# Multi-head self-attention without dropout, from the packed projection ``qkv`` (one GEMM
-# of the input) to the merged heads, as ONE autograd node: q, k, v are strided views of
-# qkv (BLAS reads them in place), the output is written straight into the merged
+# ------------------------------------------------------------------ fused attention
+# Without dropout, attention is ONE autograd node.  The forward and the first-order
+# backward run on NumPy views of ember's memory: BLAS reads q, k, v in place (strided
+# head views are fine), the scores are scaled, masked and soft-maxed in place (the
+# softmax kernel of ember.nn.functional.softmax), and the results are written straight
+# into their final layout.  With ``create_graph=True`` the rule recomputes the same
+# formulas with recorded ember ops, so higher-order gradients are exact.
+
+def _np_attention(q, k, v, bias, scale, out):
+    """NumPy q (..., L, D), k (..., S, D), v (..., S, Dv) -> p (ember, (..., L, S));
+    softmax(q k^T * scale + bias) @ v is written into `out` (a NumPy array/view)."""
+    from ember._kernels.cpu import softmax as _k
+    s = empty_raw(tuple(out.shape[:-2]) + (q.shape[-2], k.shape[-2]), q.dtype)
+    sn = numpy_view(s)
+    np.matmul(q, k.swapaxes(-1, -2), out=sn)
+    np.multiply(sn, scale, out=sn)
+    if bias is not None:
+        np.add(sn, numpy_view(bias), out=sn)
+    p = _k.softmax_forward(s, sn.ndim - 1, False)
+    np.matmul(numpy_view(p), v, out=out)
+    return p
+
+
+def _np_attention_grad(go, g_p, p, q, k, v, scale, dq, dk, dv):
+    """First-order backward of `_np_attention` (go: gradient of the output, g_p: of p;
+    either may be None).  Writes dq, dk, dv (NumPy arrays/views); returns the gradient
+    of the scores before scaling (the bias gradient), an ember array."""
+    from ember._kernels.cpu import softmax as _k
+    pn = numpy_view(p)
+    dp = empty_raw(tuple(p.shape), p.dtype)
+    dpn = numpy_view(dp)
+    if go is None:
+        dv[...] = 0
+        dpn[...] = 0
+    else:
+        np.matmul(pn.swapaxes(-1, -2), go, out=dv)
+        np.matmul(go, v.swapaxes(-1, -2), out=dpn)
+    if g_p is not None:
+        np.add(dpn, g_p, out=dpn)
+    ds = _k.softmax_backward(dp, p, pn.ndim - 1, False)
+    dsn = numpy_view(ds)
+    np.matmul(dsn, k, out=dq)
+    np.multiply(dq, scale, out=dq)
+    np.matmul(dsn.swapaxes(-1, -2), q, out=dk)
+    np.multiply(dk, scale, out=dk)
+    return ds
+
+
+def _em_attention(q, k, v, bias, scale):
+    """The same with recorded ember ops: (out, p)."""
+    s = (q @ k.swapaxes(-1, -2)) * scale
+    if bias is not None:
+        s = s + bias
+    p = _F().softmax(s, dim=-1)
+    return p @ v, p
+
+
+def _em_attention_grad(go, g_p, p, q, k, v, scale):
+    """Backward of `_em_attention` with ember ops: (dq, dk, dv, ds)."""
+    if go is None:
+        dv = E.zeros(v.shape, dtype=v.dtype)
+        dp = E.zeros(p.shape, dtype=p.dtype)
+    else:
+        dv = p.swapaxes(-1, -2) @ go
+        dp = go @ v.swapaxes(-1, -2)
+    if g_p is not None:
+        dp = dp + g_p
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    return (ds @ k) * scale, (ds.swapaxes(-1, -2) @ q) * scale, dv, ds
+
+
+def _np_or_none(g):
+    return None if g is None else numpy_view(E.ascontiguousarray(g))
+
+
+def _sdpa_grad(g, res, query, key, value, bias, scale):
+    g_out, g_p = g
+    bias_grad = bias is not None and getattr(bias, "requires_grad", False)
+    if E.is_grad_enabled():
+        out, p = _em_attention(query, key, value, bias, scale)
+        dq, dk, dv, ds = _em_attention_grad(g_out, g_p, p, query, key, value, scale)
+        return dq, dk, dv, (ds if bias_grad else None), None
+    p = res[1]
+    qn, kn, vn = numpy_view(query), numpy_view(key), numpy_view(value)
+    bs = tuple(p.shape[:-2])
+    dq = empty_raw(bs + tuple(query.shape[-2:]), query.dtype)
+    dk = empty_raw(bs + tuple(key.shape[-2:]), key.dtype)
+    dv = empty_raw(bs + tuple(value.shape[-2:]), value.dtype)
+    ds = _np_attention_grad(_np_or_none(g_out), _np_or_none(g_p), p, qn, kn, vn, scale,
+                            numpy_view(dq), numpy_view(dk), numpy_view(dv))
+    return dq, dk, dv, (ds if bias_grad else None), None
+
+
+@defop("nn.functional.attention._sdpa", grad=_sdpa_grad, save_args=True, save_result=True)
+def _sdpa(query, key, value, bias, scale):
+    """(softmax(q k^T * scale + bias) @ v, the weights) for same-dtype float arrays."""
+    bs = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]),
+                             tuple(value.shape[:-2]),
+                             tuple(bias.shape[:-2]) if bias is not None else ())
+    out = empty_raw(bs + (query.shape[-2], value.shape[-1]), query.dtype)
+    p = _np_attention(numpy_view(query), numpy_view(key), numpy_view(value), bias, scale,
+                      numpy_view(out))
+    return out, p
+
+
+# Multi-head self-attention from the packed projection ``qkv`` (one GEMM of the input):
+# q, k, v are (N, H, L, D) views of qkv, the output is written straight into the merged
 # (..., L, E) layout, and the backward writes dq, dk, dv straight into one packed
-# gradient for the projection (no head split/merge copies, no scatter).
+# gradient for the projection (no head split/merge copies).
 
 def _qkv_views(a, n, h, d, bf):
     """NumPy (N, L, 3E) (bf) or (L, N, 3E) array -> q, k, v views (N, H, L, D)."""
@@ -99,59 +204,30 @@ def _core_dims(qkv, num_heads, bf):
 
 
 def _core_grad(g, res, qkv, bias, num_heads, scale, bf):
-    from ember._kernels.cpu import softmax as _k
     g_out, g_p = g
-    p = res[1]
     n, e, d = _core_dims(qkv, num_heads, bf)
     bias_grad = bias is not None and getattr(bias, "requires_grad", False)
     if E.is_grad_enabled():
-        # create_graph: the same formulas with recorded ember ops, p recomputed from qkv
-        F = _F()
         if bf:
             q, k, v = E.unstack(qkv.reshape(n, -1, 3, num_heads, d).permute(2, 0, 3, 1, 4))
         else:
             q, k, v = E.unstack(qkv.reshape(-1, n, 3, num_heads, d).permute(2, 1, 3, 0, 4))
-        s = (q @ k.swapaxes(-1, -2)) * scale
-        if bias is not None:
-            s = s + bias
-        p = F.softmax(s, dim=-1)
-        if g_out is None:
-            dv = E.zeros(v.shape, dtype=v.dtype)
-            dp = E.zeros(p.shape, dtype=p.dtype)
-        else:
+        out, p = _em_attention(q, k, v, bias, scale)
+        go = None
+        if g_out is not None:
             go = (g_out.reshape(n, -1, num_heads, d).permute(0, 2, 1, 3) if bf else
                   g_out.reshape(-1, n, num_heads, d).permute(1, 2, 0, 3))
-            dv = p.swapaxes(-1, -2) @ go
-            dp = go @ v.swapaxes(-1, -2)
-        if g_p is not None:
-            dp = dp + g_p
-        ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
-        dq = (ds @ k) * scale
-        dk = (ds.swapaxes(-1, -2) @ q) * scale
+        dq, dk, dv, ds = _em_attention_grad(go, g_p, p, q, k, v, scale)
         st = E.stack([dq, dk, dv], axis=0)                  # (3, N, H, L, D)
         dqkv = st.permute(1, 3, 0, 2, 4) if bf else st.permute(3, 1, 0, 2, 4)
         return dqkv.reshape(qkv.shape), (ds if bias_grad else None), None, None, None
     q, k, v = _qkv_views(numpy_view(qkv), n, num_heads, d, bf)
     dqkv = empty_raw(tuple(qkv.shape), qkv.dtype)
     dq, dk, dv = _qkv_views(numpy_view(dqkv), n, num_heads, d, bf)
-    pn = numpy_view(p)
-    dp = empty_raw(tuple(p.shape), p.dtype)
-    dpn = numpy_view(dp)
-    if g_out is None:
-        dv[...] = 0
-        dpn[...] = 0
-    else:
-        go = _merged_view(numpy_view(E.ascontiguousarray(g_out)), n, num_heads, d, bf)
-        np.matmul(pn.swapaxes(-1, -2), go, out=dv)
-        np.matmul(go, v.swapaxes(-1, -2), out=dpn)
-    if g_p is not None:
-        np.add(dpn, numpy_view(E.ascontiguousarray(g_p)), out=dpn)
-    ds = _k.softmax_backward(dp, p, 3, False)
-    dsn = numpy_view(ds)
-    np.matmul(dsn, k, out=dq)
-    np.multiply(dq, scale, out=dq)
-    np.matmul(dsn.swapaxes(-1, -2), q, out=dk)
-    np.multiply(dk, scale, out=dk)
+    go = _np_or_none(g_out)
+    if go is not None:
+        go = _merged_view(go, n, num_heads, d, bf)
+    ds = _np_attention_grad(go, _np_or_none(g_p), res[1], q, k, v, scale, dq, dk, dv)
     return dqkv, (ds if bias_grad else None), None, None, None
 
 
@@ -161,20 +237,14 @@ def _self_attention_core(qkv, bias, num_heads, scale, bf):
     """softmax(q k^T * scale + bias) v per head, from the packed C-contiguous projection
     qkv ((N, L, 3E) when bf, else (L, N, 3E)).  Returns (output in qkv's layout with E
     features, attention weights (N, H, L, L))."""
-    from ember._kernels.cpu import softmax as _k
     n, e, d = _core_dims(qkv, num_heads, bf)
-    L = qkv.shape[1] if bf else qkv.shape[0]
     q, k, v = _qkv_views(numpy_view(qkv), n, num_heads, d, bf)
-    s = empty_raw((n, num_heads, L, L), qkv.dtype)
-    sn = numpy_view(s)
-    np.matmul(q, k.swapaxes(-1, -2), out=sn)
-    np.multiply(sn, scale, out=sn)
-    if bias is not None:
-        np.add(sn, numpy_view(bias), out=sn)
-    p = _k.softmax_forward(s, 3, False)
     out = empty_raw(tuple(qkv.shape[:2]) + (e,), qkv.dtype)
-    np.matmul(numpy_view(p), v, out=_merged_view(numpy_view(out), n, num_heads, d, bf))
+    p = _np_attention(q, k, v, bias, scale, _merged_view(numpy_view(out), n, num_heads, d, bf))
     return out, p
+
+
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -243,6 +313,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise ValueError(f"{op}: attn_mask of shape {tuple(attn_mask.shape)} does not "
                              f"broadcast to the attention scores' shape "
                              f"{tuple(query.shape[:-1]) + (S,)}") from None
+    if dropout_p == 0.0 and query.dtype in _FUSED_DTYPES and key.dtype == query.dtype \
+            and value.dtype == query.dtype and (bias is None or bias.dtype.kind == "f"):
+        if bias is not None and bias.dtype != query.dtype:
+            bias = bias.astype(query.dtype)
+        return _sdpa(query, key, value, bias, float(scale))[0]
     return _attend(query, key, value, bias, float(dropout_p), float(scale))
 
 
@@ -468,9 +543,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     out = out.reshape(out.shape[0], out.shape[1], embed_dim)
     return _finish(F, out, w, out_proj_weight, out_proj_bias, need_weights,
                    average_attn_weights, is_batched)
-
-
-_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _linear2d(F, x, w, b):

@@ -66,23 +66,28 @@ def linear(input, weight, bias=None):
     >>> F.linear(x, ember.ones((2, 3))).shape
     (5, 7, 2)
     """
-    if isinstance(input, ndarray) and isinstance(weight, ndarray) and weight.ndim == 2 \
-            and input.ndim >= 1 and input.shape[-1] == weight.shape[1] \
-            and input.dtype == weight.dtype and input.dtype.kind in "fc":
-        n_out = weight.shape[0]
-        out = empty_raw(input.shape[:-1] + (n_out,), input.dtype)
-        xv = numpy_view(input)
-        ov = numpy_view(out)
-        if input.ndim > 2 and input.is_contiguous():
-            xv = xv.reshape(-1, input.shape[-1])
-            ov = ov.reshape(-1, n_out)
-        np.matmul(xv, numpy_view(weight).T, out=ov)
-        if bias is not None:
-            if not isinstance(bias, ndarray) or bias.dtype != input.dtype or \
-                    bias.shape not in ((n_out,), (), (1,)):
-                _linear_error(input, weight, bias)
-            np.add(ov, numpy_view(bias), out=ov)
-        return out
+    if isinstance(input, ndarray) and isinstance(weight, ndarray):
+        xs, ws, dt = input.shape, weight.shape, input.dtype
+        if len(ws) == 2 and xs and xs[-1] == ws[1] and dt == weight.dtype and dt.kind in "fc":
+            n_out = ws[0]
+            wt = numpy_view(weight).T
+            if len(xs) == 2:
+                # np.dot with out= is the cheapest call into BLAS gemm for 2-d operands
+                out = empty_raw((xs[0], n_out), dt)
+                np.dot(numpy_view(input), wt, out=numpy_view(out))
+            else:
+                out = empty_raw(xs[:-1] + (n_out,), dt)
+                xv, ov = numpy_view(input), numpy_view(out)
+                if len(xs) > 2 and input.is_contiguous():
+                    np.dot(xv.reshape(-1, xs[-1]), wt, out=ov.reshape(-1, n_out))
+                else:
+                    np.matmul(xv, wt, out=ov)
+            if bias is not None:
+                if not isinstance(bias, ndarray) or bias.dtype != dt or \
+                        bias.shape not in ((n_out,), (), (1,)):
+                    _linear_error(input, weight, bias)
+                out += bias         # ember's in-place add: far cheaper than a NumPy ufunc call
+            return out
     _linear_error(input, weight, bias)
 
 

