@@ -125,6 +125,11 @@ def test_sdpa_gradcheck():
     assert gradcheck(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                      (q, k, v))
     assert gradgradcheck(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, k, v))
+    # the fused op's second output (the weights), broadcasting over batch axes
+    from ember.nn.functional.attention import _sdpa
+    q1 = arr(3, 4)
+    assert gradcheck(lambda q, k, v, m: _sdpa(q, k, v, m, 0.5), (q1, k, v, m))
+    assert gradgradcheck(lambda q, k, v, m: _sdpa(q, k, v, m, 0.5), (q1, k, v, m))
 
 
 def test_sdpa_errors():
@@ -461,7 +466,7 @@ def test_sdpa_broadcast_batch_dims():
     tq, eq = _pair(rng.standard_normal((3, 4)))              # no batch axes
     tk, ek = _pair(rng.standard_normal((2, 1, 5, 4)))
     tv, ev = _pair(rng.standard_normal((1, 3, 5, 2)))
-    tm, em = _pair(rng.standard_normal((2, 3, 1, 5)))
+    tm, em = _pair(rng.standard_normal((2, 1, 1, 5)))
     to = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm)
     eo = F.scaled_dot_product_attention(eq, ek, ev, attn_mask=em)
     _close(eo, to, "broadcast output")

@@ -284,10 +284,18 @@ cdef int _f32_check(str op, tuple arrays) except -1:
     return 0
 
 
+_SRC_TABLES = {}
+
+
 def _src_geometry(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw, int64_t sh,
                   int64_t sw, int64_t ph0, int64_t ph1, int64_t pw0, int64_t pw1, int64_t dh,
                   int64_t dw):
-    """(Hq, Wq, source length, tap offsets in (c, i, j) order) for the phase-split source."""
+    """(Hq, Wq, source length, tap offsets in (c, i, j) order) for the phase-split source
+    (cached per geometry)."""
+    key = (C, H, W, kh, kw, sh, sw, ph0, ph1, pw0, pw1, dh, dw)
+    got = _SRC_TABLES.get(key)
+    if got is not None:
+        return got
     Hp = H + ph0 + ph1
     Wp = W + pw0 + pw1
     Hq = (Hp + sh - 1) // sh
@@ -298,7 +306,11 @@ def _src_geometry(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw, int64
     jj = (_np.arange(kw, dtype=_np.int64) * dw)[None, None, :]
     off = (((ii % sh) * sw + jj % sw) * C * plane + c * plane + (ii // sh) * Wq + jj // sw)
     slack = SLACK + Wq + (kw - 1) * dw
-    return Hq, Wq, sh * sw * C * plane + slack, _np.ascontiguousarray(off.reshape(-1))
+    got = (Hq, Wq, sh * sw * C * plane + slack, _np.ascontiguousarray(off.reshape(-1)))
+    if len(_SRC_TABLES) > 256:
+        _SRC_TABLES.clear()
+    _SRC_TABLES[key] = got
+    return got
 
 
 def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, int pw1,
@@ -433,14 +445,19 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     _np.sum(part_arr, axis=0, out=dwout.reshape(-1))
 
 
-def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int pw1, int dh,
-                     int dw, int groups):
-    """dx (N, C, H, W) = the input gradient of conv2d (the transposed convolution of
-    gout (N, O, OH, OW) with w (O, C/groups, kh, kw))."""
-    _f32_check("conv2d_input_f32", (gout, w, dx))
-    cdef int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3]
-    cdef int64_t O = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
-    cdef int64_t OH = gout.shape[2], OW = gout.shape[3], G = groups, Og = O // G
+_INPUT_TABLES = {}
+
+
+def _input_tables(O, Cg, kh, kw, H, W, OH, OW, sh, sw, ph0, pw0, dh, dw, G):
+    """Phase tables of the input gradient (cached per geometry): the padded gradient's
+    size and top/left padding, tap offsets, indices that pack the weights, each (phase,
+    group)'s first tap and tap count, each phase's (py, px, rows, columns), and the
+    largest phase's flat length."""
+    key = (O, Cg, kh, kw, H, W, OH, OW, sh, sw, ph0, pw0, dh, dw, G)
+    got = _INPUT_TABLES.get(key)
+    if got is not None:
+        return got
+    Og = O // G
     # the phases of dx: rows y*sh + py, columns x*sw + px; for each, the taps (o, i, j)
     # that reach it and the shift (ry, rx) of the gradient row / column they read
     phases = []
@@ -459,11 +476,11 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
     PL = max(0, -min(rx_all))
     PB = max(0, max(p[2] for p in phases) + max(ry_all) - OH)
     PR = max(0, max(p[3] for p in phases) + max(rx_all) - OW)
-    cdef int64_t HG = OH + PT + PB, WG = OW + PL + PR, gplane = HG * WG
-    cdef int64_t cPT = PT, cPL = PL
-    cdef int64_t glen = O * gplane + SLACK + 2 * WG
+    HG, WG = OH + PT + PB, OW + PL + PR
+    gplane = HG * WG
+    widx = _np.arange(O * Cg * kh * kw, dtype=_np.int64).reshape(O, Cg, kh, kw)
     # per phase and group: taps (o, i, j) -> offsets into the padded gradient and the
-    # packed weights A[t*Cg + c] = w[g*Og + o, c, i, j]
+    # packed weights A[t*Cg + c] = w[g*Og + o, c, i, j] (as indices into w's elements)
     nph = len(phases)
     offs, packs, tstart, ntaps, geo = [], [], [], [], []
     pos = 0
@@ -478,7 +495,7 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
                 o_g = (g * Og + ol)[:, None, None]
                 offs.append((o_g * gplane + (ryv[None, :, None] + PT) * WG
                              + (rxv[None, None, :] + PL)).reshape(-1))
-                wg = w[g * Og:(g + 1) * Og][:, :, iv][:, :, :, jv]      # (Og, Cg, ni, nj)
+                wg = widx[g * Og:(g + 1) * Og][:, :, iv][:, :, :, jv]   # (Og, Cg, ni, nj)
                 packs.append(_np.ascontiguousarray(wg.transpose(0, 2, 3, 1)).reshape(-1))
                 T = Og * len(ti) * len(tj)
             else:
@@ -488,17 +505,40 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
             pos += T
         geo.append((py, px, Hph, Wph))
     off_arr = _np.concatenate(offs) if offs else _np.zeros(1, _np.int64)
-    A_arr = _np.concatenate(packs).astype(_np.float32) if packs else _np.zeros(1, _np.float32)
+    pack_idx = _np.concatenate(packs) if packs else _np.zeros(1, _np.int64)
     off_arr = _np.ascontiguousarray(off_arr, dtype=_np.int64)
     ts_arr = _np.asarray(tstart, dtype=_np.int64)
     nt_arr = _np.asarray(ntaps, dtype=_np.int64)
     geo_arr = _np.asarray(geo, dtype=_np.int64).reshape(nph, 4)
+    Lmax = int(max([p[2] for p in phases])) * WG
+    got = (HG, WG, PT, PL, off_arr, pack_idx, ts_arr, nt_arr, geo_arr, Lmax)
+    if len(_INPUT_TABLES) > 256:
+        _INPUT_TABLES.clear()
+    _INPUT_TABLES[key] = got
+    return got
+
+
+def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int pw1, int dh,
+                     int dw, int groups):
+    """dx (N, C, H, W) = the input gradient of conv2d (the transposed convolution of
+    gout (N, O, OH, OW) with w (O, C/groups, kh, kw))."""
+    _f32_check("conv2d_input_f32", (gout, w, dx))
+    cdef int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3]
+    cdef int64_t O = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
+    cdef int64_t OH = gout.shape[2], OW = gout.shape[3], G = groups, Og = O // G
+    HG_, WG_, PT, PL, off_arr, pack_idx, ts_arr, nt_arr, geo_arr, Lmax_ = _input_tables(
+        O, Cg, kh, kw, H, W, OH, OW, sh, sw, ph0, pw0, dh, dw, G)
+    A_arr = w.reshape(-1).take(pack_idx)
+    cdef int64_t nph = geo_arr.shape[0]
+    cdef int64_t HG = HG_, WG = WG_, gplane = HG * WG
+    cdef int64_t cPT = PT, cPL = PL
+    cdef int64_t glen = O * gplane + SLACK + 2 * WG
     cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(off_arr)
     cdef const float* A = <const float*>cnp.PyArray_DATA(A_arr)
     cdef const int64_t* tsp = <const int64_t*>cnp.PyArray_DATA(ts_arr)
     cdef const int64_t* ntp = <const int64_t*>cnp.PyArray_DATA(nt_arr)
     cdef const int64_t* gep = <const int64_t*>cnp.PyArray_DATA(geo_arr)
-    cdef int64_t Lmax = int(max([p[2] for p in phases])) * WG
+    cdef int64_t Lmax = Lmax_
     cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
     cdef float* dxp = <float*>cnp.PyArray_DATA(dx)
     cdef int nt = 1

@@ -113,6 +113,22 @@ cdef extern from *:
     #include <string.h>
     #include <stdint.h>
 
+    /* Speculating both sides of a select (to vectorise it) needs no-trapping-math; on
+       x86-64 Linux with GCC each kernel is also compiled for AVX-512 and AVX2 and the
+       loader picks the best one for the CPU (target_clones). */
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC push_options
+    #pragma GCC optimize ("no-trapping-math")
+    #define EM_POP_OPTIONS 1
+    #endif
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
+        && __GNUC__ >= 12
+    #define EM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", \
+                                                   "default")))
+    #else
+    #define EM_CLONES
+    #endif
+
     static inline float em_i2f(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
     static inline int32_t em_f2i(float f) { int32_t i; memcpy(&i, &f, 4); return i; }
 
@@ -208,10 +224,12 @@ cdef extern from *:
 
     /* ---- unary kernels: f(x, out, n, p) ---- */
     #define EM_UNARY(name, T, expr) \
-        static void name(const T* x, T* out, Py_ssize_t n, const double* p) { \
+        EM_CLONES static void name(const T* restrict x, T* restrict out, Py_ssize_t n, \
+                                   const double* restrict p) { \
             (void)p; for (Py_ssize_t i = 0; i < n; i++) { T v = x[i]; out[i] = (expr); } }
     #define EM_BINARY(name, T, expr) \
-        static void name(const T* g, const T* x, T* out, Py_ssize_t n, const double* p) { \
+        EM_CLONES static void name(const T* restrict g, const T* restrict x, T* restrict out, \
+                                   Py_ssize_t n, const double* restrict p) { \
             (void)p; for (Py_ssize_t i = 0; i < n; i++) { T v = x[i]; T gv = g[i]; \
                 out[i] = (expr); } }
 
@@ -256,6 +274,10 @@ cdef extern from *:
     EM_BINARY(em_softplus_bwd_f32, float, v * (float)p[0] > (float)p[1] ? gv
               : gv * em_sigmoidf(v * (float)p[0]))
     EM_BINARY(em_softplus_bwd_f64, double, v * p[0] > p[1] ? gv : gv * em_sigmoid(v * p[0]))
+
+    #ifdef EM_POP_OPTIONS
+    #pragma GCC pop_options
+    #endif
     """
     void em_erf_f32(const float*, float*, Py_ssize_t, const double*) noexcept nogil
     void em_erf_f64(const double*, double*, Py_ssize_t, const double*) noexcept nogil
