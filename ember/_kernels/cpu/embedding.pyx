@@ -190,11 +190,13 @@ cdef extern from *:
         return m + y + 0.693359375f * fe;
     }
 
-    /* log1p(y) for y in [0, 1]: series for tiny y, log(1 + y) elsewhere */
+    /* log1p(y) for y in [0, 1]: log(u) * y / (u - 1) with u = 1 + y corrects the
+       rounding of u (Goldberg's trick), so small y keeps full relative accuracy */
     static inline float em_log1p01f(float y) {
-        float s = y * (1.0f - y * (0.5f - y * (0.33333334f - y * 0.25f)));
-        float l = em_logf(1.0f + y);
-        return y < 1e-3f ? s : l;
+        float u = 1.0f + y;
+        float d = u - 1.0f;
+        float l = em_logf(u) * (y / (d == 0.0f ? 1.0f : d));
+        return d == 0.0f ? y : l;
     }
 
     static inline float em_sigmoidf(float x) {
@@ -248,11 +250,14 @@ cdef extern from *:
              : (float)(p[0] * p[1]) * em_expm1f(v * (float)p[2]))
     EM_UNARY(em_elu_f64, double, v > 0 ? v * p[1] : p[0] * p[1] * expm1(v * p[2]))
     /* p = (beta, threshold) */
-    EM_UNARY(em_softplus_f32, float, v * (float)p[0] > (float)p[1] ? v
-             : ((v * (float)p[0] > 0 ? v * (float)p[0] : 0.0f)
-                + em_log1p01f(em_expf(-(v * (float)p[0] < 0 ? -v * (float)p[0]
-                                                               : v * (float)p[0]))))
-               / (float)p[0])
+    static inline float em_softplusf(float v, float beta, float threshold) {
+        float z = v * beta;
+        float az = z < 0 ? -z : z;
+        float sp = ((z > 0 ? z : 0.0f) + em_log1p01f(em_expf(-az))) / beta;
+        sp = z > threshold ? v : sp;
+        return v != v ? v : sp;
+    }
+    EM_UNARY(em_softplus_f32, float, em_softplusf(v, (float)p[0], (float)p[1]))
     EM_UNARY(em_softplus_f64, double, v * p[0] > p[1] ? v
              : (fmax(v * p[0], 0.0) + log1p(exp(-fabs(v * p[0])))) / p[0])
 

@@ -842,3 +842,15 @@ def group_norm_backward(ndarray g, ndarray x, Py_ssize_t G, object weight, ndarr
 def contig(ndarray x):
     """x itself when C-contiguous, else a C-contiguous copy."""
     return x if x.c_contig else x.copy()
+
+
+def kparam(p, ndarray like):
+    """An optional weight/bias as the kernels read it: None, or a C-contiguous array of
+    like's dtype (p itself when it already is one; its autograd state is irrelevant)."""
+    cdef ndarray a
+    if p is None:
+        return None
+    a = <ndarray?>p
+    if a.tcode == like.tcode and a.c_contig:
+        return a
+    return a.detach().astype(like.dtype).copy() if a.tcode != like.tcode else a.detach().copy()

@@ -6,6 +6,8 @@ layer_norm, batch_norm and group_norm are single differentiable ops on fused ker
 kernel.  When the backward is itself recorded (``create_graph=True``) the gradients
 are written with ember ops from the saved inputs, so higher derivatives work.
 """
+import math
+
 import numpy as np
 
 import ember as _E
@@ -43,15 +45,7 @@ def _param(opname, p, what, shape, dtype):
     return p
 
 
-def _kernel_param(p, dtype):
-    """A parameter as the kernels take it: detached, contiguous, flat, of `dtype`."""
-    if p is None:
-        return None
-    if p.requires_grad:
-        p = p.detach()
-    if p.dtype != dtype:
-        p = p.astype(dtype)
-    return _k.contig(p).reshape(-1)
+_kparam = _k.kparam     # None, or a contiguous array of the input's dtype
 
 
 def _tracked(a):
@@ -86,23 +80,28 @@ def _layer_norm_grad(g, res, x, weight, bias, normalized_shape, eps, stats):
         gx, gw, gb = _layer_norm_composite(g, x, weight, k, eps)
         return (gx, gw if need_w else None, gb if need_b else None)
     xd = _k.contig(x)
-    w = _kernel_param(weight, x.dtype)
-    N = int(np.prod(normalized_shape)) if k else 1
-    shp2 = (x.size // N if N else 0, N)
-    gx, gw, gb = _k.layer_norm_backward(_grad_dtype(g, x).reshape(shp2), xd.reshape(shp2), w,
-                                        stats, x.requires_grad, need_w or need_b)
-    return (gx.reshape(x.shape) if gx is not None else None,
-            gw.reshape(normalized_shape) if need_w else None,
-            gb.reshape(normalized_shape) if need_b else None)
+    g = _grad_dtype(g, x)
+    if k != 1:
+        N = math.prod(normalized_shape)
+        shp2 = (x.size // N if N else 0, N)
+        xd, g = xd.reshape(shp2), g.reshape(shp2)
+    gx, gw, gb = _k.layer_norm_backward(g, xd, _kparam(weight, x), stats, x.requires_grad,
+                                        need_w or need_b)
+    if k != 1:
+        gx = gx.reshape(x.shape) if gx is not None else None
+        gw = gw.reshape(normalized_shape) if need_w else None
+        gb = gb.reshape(normalized_shape) if need_b else None
+    return (gx, gw if need_w else None, gb if need_b else None)
 
 
 @defop("nn.functional.normalization._layer_norm", grad=_layer_norm_grad)
 def _layer_norm(x, weight, bias, normalized_shape, eps, stats):
-    N = int(np.prod(normalized_shape)) if normalized_shape else 1
     xd = _k.contig(x)
-    y = _k.layer_norm_forward(xd.reshape(x.size // N if N else 0, N),
-                              _kernel_param(weight, x.dtype), _kernel_param(bias, x.dtype), eps,
-                              stats)
+    if len(normalized_shape) == 1:
+        return _k.layer_norm_forward(xd, _kparam(weight, x), _kparam(bias, x), eps, stats)
+    N = math.prod(normalized_shape)
+    y = _k.layer_norm_forward(xd.reshape(x.size // N if N else 0, N), _kparam(weight, x),
+                              _kparam(bias, x), eps, stats)
     return y.reshape(x.shape)
 
 
@@ -130,7 +129,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if x.dtype not in (_F32, _F64):
         return layer_norm(x.astype(_F32), ns, None if weight is None else weight.astype(_F32),
                           None if bias is None else bias.astype(_F32), eps).astype(x.dtype)
-    N = int(np.prod(ns)) if k else 1
+    N = math.prod(ns)
     stats = _k.new_stats(2, x.size // N if N else 0)
     return _layer_norm(x, weight, bias, ns, float(eps), stats)
 
@@ -155,15 +154,15 @@ def _batch_norm_train_grad(g, res, x, weight, bias, eps, stats):
         return (gx, (g * xhat).sum(axis=axes) if need_w else None,
                 g.sum(axis=axes) if need_b else None)
     gx, gw, gb = _k.batch_norm_backward(_grad_dtype(g, x), _k.contig(x),
-                                        _kernel_param(weight, x.dtype), stats, None,
+                                        _kparam(weight, x), stats, None,
                                         x.requires_grad)
     return (gx, gw if need_w else None, gb if need_b else None)
 
 
 @defop("nn.functional.normalization._batch_norm_train", grad=_batch_norm_train_grad)
 def _batch_norm_train(x, weight, bias, eps, stats):
-    return _k.batch_norm_train_forward(_k.contig(x), _kernel_param(weight, x.dtype),
-                                       _kernel_param(bias, x.dtype), eps, stats)
+    return _k.batch_norm_train_forward(_k.contig(x), _kparam(weight, x),
+                                       _kparam(bias, x), eps, stats)
 
 
 def _batch_norm_eval_grad(g, res, x, running_mean, running_var, weight, bias, eps):
@@ -178,7 +177,7 @@ def _batch_norm_eval_grad(g, res, x, running_mean, running_var, weight, bias, ep
     rm = _k.contig(running_mean.detach().astype(_F64))
     rstd = _k.contig(1.0 / _E.sqrt(running_var.detach().astype(_F64) + eps))
     gx, gw, gb = _k.batch_norm_backward(_grad_dtype(g, x), _k.contig(x),
-                                        _kernel_param(weight, x.dtype), rm, (rm, rstd),
+                                        _kparam(weight, x), rm, (rm, rstd),
                                         x.requires_grad)
     return (gx, None, None, gw if need_w else None, gb if need_b else None)
 
@@ -186,8 +185,8 @@ def _batch_norm_eval_grad(g, res, x, running_mean, running_var, weight, bias, ep
 @defop("nn.functional.normalization._batch_norm_eval", grad=_batch_norm_eval_grad)
 def _batch_norm_eval(x, running_mean, running_var, weight, bias, eps):
     y, _, _ = _k.batch_norm_eval_forward(_k.contig(x), running_mean.detach(),
-                                         running_var.detach(), _kernel_param(weight, x.dtype),
-                                         _kernel_param(bias, x.dtype), eps)
+                                         running_var.detach(), _kparam(weight, x),
+                                         _kparam(bias, x), eps)
     return y
 
 
@@ -273,14 +272,14 @@ def _group_norm_grad(g, res, x, weight, bias, num_groups, eps, stats):
         return (gx.reshape(x.shape), (g * xhat).sum(axis=axes) if need_w else None,
                 g.sum(axis=axes) if need_b else None)
     gx, gw, gb = _k.group_norm_backward(_grad_dtype(g, x), _k.contig(x), num_groups,
-                                        _kernel_param(weight, x.dtype), stats, x.requires_grad)
+                                        _kparam(weight, x), stats, x.requires_grad)
     return (gx, gw if need_w else None, gb if need_b else None)
 
 
 @defop("nn.functional.normalization._group_norm", grad=_group_norm_grad)
 def _group_norm(x, weight, bias, num_groups, eps, stats):
-    return _k.group_norm_forward(_k.contig(x), num_groups, _kernel_param(weight, x.dtype),
-                                 _kernel_param(bias, x.dtype), eps, stats)
+    return _k.group_norm_forward(_k.contig(x), num_groups, _kparam(weight, x),
+                                 _kparam(bias, x), eps, stats)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
