@@ -709,3 +709,26 @@ def test_mlp_trained_by_hand_matches_torch():
     for (n, e), (_, t) in zip(em.named_parameters(), tm.named_parameters()):
         close(e, t, rtol=1e-4, atol=1e-5)
     assert all(isinstance(p, nn.Parameter) for p in em.parameters())
+
+
+@pytest.mark.parametrize("name", ["relu", "leaky_relu", "gelu", "silu", "sigmoid", "elu",
+                                  "softplus", "hardtanh"])
+def test_activation_large_threaded_path(name):
+    ef, tf = [(a[1], a[2]) for a in ACTS if a[0] == name][0]
+    x = rnd(300, 200, seed=20, scale=3.0)            # 60k elements: the multi-threaded path
+    gy = rnd(300, 200, seed=21)
+    ex, tx = E(x, grad=True), T(x, True)
+    ey, ty = ef(ex), tf(tx)
+    close(ey, ty)
+    ey.backward(E(gy))
+    ty.backward(T(gy))
+    close(ex.grad, tx.grad)
+
+
+def test_relu_hardtanh_nan_gradient_like_torch():
+    x = np.array([np.nan, -1.0, 2.0], dtype=np.float32)
+    for ef, tf in [(F.relu, TF.relu), (F.hardtanh, TF.hardtanh)]:
+        ex, tx = E(x, grad=True), T(x, True)
+        ef(ex).sum().backward()
+        tf(tx).sum().backward()
+        np.testing.assert_array_equal(np.asarray(ex.grad), tx.grad.numpy())

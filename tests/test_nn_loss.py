@@ -305,13 +305,13 @@ def _f64(shape, seed, low=-2.0, high=2.0):
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_gradcheck_elementwise_losses(reduction):
     x, y = _f64((3, 2), 0), _f64((3, 2), 1)
+    pw = ember.asarray([1.5, 0.5], dtype=ember.float64)
     for f in (lambda a, b: F.mse_loss(a, b, reduction=reduction),
               lambda a, b: F.l1_loss(a, b, reduction=reduction),
               lambda a, b: F.smooth_l1_loss(a, b, reduction=reduction, beta=0.7),
               lambda a, b: F.huber_loss(a, b, reduction=reduction, delta=0.6),
               lambda a, b: F.binary_cross_entropy_with_logits(
-                  a, b * 0.2 + 0.5, reduction=reduction, pos_weight=ember.asarray([1.5, 0.5],
-                                                                                  dtype=ember.float64)),
+                  a, b * 0.2 + 0.5, reduction=reduction, pos_weight=pw),
               lambda a, b: F.kl_div(a, b * 0.2 + 0.5, reduction=reduction)):
         assert gradcheck(f, (x, y))
     p, q = _f64((3, 2), 2, 0.1, 0.9), _f64((3, 2), 3, 0.1, 0.9)
@@ -424,5 +424,6 @@ def test_threaded_cross_entropy_matches_single_thread():
         ember.set_num_threads(before)
     for u, v in zip(*res):
         np.testing.assert_array_equal(u, v)
-    _close(res[0][0], TF.cross_entropy(torch.tensor(a), torch.tensor(t), torch.tensor(np.asarray(w)),
-                                       label_smoothing=0.1, reduction="none"))
+    _close(res[0][0], TF.cross_entropy(torch.tensor(a), torch.tensor(t),
+                                       torch.tensor(np.asarray(w)), label_smoothing=0.1,
+                                       reduction="none"))

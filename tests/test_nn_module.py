@@ -529,3 +529,14 @@ def test_parameter_list_repr_like_torch():
     # (PyTorch's ParameterDict names the dtype as a tensor type there)
     assert repr(e).replace("ember.float32", "torch.float32") == \
         repr(t).replace("torch.FloatTensor", "torch.float32")
+
+
+def test_load_state_dict_assign():
+    m = nn.Linear(2, 2)
+    w = ember.full((2, 2), 7.0)
+    m.load_state_dict({"weight": w, "bias": ember.zeros(2)}, assign=True)
+    assert isinstance(m.weight, Parameter) and m.weight.requires_grad
+    assert np.shares_memory(np.asarray(m.weight), np.asarray(w))
+    m.requires_grad_(False)
+    m.load_state_dict({"weight": w, "bias": ember.zeros(2)}, assign=True)
+    assert not m.weight.requires_grad

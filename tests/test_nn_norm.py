@@ -112,6 +112,21 @@ def test_batch_norm_functional(dt, shape, affine):
            **kw)
 
 
+def test_empty_batches():
+    for f, ft in ((lambda x: F.batch_norm(x, None, None, training=True),
+                   lambda x: TF.batch_norm(x, None, None, training=True)),
+                  (lambda x: F.group_norm(x, 3), lambda x: TF.group_norm(x, 3)),
+                  (lambda x: F.layer_norm(x, (2,)), lambda x: TF.layer_norm(x, (2,)))):
+        x = ember.zeros((0, 3, 2), requires_grad=True)
+        y = f(x)
+        assert y.shape == (0, 3, 2)
+        y.sum().backward()
+        assert x.grad.shape == (0, 3, 2)
+    bn = nn.BatchNorm1d(3)
+    assert bn(ember.zeros((0, 3))).shape == (0, 3)
+    assert bn.running_mean.tolist() == [0.0, 0.0, 0.0] and bn.running_var.tolist() == [1.0] * 3
+
+
 def test_batch_norm_errors():
     with pytest.raises(ValueError, match=r"Expected more than 1 value per channel when training, "
                                          r"got input size \(1, 3\)"):

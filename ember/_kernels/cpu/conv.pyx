@@ -116,7 +116,7 @@ cdef void _im2col(const real* x, real* col, Py_ssize_t N, Py_ssize_t C, int H, i
                   int OH, int OW, Py_ssize_t sn, Py_ssize_t sr, bint par) noexcept nogil:
     cdef Py_ssize_t t, n, c, plane = <Py_ssize_t>H * W, ktaps = <Py_ssize_t>kh * kw
     if par:
-        for t in prange(N * C, schedule="static"):
+        for t in prange(N * C, schedule="static", num_threads=num_threads()):
             n = t // C
             c = t - n * C
             _im2col_plane(x + t * plane, col + n * sn + c * ktaps * sr, sr, H, W,
@@ -134,7 +134,7 @@ cdef void _col2im(const real* col, real* x, Py_ssize_t N, Py_ssize_t C, int H, i
                   int OH, int OW, Py_ssize_t sn, Py_ssize_t sr, bint par) noexcept nogil:
     cdef Py_ssize_t t, n, c, plane = <Py_ssize_t>H * W, ktaps = <Py_ssize_t>kh * kw
     if par:
-        for t in prange(N * C, schedule="static"):
+        for t in prange(N * C, schedule="static", num_threads=num_threads()):
             n = t // C
             c = t - n * C
             _col2im_plane(col + n * sn + c * ktaps * sr, x + t * plane, sr, H, W,

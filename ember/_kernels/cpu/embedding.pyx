@@ -211,6 +211,20 @@ cdef extern from *:
         return e / (1.0 + e);
     }
 
+    /* tanh for float32: Cephes tanhf (odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1)
+       above), branch-free */
+    static inline float em_tanhf(float x) {
+        float ax = x < 0 ? -x : x;
+        float z = x * x;
+        float poly = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z
+                        - 5.37397155531E-2f) * z + 1.33314422036E-1f) * z
+                      - 3.33332819422E-1f) * z * x + x;
+        float big = 1.0f - 2.0f / (em_expf(ax + ax) + 1.0f);
+        big = x < 0 ? -big : big;
+        float r = ax > 0.625f ? big : poly;
+        return (x != x || x == 0.0f) ? x : r;       /* NaN and signed zeros pass through */
+    }
+
     /* erf for float32, Abramowitz-Stegun 7.1.26 (as PyTorch's vectorised CPU erf) */
     static inline float em_erff(float x) {
         float ax = x < 0 ? -x : x;
@@ -228,12 +242,15 @@ cdef extern from *:
     #define EM_UNARY(name, T, expr) \
         EM_CLONES static void name(const T* restrict x, T* restrict out, Py_ssize_t n, \
                                    const double* restrict p) { \
-            (void)p; for (Py_ssize_t i = 0; i < n; i++) { T v = x[i]; out[i] = (expr); } }
+            const T p0 = (T)p[0], p1 = (T)p[1], p2 = (T)p[2]; \
+            (void)p0; (void)p1; (void)p2; \
+            for (Py_ssize_t i = 0; i < n; i++) { T v = x[i]; out[i] = (expr); } }
     #define EM_BINARY(name, T, expr) \
         EM_CLONES static void name(const T* restrict g, const T* restrict x, T* restrict out, \
                                    Py_ssize_t n, const double* restrict p) { \
-            (void)p; for (Py_ssize_t i = 0; i < n; i++) { T v = x[i]; T gv = g[i]; \
-                out[i] = (expr); } }
+            const T p0 = (T)p[0], p1 = (T)p[1], p2 = (T)p[2]; \
+            (void)p0; (void)p1; (void)p2; \
+            for (Py_ssize_t i = 0; i < n; i++) { T v = x[i]; T gv = g[i]; out[i] = (expr); } }
 
     EM_UNARY(em_erf_f32, float, em_erff(v))
     EM_UNARY(em_erf_f64, double, erf(v))
@@ -243,12 +260,12 @@ cdef extern from *:
     EM_UNARY(em_silu_f64, double, v * em_sigmoid(v))
     EM_UNARY(em_gelu_f32, float, 0.5f * v * (1.0f + em_erff(v * (float)EM_R2)))
     EM_UNARY(em_gelu_f64, double, 0.5 * v * (1.0 + erf(v * EM_R2)))
-    EM_UNARY(em_leaky_f32, float, v > 0 ? v : v * (float)p[0])
-    EM_UNARY(em_leaky_f64, double, v > 0 ? v : v * p[0])
+    EM_UNARY(em_leaky_f32, float, v > 0 ? v : v * p0)
+    EM_UNARY(em_leaky_f64, double, v > 0 ? v : v * p0)
     /* p = (alpha, scale, input_scale) */
-    EM_UNARY(em_elu_f32, float, v > 0 ? v * (float)p[1]
-             : (float)(p[0] * p[1]) * em_expm1f(v * (float)p[2]))
-    EM_UNARY(em_elu_f64, double, v > 0 ? v * p[1] : p[0] * p[1] * expm1(v * p[2]))
+    EM_UNARY(em_elu_f32, float, v > 0 ? v * p1
+             : (p0 * p1) * em_expm1f(v * p2))
+    EM_UNARY(em_elu_f64, double, v > 0 ? v * p1 : p0 * p1 * expm1(v * p2))
     /* p = (beta, threshold) */
     static inline float em_softplusf(float v, float beta, float threshold) {
         float z = v * beta;
@@ -257,28 +274,37 @@ cdef extern from *:
         sp = z > threshold ? v : sp;
         return v != v ? v : sp;
     }
-    EM_UNARY(em_softplus_f32, float, em_softplusf(v, (float)p[0], (float)p[1]))
-    EM_UNARY(em_softplus_f64, double, v * p[0] > p[1] ? v
-             : (fmax(v * p[0], 0.0) + log1p(exp(-fabs(v * p[0])))) / p[0])
+    EM_UNARY(em_softplus_f32, float, em_softplusf(v, p0, p1))
+    EM_UNARY(em_softplus_f64, double, v * p0 > p1 ? v
+             : (fmax(v * p0, 0.0) + log1p(exp(-fabs(v * p0)))) / p0)
 
-    EM_BINARY(em_relu_bwd_f32, float, v > 0 ? gv : 0.0f)
-    EM_BINARY(em_relu_bwd_f64, double, v > 0 ? gv : 0.0)
-    EM_BINARY(em_leaky_bwd_f32, float, v > 0 ? gv : gv * (float)p[0])
-    EM_BINARY(em_leaky_bwd_f64, double, v > 0 ? gv : gv * p[0])
-    EM_BINARY(em_hardtanh_bwd_f32, float, (v > (float)p[0] && v < (float)p[1]) ? gv : 0.0f)
-    EM_BINARY(em_hardtanh_bwd_f64, double, (v > p[0] && v < p[1]) ? gv : 0.0)
+    /* (NaN-preserving as PyTorch's threshold_backward: only v <= 0 blocks the gradient) */
+    EM_UNARY(em_tanh_f32, float, em_tanhf(v))
+    EM_UNARY(em_tanh_f64, double, tanh(v))
+    /* backward passes from the output v = f(x) */
+    EM_BINARY(em_tanh_bwd_f32, float, gv * (1.0f - v * v))
+    EM_BINARY(em_tanh_bwd_f64, double, gv * (1.0 - v * v))
+    EM_BINARY(em_sigmoid_bwd_f32, float, gv * v * (1.0f - v))
+    EM_BINARY(em_sigmoid_bwd_f64, double, gv * v * (1.0 - v))
+
+    EM_BINARY(em_relu_bwd_f32, float, v <= 0 ? 0.0f : gv)
+    EM_BINARY(em_relu_bwd_f64, double, v <= 0 ? 0.0 : gv)
+    EM_BINARY(em_leaky_bwd_f32, float, v > 0 ? gv : gv * p0)
+    EM_BINARY(em_leaky_bwd_f64, double, v > 0 ? gv : gv * p0)
+    EM_BINARY(em_hardtanh_bwd_f32, float, (v <= p0 || v >= p1) ? 0.0f : gv)
+    EM_BINARY(em_hardtanh_bwd_f64, double, (v <= p0 || v >= p1) ? 0.0 : gv)
     EM_BINARY(em_silu_bwd_f32, float, gv * em_sigmoidf(v) * (1.0f + v * (1.0f - em_sigmoidf(v))))
     EM_BINARY(em_silu_bwd_f64, double, gv * em_sigmoid(v) * (1.0 + v * (1.0 - em_sigmoid(v))))
     EM_BINARY(em_gelu_bwd_f32, float, gv * (0.5f * (1.0f + em_erff(v * (float)EM_R2))
               + v * (float)EM_RS2PI * em_expf(-0.5f * v * v)))
     EM_BINARY(em_gelu_bwd_f64, double, gv * (0.5 * (1.0 + erf(v * EM_R2))
               + v * EM_RS2PI * exp(-0.5 * v * v)))
-    EM_BINARY(em_elu_bwd_f32, float, v > 0 ? gv * (float)p[1]
-              : gv * (float)(p[0] * p[1] * p[2]) * em_expf(v * (float)p[2]))
-    EM_BINARY(em_elu_bwd_f64, double, v > 0 ? gv * p[1] : gv * p[0] * p[1] * p[2] * exp(v * p[2]))
-    EM_BINARY(em_softplus_bwd_f32, float, v * (float)p[0] > (float)p[1] ? gv
-              : gv * em_sigmoidf(v * (float)p[0]))
-    EM_BINARY(em_softplus_bwd_f64, double, v * p[0] > p[1] ? gv : gv * em_sigmoid(v * p[0]))
+    EM_BINARY(em_elu_bwd_f32, float, v > 0 ? gv * p1
+              : gv * (p0 * p1 * p2) * em_expf(v * p2))
+    EM_BINARY(em_elu_bwd_f64, double, v > 0 ? gv * p1 : gv * p0 * p1 * p2 * exp(v * p2))
+    EM_BINARY(em_softplus_bwd_f32, float, v * p0 > p1 ? gv
+              : gv * em_sigmoidf(v * p0))
+    EM_BINARY(em_softplus_bwd_f64, double, v * p0 > p1 ? gv : gv * em_sigmoid(v * p0))
 
     #ifdef EM_POP_OPTIONS
     #pragma GCC pop_options
@@ -298,6 +324,12 @@ cdef extern from *:
     void em_elu_f64(const double*, double*, Py_ssize_t, const double*) noexcept nogil
     void em_softplus_f32(const float*, float*, Py_ssize_t, const double*) noexcept nogil
     void em_softplus_f64(const double*, double*, Py_ssize_t, const double*) noexcept nogil
+    void em_tanh_f32(const float*, float*, Py_ssize_t, const double*) noexcept nogil
+    void em_tanh_f64(const double*, double*, Py_ssize_t, const double*) noexcept nogil
+    void em_tanh_bwd_f32(const float*, const float*, float*, Py_ssize_t, const double*) noexcept nogil
+    void em_tanh_bwd_f64(const double*, const double*, double*, Py_ssize_t, const double*) noexcept nogil
+    void em_sigmoid_bwd_f32(const float*, const float*, float*, Py_ssize_t, const double*) noexcept nogil
+    void em_sigmoid_bwd_f64(const double*, const double*, double*, Py_ssize_t, const double*) noexcept nogil
     void em_relu_bwd_f32(const float*, const float*, float*, Py_ssize_t, const double*) noexcept nogil
     void em_relu_bwd_f64(const double*, const double*, double*, Py_ssize_t, const double*) noexcept nogil
     void em_leaky_bwd_f32(const float*, const float*, float*, Py_ssize_t, const double*) noexcept nogil
@@ -380,7 +412,8 @@ def _check_len(a, b, name):
 
 def erf(const real[::1] x, real[::1] out):
     """out = erf(x) (float32: Abramowitz-Stegun 7.1.26, |error| < 1.5e-7; float64: libm)."""
-    cdef double p[1]
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     _check_len(x, out, "erf")
     with nogil:
         _unary(x, out, p, em_erf_f32, em_erf_f64)
@@ -388,7 +421,8 @@ def erf(const real[::1] x, real[::1] out):
 
 def gelu_forward(const real[::1] x, real[::1] out):
     """out = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))."""
-    cdef double p[1]
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     _check_len(x, out, "gelu")
     with nogil:
         _unary(x, out, p, em_gelu_f32, em_gelu_f64)
@@ -396,7 +430,8 @@ def gelu_forward(const real[::1] x, real[::1] out):
 
 def gelu_backward(const real[::1] g, const real[::1] x, real[::1] out):
     """out = g * (Phi(x) + x phi(x)): the derivative of exact GELU times g."""
-    cdef double p[1]
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     _check_len(x, out, "gelu backward")
     _check_len(g, out, "gelu backward")
     with nogil:
@@ -405,7 +440,8 @@ def gelu_backward(const real[::1] g, const real[::1] x, real[::1] out):
 
 def sigmoid_forward(const real[::1] x, real[::1] out):
     """out = 1 / (1 + exp(-x)), without overflow for either sign."""
-    cdef double p[1]
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     _check_len(x, out, "sigmoid")
     with nogil:
         _unary(x, out, p, em_sigmoid_f32, em_sigmoid_f64)
@@ -413,7 +449,8 @@ def sigmoid_forward(const real[::1] x, real[::1] out):
 
 def silu_forward(const real[::1] x, real[::1] out):
     """out = x * sigmoid(x)."""
-    cdef double p[1]
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     _check_len(x, out, "silu")
     with nogil:
         _unary(x, out, p, em_silu_f32, em_silu_f64)
@@ -421,7 +458,8 @@ def silu_forward(const real[::1] x, real[::1] out):
 
 def silu_backward(const real[::1] g, const real[::1] x, real[::1] out):
     """out = g * s * (1 + x * (1 - s)) with s = sigmoid(x)."""
-    cdef double p[1]
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     _check_len(x, out, "silu backward")
     _check_len(g, out, "silu backward")
     with nogil:
@@ -429,8 +467,9 @@ def silu_backward(const real[::1] g, const real[::1] x, real[::1] out):
 
 
 def relu_backward(const real[::1] g, const real[::1] res, real[::1] out):
-    """out = g where res > 0, else 0 (one pass; the mask comes from the output)."""
-    cdef double p[1]
+    """out = 0 where res <= 0, else g (one pass; the mask comes from the output)."""
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     _check_len(res, out, "relu backward")
     _check_len(g, out, "relu backward")
     with nogil:
@@ -439,7 +478,8 @@ def relu_backward(const real[::1] g, const real[::1] res, real[::1] out):
 
 def leaky_relu_forward(const real[::1] x, double slope, real[::1] out):
     """out = x if x > 0 else slope * x."""
-    cdef double p[1]
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     p[0] = slope
     _check_len(x, out, "leaky_relu")
     with nogil:
@@ -448,7 +488,8 @@ def leaky_relu_forward(const real[::1] x, double slope, real[::1] out):
 
 def leaky_relu_backward(const real[::1] g, const real[::1] x, double slope, real[::1] out):
     """out = g if x > 0 else slope * g."""
-    cdef double p[1]
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     p[0] = slope
     _check_len(x, out, "leaky_relu backward")
     _check_len(g, out, "leaky_relu backward")
@@ -458,8 +499,9 @@ def leaky_relu_backward(const real[::1] g, const real[::1] x, double slope, real
 
 def hardtanh_backward(const real[::1] g, const real[::1] x, double lo, double hi,
                       real[::1] out):
-    """out = g where lo < x < hi, else 0."""
-    cdef double p[2]
+    """out = 0 where x <= lo or x >= hi, else g."""
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     p[0] = lo
     p[1] = hi
     _check_len(x, out, "hardtanh backward")
@@ -472,6 +514,7 @@ def elu_forward(const real[::1] x, double alpha, double scale, double input_scal
                 real[::1] out):
     """out = scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)."""
     cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     p[0] = alpha
     p[1] = scale
     p[2] = input_scale
@@ -484,6 +527,7 @@ def elu_backward(const real[::1] g, const real[::1] x, double alpha, double scal
                  double input_scale, real[::1] out):
     """Derivative of elu_forward times g."""
     cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     p[0] = alpha
     p[1] = scale
     p[2] = input_scale
@@ -495,7 +539,8 @@ def elu_backward(const real[::1] g, const real[::1] x, double alpha, double scal
 
 def softplus_forward(const real[::1] x, double beta, double threshold, real[::1] out):
     """out = log1p(exp(beta x)) / beta, or x where beta x > threshold."""
-    cdef double p[2]
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     p[0] = beta
     p[1] = threshold
     _check_len(x, out, "softplus")
@@ -506,10 +551,40 @@ def softplus_forward(const real[::1] x, double beta, double threshold, real[::1]
 def softplus_backward(const real[::1] g, const real[::1] x, double beta, double threshold,
                       real[::1] out):
     """out = g * sigmoid(beta x), or g where beta x > threshold."""
-    cdef double p[2]
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
     p[0] = beta
     p[1] = threshold
     _check_len(x, out, "softplus backward")
     _check_len(g, out, "softplus backward")
     with nogil:
         _binary(g, x, out, p, em_softplus_bwd_f32, em_softplus_bwd_f64)
+
+
+def tanh_forward(const real[::1] x, real[::1] out):
+    """out = tanh(x)."""
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
+    _check_len(x, out, "tanh")
+    with nogil:
+        _unary(x, out, p, em_tanh_f32, em_tanh_f64)
+
+
+def tanh_backward(const real[::1] g, const real[::1] res, real[::1] out):
+    """out = g * (1 - res^2), res = tanh(x)."""
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
+    _check_len(res, out, "tanh backward")
+    _check_len(g, out, "tanh backward")
+    with nogil:
+        _binary(g, res, out, p, em_tanh_bwd_f32, em_tanh_bwd_f64)
+
+
+def sigmoid_backward(const real[::1] g, const real[::1] res, real[::1] out):
+    """out = g * res * (1 - res), res = sigmoid(x)."""
+    cdef double p[3]
+    p[0] = p[1] = p[2] = 0
+    _check_len(res, out, "sigmoid backward")
+    _check_len(g, out, "sigmoid backward")
+    with nogil:
+        _binary(g, res, out, p, em_sigmoid_bwd_f32, em_sigmoid_bwd_f64)

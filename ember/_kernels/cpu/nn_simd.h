@@ -1,15 +1,17 @@
 /* Vector primitives for ember's softmax, loss and normalization kernels
- * (softmax.pyx, norm.pyx): row maxima, exp-and-sum, sums and sums of squares
- * with float64 accumulators, dot products.  Each works on one contiguous run.
+ * (softmax.pyx, norm.pyx).  Each works on one contiguous run: row maxima,
+ * exp-and-sum, sums, squared deviations, dot products, and the fused
+ * elementwise updates of the normalization layers.
  *
- * The loops are plain C with `#pragma omp simd` (which lets the compiler
- * reassociate the sums into vector lanes) and are compiled twice through
- * target_clones: for x86-64-v3 (AVX2 + FMA) and for the baseline, chosen once
- * at load time.  The float32 exp family (row max, exp-and-sum...) is written
- * with AVX2 intrinsics and masked tails, chosen at run time (em_init_cpu):
- * exp is a Cephes-style polynomial (about 1 ulp) used on arguments <= ~88
- * (softmax shifts by the row maximum first); it returns exactly 0 below -87.3
- * and propagates NaN. */
+ * float32, x86-64 with AVX2+FMA (checked at run time by em_init_cpu): the
+ * exp family and the reductions are written with intrinsics and masked tails,
+ * so short rows (10 classes, 64 keys) stay in vector registers.  exp is a
+ * Cephes-style polynomial (about 1 ulp) used on arguments <= ~88 (softmax
+ * shifts by the row maximum first); it is exactly 0 below -87.34 and keeps
+ * NaN.  Reductions accumulate in float lanes over blocks of 4096 elements and
+ * add the blocks in float64.
+ * Everything else is plain C with `#pragma omp simd`, compiled twice through
+ * target_clones (x86-64-v3 and baseline); float64 uses libm's exp. */
 #ifndef EMBER_NN_SIMD_H
 #define EMBER_NN_SIMD_H
 
@@ -236,18 +238,6 @@ EM_CLONES EM_STATIC double em_sum_f32_gen(const float* x, ptrdiff_t n) {
     return s;
 }
 
-EM_CLONES EM_STATIC void em_sum_sumsq_f32(const float* x, ptrdiff_t n, double* sum, double* sumsq) {
-    double s = 0.0, ss = 0.0;
-#pragma omp simd reduction(+:s, ss)
-    for (ptrdiff_t i = 0; i < n; i++) {
-        double v = (double)x[i];
-        s += v;
-        ss += v * v;
-    }
-    *sum = s;
-    *sumsq = ss;
-}
-
 /* sum((x - m)^2) */
 EM_CLONES EM_STATIC double em_sqdev_f32_gen(const float* x, double m, ptrdiff_t n) {
     double ss = 0.0;
@@ -334,7 +324,8 @@ EM_CLONES EM_STATIC void em_acc_wb_f32(double* acc, double* acc2, const float* g
 }
 
 /* *s1 = sum(g * w), *s2 = sum(g * w * x)   (w NULL: 1; float64 accumulators) */
-EM_CLONES EM_STATIC void em_sum_dot_w_f32_gen(const float* g, const float* w, const float* x, ptrdiff_t n,
+EM_CLONES EM_STATIC void em_sum_dot_w_f32_gen(const float* g, const float* w, const float* x,
+                                               ptrdiff_t n,
                                        double* s1, double* s2) {
     double a = 0.0, b = 0.0;
     if (w) {
@@ -479,7 +470,8 @@ EM_STATIC void em_meanvar_f32(const float* x, ptrdiff_t n, double* mean, double*
     *var = n ? em_sqdev_f32(x, m, n) / n : 0.0;
 }
 
-EM_STATIC void em_sum_dot_f32(const float* a, const float* b, ptrdiff_t n, double* sa, double* sab) {
+EM_STATIC void em_sum_dot_f32(const float* a, const float* b, ptrdiff_t n, double* sa,
+                              double* sab) {
 #if EM_HAVE_X86
     if (em_use_avx2) {
         *sa = 0;
@@ -573,17 +565,6 @@ EM_CLONES EM_STATIC double em_sum_f64(const double* x, ptrdiff_t n) {
     return s;
 }
 
-EM_CLONES EM_STATIC void em_sum_sumsq_f64(const double* x, ptrdiff_t n, double* sum, double* sumsq) {
-    double s = 0.0, ss = 0.0;
-#pragma omp simd reduction(+:s, ss)
-    for (ptrdiff_t i = 0; i < n; i++) {
-        s += x[i];
-        ss += x[i] * x[i];
-    }
-    *sum = s;
-    *sumsq = ss;
-}
-
 EM_CLONES EM_STATIC double em_sqdev_f64(const double* x, double m, ptrdiff_t n) {
     double ss = 0.0;
 #pragma omp simd reduction(+:ss)
@@ -613,7 +594,8 @@ EM_CLONES EM_STATIC void em_sum_dot_f64(const double* a, const double* b, ptrdif
     *sab = sp;
 }
 
-EM_CLONES EM_STATIC void em_axpb_f64(double* out, const double* x, double a, double b, ptrdiff_t n) {
+EM_CLONES EM_STATIC void em_axpb_f64(double* out, const double* x, double a, double b,
+                                     ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = x[i] * a + b;
 }
@@ -662,7 +644,8 @@ EM_CLONES EM_STATIC void em_acc_wb_f64(double* acc, double* acc2, const double* 
 }
 
 /* *s1 = sum(g * w), *s2 = sum(g * w * x)   (w NULL: 1; float64 accumulators) */
-EM_CLONES EM_STATIC void em_sum_dot_w_f64(const double* g, const double* w, const double* x, ptrdiff_t n,
+EM_CLONES EM_STATIC void em_sum_dot_w_f64(const double* g, const double* w, const double* x,
+                                           ptrdiff_t n,
                                        double* s1, double* s2) {
     double a = 0.0, b = 0.0;
     if (w) {
@@ -694,14 +677,16 @@ EM_CLONES EM_STATIC void em_acc_sumsq_f64(double* acc, double* acc2, const doubl
 }
 
 /* out[i] = g[i] * a[i] + x[i] * b[i] + c[i] */
-EM_CLONES EM_STATIC void em_gxb_vec_f64(double* out, const double* g, const double* x, const double* a,
+EM_CLONES EM_STATIC void em_gxb_vec_f64(double* out, const double* g, const double* x,
+                                        const double* a,
                                      const double* b, const double* c, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a[i] + x[i] * b[i] + c[i];
 }
 
 /* acc[i] += (x[i] - m[i])^2 */
-EM_CLONES EM_STATIC void em_acc_sqdev_f64(double* acc, const double* x, const double* m, ptrdiff_t n) {
+EM_CLONES EM_STATIC void em_acc_sqdev_f64(double* acc, const double* x, const double* m,
+                                          ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {
         double d = x[i] - m[i];

@@ -25,7 +25,6 @@ from ember._core.dtypes cimport T_FLOAT32, T_FLOAT64
 from ember._core.elementwise cimport num_threads
 
 cdef extern from "nn_simd.h" nogil:
-    void em_sum_sumsq_f32(const float* x, Py_ssize_t n, double* s, double* ss)
     void em_meanvar_f32(const float* x, Py_ssize_t n, double* mean, double* var)
     void em_facc_wb_f32(float* acc, float* acc2, const float* g, const float* x, float a,
                         float b, Py_ssize_t n)
@@ -47,7 +46,6 @@ cdef extern from "nn_simd.h" nogil:
     void em_acc_wb_f32(double* acc, double* acc2, const float* g, const float* x, double a,
                        double b, Py_ssize_t n)
     void em_acc_sumsq_f32(double* acc, double* acc2, const float* x, Py_ssize_t n)
-    void em_sum_sumsq_f64(const double* x, Py_ssize_t n, double* s, double* ss)
     double em_sum_f64(const double* x, Py_ssize_t n)
     double em_sqdev_f64(const double* x, double m, Py_ssize_t n)
     void em_sum_dot_f64(const double* a, const double* b, Py_ssize_t n, double* sa, double* sab)
@@ -77,12 +75,6 @@ cdef enum:
     PAR_WORK = 32768        # elements below which one thread does everything
 
 # ---------------------------------------------------------------- primitives
-
-cdef inline void vsum_sumsq(const real* x, Py_ssize_t n, double* s, double* ss) noexcept nogil:
-    if real is float:
-        em_sum_sumsq_f32(x, n, s, ss)
-    else:
-        em_sum_sumsq_f64(x, n, s, ss)
 
 cdef inline double vsum(const real* x, Py_ssize_t n) noexcept nogil:
     if real is float:
@@ -699,7 +691,8 @@ def batch_norm_eval_forward(ndarray x, ndarray running_mean, ndarray running_var
 # ================================================================ group norm
 
 cdef void _gn_fwd(const real* x, const real* w, const real* b, real* y, double* st,
-                  Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, Py_ssize_t G, double eps) noexcept nogil:
+                  Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, Py_ssize_t G,
+                  double eps) noexcept nogil:
     cdef Py_ssize_t i
     cdef int nt = _nt(N * C * S, N * G)
     if nt > 1:

@@ -20,6 +20,7 @@ from cython.parallel cimport prange
 from libc.string cimport memset
 from libc.stdint cimport int64_t
 from libc.math cimport INFINITY
+from ember._core.elementwise cimport num_threads
 
 cnp.import_array()
 
@@ -114,7 +115,7 @@ cdef void _max_fwd(const real* x, real* out, int64_t* idx, Py_ssize_t P, int H, 
     cdef bint k2 = (kh == 2 and kw == 2 and sh == 2 and sw == 2 and ph == 0 and pw == 0
                     and dh == 1 and dw == 1 and 2 * OH <= H and 2 * OW <= W)
     if par:
-        for p in prange(P, schedule="static"):
+        for p in prange(P, schedule="static", num_threads=num_threads()):
             if k2:
                 _max_plane_k2(x + p * plane, out + p * oplane, idx + p * oplane, H, W, OH, OW)
             else:
@@ -158,7 +159,7 @@ cdef void _adaptive_max_fwd(const real* x, real* out, int64_t* idx, Py_ssize_t P
                             int OH, int OW, bint par) noexcept nogil:
     cdef Py_ssize_t p, plane = <Py_ssize_t>H * W, oplane = <Py_ssize_t>OH * OW
     if par:
-        for p in prange(P, schedule="static"):
+        for p in prange(P, schedule="static", num_threads=num_threads()):
             _adaptive_max_plane(x + p * plane, out + p * oplane, idx + p * oplane, H, W, OH, OW)
     else:
         for p in range(P):
@@ -171,7 +172,7 @@ cdef void _scatter(const real* g, const int64_t* idx, real* dx, Py_ssize_t P, Py
     cdef int64_t k
     cdef real* d
     if par:
-        for p in prange(P, schedule="static"):
+        for p in prange(P, schedule="static", num_threads=num_threads()):
             d = dx + p * plane
             memset(d, 0, plane * sizeof(real))
             for l in range(L):
@@ -193,7 +194,7 @@ cdef void _gather(const real* src, const int64_t* idx, real* out, Py_ssize_t P, 
     cdef Py_ssize_t p, l
     cdef int64_t k
     if par:
-        for p in prange(P, schedule="static"):
+        for p in prange(P, schedule="static", num_threads=num_threads()):
             for l in range(L):
                 k = idx[p * L + l]
                 out[p * L + l] = src[p * plane + k] if 0 <= k < plane else 0
@@ -253,7 +254,7 @@ cdef void _avg(const real* x, real* out, const real* g, real* dx, Py_ssize_t P, 
                int divisor, bint backward, bint par) noexcept nogil:
     cdef Py_ssize_t p, plane = <Py_ssize_t>H * W, oplane = <Py_ssize_t>OH * OW
     if par:
-        for p in prange(P, schedule="static"):
+        for p in prange(P, schedule="static", num_threads=num_threads()):
             _avg_plane(x + p * plane, out + p * oplane, g + p * oplane, dx + p * plane, H, W,
                        OH, OW, kh, kw, sh, sw, ph, pw, include_pad, divisor, backward)
     else:
@@ -299,7 +300,7 @@ cdef void _adaptive_avg(const real* x, real* out, const real* g, real* dx, Py_ss
                         int W, int OH, int OW, bint backward, bint par) noexcept nogil:
     cdef Py_ssize_t p, plane = <Py_ssize_t>H * W, oplane = <Py_ssize_t>OH * OW
     if par:
-        for p in prange(P, schedule="static"):
+        for p in prange(P, schedule="static", num_threads=num_threads()):
             _adaptive_avg_plane(x + p * plane, out + p * oplane, g + p * oplane, dx + p * plane,
                                 H, W, OH, OW, backward)
     else:

@@ -252,8 +252,19 @@ def leaky_relu_(input, negative_slope=0.01):
 
 # ---------------------------------------------------------------- sigmoid
 
+def _sigmoid_backward_grad(gg, res, g, r):
+    return _sigmoid_backward(gg, r), gg * g * (1 - 2 * r)
+
+
+@defop("nn.functional.activation._sigmoid_backward", grad=_sigmoid_backward_grad,
+       save_args=True)
+def _sigmoid_backward(g, r):
+    """g * r * (1 - r) from the output r = sigmoid(x)."""
+    return _binary_kernel(_K().sigmoid_backward, g, r, "sigmoid backward")
+
+
 def _sigmoid_grad(g, res, input):
-    return (g * res * (1 - res),)
+    return (_sigmoid_backward(g, res),)
 
 
 @defop("nn.functional.sigmoid", grad=_sigmoid_grad, save_args=False, save_result=True)
@@ -279,15 +290,32 @@ def logsigmoid(input):
     return -softplus(-input)
 
 
+def _tanh_backward_grad(gg, res, g, r):
+    return _tanh_backward(gg, r), gg * g * (-2 * r)
+
+
+@defop("nn.functional.activation._tanh_backward", grad=_tanh_backward_grad, save_args=True)
+def _tanh_backward(g, r):
+    """g * (1 - r^2) from the output r = tanh(x)."""
+    return _binary_kernel(_K().tanh_backward, g, r, "tanh backward")
+
+
+def _tanh_grad(g, res, input):
+    return (_tanh_backward(g, res),)
+
+
+@defop("nn.functional.tanh", grad=_tanh_grad, save_args=False, save_result=True)
 def tanh(input):
-    """Hyperbolic tangent (``ember.tanh``).
+    """Hyperbolic tangent (a vectorised float32 kernel; float64 uses libm).
 
     >>> import ember
     >>> import ember.nn.functional as F
     >>> F.tanh(ember.asarray([0.0])).tolist()
     [0.0]
     """
-    return _E().tanh(input)
+    if isinstance(input, ndarray) and input.dtype.kind == "c":
+        return _E().tanh(input)
+    return _unary_kernel(_K().tanh_forward, input, "tanh")
 
 
 # ---------------------------------------------------------------- silu
@@ -348,19 +376,17 @@ def _gelu(input):
 
 
 def _gelu_tanh_grad(g, res, input):
-    E = _E()
     x = input
     inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
-    t = E.tanh(inner)
+    t = tanh(inner)
     d_inner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
     return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
 
 
 @defop("nn.functional.activation._gelu_tanh", grad=_gelu_tanh_grad, save_args=True)
 def _gelu_tanh(input):
-    E = _E()
     x = input
-    return 0.5 * x * (1 + E.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1 + tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
 
 
 def gelu(input, approximate="none"):
@@ -504,7 +530,7 @@ def mish(input, inplace=False):
     >>> round(F.mish(ember.asarray([1.0])).item(), 4)
     0.8651
     """
-    out = input * _E().tanh(softplus(input))
+    out = input * tanh(softplus(input))
     return _inplace(input, out) if inplace else out
 
 
@@ -551,7 +577,7 @@ def tanhshrink(input):
     >>> F.tanhshrink(ember.asarray([0.0])).tolist()
     [0.0]
     """
-    return input - _E().tanh(input)
+    return input - tanh(input)
 
 
 def threshold(input, threshold, value, inplace=False):

@@ -428,7 +428,7 @@ def _coef(g, red, t, ignore_index, weight):
         keep = tn != ignore_index
         denom = float(numpy_view(weight).astype(np.float64)[tn[keep]].sum()) \
             if weight is not None else float(keep.sum())
-        return g / denom
+        return g / denom if denom else g * 0.0      # every target ignored: zero gradient
     return g
 
 

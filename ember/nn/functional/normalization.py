@@ -231,12 +231,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                              "training=False (pass training=True to use batch statistics)")
         return _batch_norm_eval(x, running_mean, running_var, weight, bias, float(eps))
     count = x.size // C if C else 0
-    if count <= 1:
+    if count <= 1 and x.size:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{_shape(x.shape)}")
     stats = _k.new_stats(3, C)
     y = _batch_norm_train(x, weight, bias, float(eps), stats)
-    if running_mean is not None or running_var is not None:
+    if (running_mean is not None or running_var is not None) and x.size:
         if momentum is None:
             raise TypeError("batch_norm: momentum must be a number (the BatchNorm modules "
                             "turn momentum=None into a cumulative average)")

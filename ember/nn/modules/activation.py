@@ -2,7 +2,7 @@
 
 >>> import ember
 >>> from ember import nn
->>> nn.Sequential(nn.Linear(2, 2), nn.GELU()) (ember.ones((1, 2))).shape
+>>> nn.Sequential(nn.Linear(2, 2), nn.GELU())(ember.ones((1, 2))).shape
 (1, 2)
 """
 from ember.nn.modules.module import Module
@@ -375,6 +375,16 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
+def _softmax_dim(name, ndim, dim):
+    """PyTorch's legacy choice when dim is None (with its warning)."""
+    if dim is not None:
+        return dim
+    import warnings
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  f"to include dim=X as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
 class Softmax(Module):
     """softmax along `dim` (``ember.nn.functional.softmax``).
 
@@ -394,7 +404,7 @@ class Softmax(Module):
 
     def forward(self, input):
         from ember.nn import functional as F
-        return F.softmax(input, self.dim)
+        return F.softmax(input, _softmax_dim("softmax", input.ndim, self.dim))
 
     def extra_repr(self):
         return f"dim={self.dim}"
@@ -419,7 +429,7 @@ class LogSoftmax(Module):
 
     def forward(self, input):
         from ember.nn import functional as F
-        return F.log_softmax(input, self.dim)
+        return F.log_softmax(input, _softmax_dim("log_softmax", input.ndim, self.dim))
 
     def extra_repr(self):
         return f"dim={self.dim}"
@@ -440,9 +450,10 @@ class Softmin(Module):
 
     def forward(self, input):
         from ember.nn import functional as F
+        dim = _softmax_dim("softmin", input.ndim, self.dim)
         if hasattr(F, "softmin"):
-            return F.softmin(input, self.dim)
-        return F.softmax(-input, self.dim)
+            return F.softmin(input, dim)
+        return F.softmax(-input, dim)
 
     def extra_repr(self):
         return f"dim={self.dim}"

@@ -14,7 +14,7 @@ from ember.nn.modules.module import Module
 from ember.nn import init
 from ember.nn.functional.linear import linear, bilinear
 
-__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
+__all__ = ["Identity", "Linear", "Bilinear"]
 
 
 class Identity(Module):
@@ -76,14 +76,6 @@ class Linear(Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
-
-
-class LazyLinear(Linear):
-    """Not supported: ember has no lazy (uninitialised) parameters; use ``Linear``."""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("LazyLinear is not supported in ember; pass in_features to "
-                                  "nn.Linear explicitly")
 
 
 class Bilinear(Module):

@@ -849,6 +849,15 @@ class Module:
                                   f"{tuple(value.shape)} from checkpoint, the shape in current "
                                   f"model is {tuple(param.shape)}.")
                 continue
+            if local_metadata.get("assign_to_params_buffers", False):
+                # load_state_dict(assign=True): the module takes the checkpoint's arrays
+                if name in self._parameters:
+                    new = value if isinstance(value, Parameter) else \
+                        Parameter(ndarray.detach(value), param.requires_grad)
+                    self._parameters[name] = new
+                else:
+                    self._buffers[name] = value
+                continue
             try:
                 with _no_grad():
                     param[...] = value
@@ -872,7 +881,8 @@ class Module:
         Parameter objects stay the same, so an optimizer holding them keeps working).
         Returns ``(missing_keys, unexpected_keys)``; with ``strict=True`` (default) any
         missing or unexpected key, or a shape mismatch, is a RuntimeError.  Values may be
-        ember or NumPy arrays (or torch tensors).
+        ember or NumPy arrays (or torch tensors).  ``assign=True`` makes the module hold
+        the given arrays instead of copying them (parameters keep their requires_grad).
 
         >>> from ember import nn
         >>> a, b = nn.Linear(2, 2), nn.Linear(2, 2)
@@ -891,6 +901,8 @@ class Module:
 
         def load(module, prefix=""):
             local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            if assign:
+                local_metadata = dict(local_metadata, assign_to_params_buffers=True)
             module._load_from_state_dict(state_dict, prefix, local_metadata, True,
                                          missing_keys, unexpected_keys, error_msgs)
             for name, child in module._modules.items():

@@ -127,7 +127,14 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                    foreach=None):
-    """Deprecated alias of ``clip_grad_norm_``."""
+    """Deprecated alias of ``clip_grad_norm_``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> p = nn.Parameter(ember.zeros(1)); p.grad = ember.asarray([3.0])
+    >>> float(nn.utils.clip_grad_norm([p], 1.0))
+    3.0
+    """
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
