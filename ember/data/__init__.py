@@ -13,6 +13,7 @@ from ember.data.dataset import (Dataset, IterableDataset, TensorDataset, StackDa
                                 ConcatDataset, ChainDataset, Subset, random_split)
 from ember.data.sampler import (Sampler, SequentialSampler, RandomSampler, SubsetRandomSampler,
                                 WeightedRandomSampler, BatchSampler)
+from ember.data.distributed import DistributedSampler
 from ember.data.collate import default_collate, default_convert
 from ember.data._worker import get_worker_info, WorkerInfo
 from ember.data.dataloader import DataLoader
@@ -20,4 +21,5 @@ from ember.data.dataloader import DataLoader
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split", "Sampler", "SequentialSampler",
            "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
-           "default_collate", "default_convert", "get_worker_info", "WorkerInfo", "DataLoader"]
+           "DistributedSampler", "default_collate", "default_convert", "get_worker_info",
+           "WorkerInfo", "DataLoader"]
