@@ -44,6 +44,9 @@ class DistBackendError(RuntimeError):
     """A collective failed or timed out (a rank died, hung, or skipped the call)."""
 
 
+DistBackendError.__module__ = "ember.distributed"
+
+
 class ReduceOp(enum.Enum):
     """How ``all_reduce`` / ``reduce`` / ``reduce_scatter`` combine the ranks' values.
 
@@ -432,7 +435,7 @@ def _check_list(lst, n, opname, what):
 class _ListBuf:
     """One contiguous buffer for a list of equally shaped arrays: the arrays' own memory
     when they lie back to back (no copy), else a staging buffer."""
-    __slots__ = ("items", "views", "arr", "out")
+    __slots__ = ("items", "views", "arr", "out", "span")
 
     def __init__(self, items, ref_shape, dtype, opname, what, out):
         views = [_numpy_of(a, opname, f"{what}[{i}]") for i, a in enumerate(items)]
@@ -443,6 +446,7 @@ class _ListBuf:
                     raise ValueError(f"{opname}: {what}[{i}] is read-only; the result is "
                                      f"written into it")
         self.arr = self._span(views, dtype)
+        self.span = self.arr is not None
         if self.arr is None:
             if out:
                 self.arr = np.empty((len(views),) + tuple(ref_shape), dtype)
@@ -474,7 +478,7 @@ class _ListBuf:
                 _bump(a)
 
     def _is_span(self):
-        return self.arr.base is not None and isinstance(self.arr.base, ctypes.Array)
+        return self.span
 
 
 # ------------------------------------------------------------------ reductions

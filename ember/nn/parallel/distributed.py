@@ -193,7 +193,7 @@ class DistributedDataParallel(Module):
     def _build_buckets(self):
         buckets = []
         cur = None
-        cap = _FIRST_BUCKET_BYTES
+        cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
         cur_bytes = 0
         self._bucket_of = [None] * len(self._params)
         self._slot_of = [None] * len(self._params)
