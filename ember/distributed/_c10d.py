@@ -33,6 +33,7 @@ __all__ = ["ReduceOp", "Work", "DistBackendError", "init_process_group", "destro
            "reduce_scatter_tensor", "gather", "scatter", "send", "recv", "isend", "irecv",
            "broadcast_object_list", "all_gather_object", "get_default_timeout"]
 
+_YIELD_AFTER = float(os.environ.get("EMBER_DIST_YIELD_AFTER", "0"))   # seconds of pure spinning
 _DEFAULT_TIMEOUT = 1800.0           # seconds, PyTorch's default for CPU backends
 # environment variables by which MPI launchers (MPICH/Hydra, Open MPI, PMIx, MVAPICH,
 # Intel MPI, Slurm's PMI) tell a process that it is one rank of a job
@@ -589,8 +590,10 @@ class Work:
                             f"have died, hung, or skipped this call; every rank must call the "
                             f"same collectives in the same order")
                         raise self._error
-                    if el > 0.002:
-                        os.sched_yield()            # let oversubscribed ranks run
+                    # give the core away between bursts of polling: when there are more
+                    # runnable processes than cores, the rank we wait for may need it
+                    if el > _YIELD_AFTER:
+                        os.sched_yield()
                         if el > 1.0:
                             time.sleep(0.0005)
         self._complete()
