@@ -12,8 +12,9 @@ curves to a PNG with matplotlib.
 
 Run:  python examples/digits.py [--epochs N] [--out DIR] [--seed S] [--resume]
 
-``--resume`` continues an interrupted run from ``DIR/digits.safetensors`` (saved
-after every epoch) to the number of epochs it was started with.
+``--resume`` continues an interrupted run (Ctrl-C, or ``--stop-after K``) from
+``DIR/digits.safetensors``, saved after every epoch, to the number of epochs it
+was started with.
 """
 import argparse
 import os
@@ -100,6 +101,8 @@ def main(argv=None):
     parser.add_argument("--out", default=DEFAULT_OUT, help="folder for the checkpoint and PNG")
     parser.add_argument("--resume", action="store_true",
                         help="continue from OUT/digits.safetensors")
+    parser.add_argument("--stop-after", type=int, default=None, metavar="N",
+                        help="train at most N epochs now (continue later with --resume)")
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     args = parser.parse_args(argv)
     from tqdm import tqdm
@@ -138,9 +141,12 @@ def main(argv=None):
     print(f"digits: {len(X_train)} train / {len(X_test)} test images, {n_params} parameters, "
           + (f"epochs {first_epoch + 1}..{epochs}" if first_epoch < epochs
              else f"all {epochs} epochs already trained"))
-    bar = tqdm(total=(epochs - first_epoch) * len(loader), unit="batch",
+    last_epoch = epochs
+    if args.stop_after is not None:
+        last_epoch = min(epochs, first_epoch + args.stop_after)
+    bar = tqdm(total=(last_epoch - first_epoch) * len(loader), unit="batch",
                disable=args.no_progress, dynamic_ncols=True)
-    for epoch in range(first_epoch, epochs):
+    for epoch in range(first_epoch, last_epoch):
         model.train()
         for xb, yb in loader:
             opt.zero_grad()
@@ -176,8 +182,9 @@ def main(argv=None):
         plot_curves(history, png_path)
         print(f"loss and accuracy curves: {png_path}")
     print(f"checkpoint: {ckpt_path} (reloaded: test accuracy {100 * reloaded_acc:.2f}%)")
-    print(f"final test accuracy {100 * final_acc:.2f}% after {epochs} epochs, "
-          f"{train_time:.1f} s")
+    done = len(history["test_acc"])
+    print(f"{'final' if done == epochs else 'stopped:'} test accuracy {100 * final_acc:.2f}% "
+          f"after {done} of {epochs} epochs, {train_time:.1f} s")
 
 
 if __name__ == "__main__":
