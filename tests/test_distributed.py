@@ -101,12 +101,13 @@ def test_launcher_runs_the_script_on_n_ranks(tmp_path):
         "dist.init_process_group('mpi')\n"
         "x = ember.ones(3) * (dist.get_rank() + 1)\n"
         "dist.all_reduce(x)\n"
-        "print('rank', dist.get_rank(), 'of', dist.get_world_size(), x.tolist(), sys.argv[1:])\n"
+        "line = f'rank {dist.get_rank()} of {dist.get_world_size()} {x.tolist()} {sys.argv[1:]}'\n"
+        "open(f'out.{dist.get_rank()}', 'w').write(line)\n"
         "dist.destroy_process_group()\n")
     cmd = [sys.executable, "-m", "ember.distributed.run", "--nproc", "2", str(script), "--lr", "1"]
     p, _ = _run(cmd, 120, tmp_path)
     assert p.returncode == 0, p.stdout
-    lines = sorted(line for line in p.stdout.splitlines() if line.startswith("rank"))
+    lines = sorted(f.read_text() for f in tmp_path.glob("out.*"))
     assert lines == ["rank 0 of 2 [3.0, 3.0, 3.0] ['--lr', '1']",
                      "rank 1 of 2 [3.0, 3.0, 3.0] ['--lr', '1']"], p.stdout
 
@@ -224,3 +225,26 @@ def test_ddp_in_one_process_is_the_plain_module(world1):
     assert set(ddp.state_dict()) == {"module.weight", "module.bias"}
     with pytest.raises(ValueError, match="device_ids"):
         DDP(m, device_ids=[0])
+
+
+@pytest.mark.parametrize("modname", ["ember.distributed", "ember.distributed._c10d"])
+def test_docstring_examples_run_in_one_process(modname):
+    # (tests/test_docstrings.py covers ember.nn.parallel and ember.data.distributed)
+    import doctest
+    import importlib
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    mod = importlib.import_module(modname)
+    res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert res.attempted > 5 and res.failed == 0, res
+    assert not dist.is_initialized()
+
+
+def test_benchmark_runs(tmp_path):
+    pytest.importorskip("mpi4py")
+    pytest.importorskip("torch")            # bench_train's harness imports it
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_distributed.py"), "--sizes", "1",
+           "--nets", "mlp", "--repeat", "2", "--steps", "1"]
+    p, _ = _run(cmd, 240, tmp_path)
+    assert p.returncode == 0, p.stdout
+    assert "| 1 MB |" in p.stdout and "| mlp |" in p.stdout, p.stdout

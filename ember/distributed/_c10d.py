@@ -34,6 +34,7 @@ __all__ = ["ReduceOp", "Work", "DistBackendError", "init_process_group", "destro
            "broadcast_object_list", "all_gather_object", "get_default_timeout"]
 
 _YIELD_AFTER = float(os.environ.get("EMBER_DIST_YIELD_AFTER", "0"))   # seconds of pure spinning
+_ABORT_GRACE = 0.5          # seconds between an uncaught error's report and MPI_Abort
 _DEFAULT_TIMEOUT = 1800.0           # seconds, PyTorch's default for CPU backends
 # environment variables by which MPI launchers (MPICH/Hydra, Open MPI, PMIx, MVAPICH,
 # Intel MPI, Slurm's PMI) tell a process that it is one rank of a job
@@ -287,6 +288,9 @@ def _abort_on_uncaught(exc_type, exc, tb):
                                  f"uncaught {exc_type.__name__}; aborting the MPI job\n")
                 sys.stdout.flush()
                 sys.stderr.flush()
+                # give the launcher a moment to forward the message: MPI_Abort tears the
+                # job down at once, and output still in its pipes would be lost
+                time.sleep(_ABORT_GRACE)
             finally:
                 g.MPI.COMM_WORLD.Abort(1)
 
