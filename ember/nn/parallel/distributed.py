@@ -99,7 +99,10 @@ class DistributedDataParallel(Module):
     ``ddp(x)`` runs ``module(x)``; ``ddp.module`` is the wrapped model and
     ``ddp.state_dict()`` prefixes its keys with ``module.`` (as PyTorch does).  Needs
     ``ember.distributed.init_process_group()`` first.  Arguments as in PyTorch;
-    ``device_ids``/``output_device`` must be None (CPU arrays only).
+    ``device_ids``/``output_device`` must be None (CPU arrays only);
+    ``gradient_as_bucket_view``, ``static_graph`` and ``check_reduction`` are accepted and
+    have no effect (gradients are copied into the buckets and back, which costs a memory
+    copy per step, not a different result).
 
     >>> import ember, ember.distributed as dist
     >>> from ember import nn
