@@ -34,6 +34,7 @@ __all__ = ["ReduceOp", "Work", "DistBackendError", "init_process_group", "destro
            "broadcast_object_list", "all_gather_object", "get_default_timeout"]
 
 _YIELD_AFTER = float(os.environ.get("EMBER_DIST_YIELD_AFTER", "0"))   # seconds of pure spinning
+_YIELD_EVERY = int(os.environ.get("EMBER_DIST_YIELD_EVERY", "8"))    # in bursts of 32 polls
 _ABORT_GRACE = 0.5          # seconds between an uncaught error's report and MPI_Abort
 _DEFAULT_TIMEOUT = 1800.0           # seconds, PyTorch's default for CPU backends
 # environment variables by which MPI launchers (MPICH/Hydra, Open MPI, PMIx, MVAPICH,
@@ -578,6 +579,7 @@ class Work:
             limit = g.timeout if timeout is None else _to_seconds(timeout, f"{self._opname}.wait")
             if not self._test():
                 t0 = time.monotonic()
+                spins = 0
                 while True:
                     done = False
                     for _ in range(32):
@@ -596,7 +598,8 @@ class Work:
                         raise self._error
                     # give the core away between bursts of polling: when there are more
                     # runnable processes than cores, the rank we wait for may need it
-                    if el > _YIELD_AFTER:
+                    spins += 1
+                    if el > _YIELD_AFTER and spins % _YIELD_EVERY == 0:
                         os.sched_yield()
                         if el > 1.0:
                             time.sleep(0.0005)
