@@ -10,6 +10,7 @@ import numpy as np
 
 from ember._core import array as _array
 from ember._core.array import ndarray
+from ember._kernels.cpu.gemm import matmul as _gemm
 from ember._core.dtypes import default_float_dtype
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
 
@@ -36,7 +37,7 @@ def matmul(x1, x2, /, *, out=None):
             and x1.dtype.kind in "fc":
         # the common 2-d case: straight to BLAS
         res = empty_raw((x1.shape[0], x2.shape[1]), x1.dtype)
-        np.matmul(numpy_view(x1), numpy_view(x2), out=numpy_view(res))
+        _gemm(numpy_view(x1), numpy_view(x2), numpy_view(res))
         return res
     a, b = as_array(x1), as_array(x2)
     if a.ndim == 0 or b.ndim == 0:
@@ -63,6 +64,8 @@ def matmul(x1, x2, /, *, out=None):
         raise ValueError(f"matmul: output array has shape {shape_str(out.shape)}, expected {shape_str(shape)}")
     if a.dtype.kind == "b":
         np.copyto(numpy_view(out), np.matmul(numpy_view(a), numpy_view(b)))
+    elif a.ndim >= 2 and b.ndim >= 2:
+        _gemm(numpy_view(a), numpy_view(b), numpy_view(out))
     else:
         np.matmul(numpy_view(a), numpy_view(b), out=numpy_view(out))
     return out

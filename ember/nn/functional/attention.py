@@ -19,6 +19,7 @@ import ember as E
 from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw
 from ember.autograd.registry import defop
+from ember._kernels.cpu.gemm import matmul as _gemm
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -85,12 +86,12 @@ def _np_attention(q, k, v, bias, scale, out):
     from ember._kernels.cpu import softmax as _k
     s = empty_raw(tuple(out.shape[:-2]) + (q.shape[-2], k.shape[-2]), q.dtype)
     sn = numpy_view(s)
-    np.matmul(q, k.swapaxes(-1, -2), out=sn)
+    _gemm(q, k.swapaxes(-1, -2), sn)
     np.multiply(sn, scale, out=sn)
     if bias is not None:
         np.add(sn, numpy_view(bias), out=sn)
     p = _k.softmax_forward(s, sn.ndim - 1, False)
-    np.matmul(numpy_view(p), v, out=out)
+    _gemm(numpy_view(p), v, out)
     return p
 
 
@@ -106,15 +107,15 @@ def _np_attention_grad(go, g_p, p, q, k, v, scale, dq, dk, dv):
         dv[...] = 0
         dpn[...] = 0
     else:
-        np.matmul(pn.swapaxes(-1, -2), go, out=dv)
-        np.matmul(go, v.swapaxes(-1, -2), out=dpn)
+        _gemm(pn.swapaxes(-1, -2), go, dv)
+        _gemm(go, v.swapaxes(-1, -2), dpn)
     if g_p is not None:
         np.add(dpn, g_p, out=dpn)
     ds = _k.softmax_backward(dp, p, pn.ndim - 1, False)
     dsn = numpy_view(ds)
-    np.matmul(dsn, k, out=dq)
+    _gemm(dsn, k, dq)
     np.multiply(dq, scale, out=dq)
-    np.matmul(dsn.swapaxes(-1, -2), q, out=dk)
+    _gemm(dsn.swapaxes(-1, -2), q, dk)
     np.multiply(dk, scale, out=dk)
     return ds
 

@@ -23,6 +23,7 @@ from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw
 from ember.autograd.registry import defop
 from ember._kernels.cpu import conv as _ck
+from ember._kernels.cpu.gemm import matmul as _gemm
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
@@ -120,11 +121,11 @@ def _conv(x, w, b, stride, pad, dil, groups):
     col = _columns(xv, kh, kw, stride, pad, dil, OH, OW)
     L = OH * OW
     if groups == 1:
-        np.matmul(wv.reshape(O, Cg * kh * kw), col, out=ov.reshape(N, O, L))
+        _gemm(wv.reshape(O, Cg * kh * kw), col, ov.reshape(N, O, L))
     else:
         G = groups
-        np.matmul(wv.reshape(G, O // G, Cg * kh * kw), col.reshape(N, G, -1, L),
-                  out=ov.reshape(N, G, O // G, L))
+        _gemm(wv.reshape(G, O // G, Cg * kh * kw), col.reshape(N, G, -1, L),
+              ov.reshape(N, G, O // G, L))
     if b is not None:
         _add_bias(ov, b)
     return out
@@ -168,14 +169,14 @@ def _conv_transpose(x, w, b, out_hw, stride, pad, dil, groups):
                  and pad[0] == 0 and pad[2] == 0)
     if pointwise:
         dst = ov.reshape(N, G, Cg, L)
-        np.matmul(wt[0] if G == 1 else wt, gv[:, 0] if G == 1 else gv,
-                  out=dst[:, 0] if G == 1 else dst)
+        _gemm(wt[0] if G == 1 else wt, gv[:, 0] if G == 1 else gv,
+              dst[:, 0] if G == 1 else dst)
     else:
         dcol = numpy_view(empty_raw((N, C * kh * kw, L), xv.dtype))
         if G == 1:
-            np.matmul(wt[0], gv[:, 0], out=dcol)
+            _gemm(wt[0], gv[:, 0], dcol)
         else:
-            np.matmul(wt, gv, out=dcol.reshape(N, G, CKg, L))
+            _gemm(wt, gv, dcol.reshape(N, G, CKg, L))
         _ck.col2im(dcol, ov, kh, kw, stride[0], stride[1], pad[0], pad[2], dil[0], dil[1],
                    OH, OW, C * kh * kw * L, L)
     if b is not None:
@@ -216,9 +217,9 @@ def _conv_weight(x, g, wshape, stride, pad, dil, groups):
     col = _columns(xv, kh, kw, stride, pad, dil, OH, OW).reshape(N, G, CKg, L)
     g4 = gv.reshape(N, G, O // G, L)
     if N == 1:
-        np.matmul(g4[0], col[0].transpose(0, 2, 1), out=dst)
+        _gemm(g4[0], col[0].transpose(0, 2, 1), dst)
     else:
-        part = np.matmul(g4, col.transpose(0, 1, 3, 2))
+        part = _gemm(g4, col.transpose(0, 1, 3, 2), np.empty((N,) + dst.shape, dst.dtype))
         np.sum(part, axis=0, out=dst)
     return out
 

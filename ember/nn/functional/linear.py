@@ -10,6 +10,7 @@ import numpy as np
 from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw, shape_str
 from ember.autograd.registry import defop
+from ember._kernels.cpu.gemm import matmul as _gemm
 
 __all__ = ["linear", "bilinear"]
 
@@ -72,16 +73,15 @@ def linear(input, weight, bias=None):
             n_out = ws[0]
             wt = numpy_view(weight).T
             if len(xs) == 2:
-                # np.dot with out= is the cheapest call into BLAS gemm for 2-d operands
                 out = empty_raw((xs[0], n_out), dt)
-                np.dot(numpy_view(input), wt, out=numpy_view(out))
+                _gemm(numpy_view(input), wt, numpy_view(out))
             else:
                 out = empty_raw(xs[:-1] + (n_out,), dt)
                 xv, ov = numpy_view(input), numpy_view(out)
                 if len(xs) > 2 and input.is_contiguous():
-                    np.dot(xv.reshape(-1, xs[-1]), wt, out=ov.reshape(-1, n_out))
+                    _gemm(xv.reshape(-1, xs[-1]), wt, ov.reshape(-1, n_out))
                 else:
-                    np.matmul(xv, wt, out=ov)
+                    _gemm(xv, wt, ov)
             if bias is not None:
                 if not isinstance(bias, ndarray) or bias.dtype != dt or \
                         bias.shape not in ((n_out,), (), (1,)):

@@ -1,0 +1,392 @@
+# cython: language_level=3
+"""Matrix products on ember's own OpenMP threads, one BLAS call per block.
+
+Why: NumPy's OpenBLAS keeps its own pool of threads that spin for a long time
+after each call, and ember's elementwise kernels have theirs (OpenMP).  A
+training step alternates GEMMs and elementwise ops many times, so on a
+2-core machine the two pools take turns preempting each other: a threaded
+64x256x256 GEMM measured here went from 50 us to several ms once the other
+pool was awake.  PyTorch avoids this with a single pool, and so does ember:
+each GEMM is split into blocks (batch entries, then row or column panels), the
+blocks run in ember's OpenMP threads, and each block is one *single-threaded*
+call into the BLAS that NumPy links (OpenBLAS's thread count is held at 1 while
+ember's GEMMs run, and restored afterwards, so plain NumPy code keeps its
+threads).
+
+``matmul(a, b, out)`` has ``numpy.matmul(a, b, out=out)``'s meaning for NumPy
+arrays with at least two dimensions; float32/float64 operands whose matrices
+BLAS can address (one unit stride) go through this path, everything else (other
+dtypes, exotic strides, no OpenBLAS found) goes to ``numpy.matmul`` itself.
+"""
+cimport cython
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t, intptr_t
+
+cimport numpy as cnp
+import numpy as np
+
+from ember._core.elementwise cimport num_threads
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    typedef void (*em_sgemm64_t)(int, int, int, long long, long long, long long, float,
+                                 const float*, long long, const float*, long long, float,
+                                 float*, long long);
+    typedef void (*em_dgemm64_t)(int, int, int, long long, long long, long long, double,
+                                 const double*, long long, const double*, long long, double,
+                                 double*, long long);
+    typedef void (*em_sgemm32_t)(int, int, int, int, int, int, float, const float*, int,
+                                 const float*, int, float, float*, int);
+    typedef void (*em_dgemm32_t)(int, int, int, int, int, int, double, const double*, int,
+                                 const double*, int, double, double*, int);
+    typedef int (*em_getn_t)(void);
+    typedef void (*em_setn_t)(int);
+    """
+    ctypedef void (*em_sgemm64_t)(int, int, int, long long, long long, long long, float,
+                                  const float*, long long, const float*, long long, float,
+                                  float*, long long) noexcept nogil
+    ctypedef void (*em_dgemm64_t)(int, int, int, long long, long long, long long, double,
+                                  const double*, long long, const double*, long long, double,
+                                  double*, long long) noexcept nogil
+    ctypedef void (*em_sgemm32_t)(int, int, int, int, int, int, float, const float*, int,
+                                  const float*, int, float, float*, int) noexcept nogil
+    ctypedef void (*em_dgemm32_t)(int, int, int, int, int, int, double, const double*, int,
+                                  const double*, int, double, double*, int) noexcept nogil
+    ctypedef int (*em_getn_t)() noexcept nogil
+    ctypedef void (*em_setn_t)(int) noexcept nogil
+
+cdef enum:
+    ROW_MAJOR = 101
+    NO_TRANS = 111
+    TRANS = 112
+    MAX_BATCH_DIMS = 16
+
+# Below this many multiply-adds a GEMM runs in the calling thread: waking the
+# other threads costs more than the product (64x64x64 takes ~10 us here).
+cdef int64_t PAR_MIN_MACS = 1 << 18
+
+cdef em_sgemm64_t _sgemm64 = NULL
+cdef em_dgemm64_t _dgemm64 = NULL
+cdef em_sgemm32_t _sgemm32 = NULL
+cdef em_dgemm32_t _dgemm32 = NULL
+cdef em_getn_t _blas_get_threads = NULL
+cdef em_setn_t _blas_set_threads = NULL
+cdef bint _ilp64 = False
+cdef bint _available = False
+cdef int _active = 0           # ember GEMMs in flight (changed under the GIL)
+cdef int _saved_blas_threads = 1
+BLAS_LIBRARY = None
+
+
+# ---------------------------------------------------------------- finding BLAS
+
+def _addr(lib, name):
+    import ctypes
+    try:
+        return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    except AttributeError:
+        return None
+
+
+@cython.wraparound(True)
+def _find_openblas():
+    """The OpenBLAS that NumPy loaded: (path, {role: address}, ilp64) or None."""
+    import ctypes
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split()[-1] for line in f
+                            if "openblas" in line.rsplit("/", 1)[-1].lower()
+                            and ".so" in line.rsplit("/", 1)[-1]})
+    except OSError:
+        return None
+    # 64-bit-integer builds (NumPy wheels: scipy_openblas64) first, then plain ones
+    candidates = (
+        (True, "scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_",
+         "scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+        (False, "scipy_cblas_sgemm", "scipy_cblas_dgemm",
+         "scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
+        (False, "cblas_sgemm", "cblas_dgemm", "openblas_get_num_threads",
+         "openblas_set_num_threads"),
+    )
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for ilp64, s, d, g, st in candidates:
+            addrs = {k: _addr(lib, n) for k, n in (("s", s), ("d", d), ("get", g), ("set", st))}
+            if all(addrs.values()):
+                if not ilp64 and path.find("64_") >= 0 and s == "cblas_sgemm":
+                    continue        # a 64-bit-integer library without suffixes: unsafe to guess
+                return path, addrs, ilp64
+    return None
+
+
+def _install():
+    global _sgemm64, _dgemm64, _sgemm32, _dgemm32, _blas_get_threads, _blas_set_threads
+    global _ilp64, _available, BLAS_LIBRARY
+    np.matmul(np.ones((2, 2)), np.ones((2, 2)))      # make sure NumPy's BLAS is loaded
+    found = _find_openblas()
+    if found is None:
+        return
+    path, addrs, ilp64 = found
+    cdef intptr_t s = addrs["s"], d = addrs["d"], g = addrs["get"], st = addrs["set"]
+    if ilp64:
+        _sgemm64 = <em_sgemm64_t>s
+        _dgemm64 = <em_dgemm64_t>d
+    else:
+        _sgemm32 = <em_sgemm32_t>s
+        _dgemm32 = <em_dgemm32_t>d
+    _blas_get_threads = <em_getn_t>g
+    _blas_set_threads = <em_setn_t>st
+    _ilp64 = ilp64
+    _available = True
+    BLAS_LIBRARY = path
+
+
+_install()
+
+
+def available():
+    """Whether ember found an OpenBLAS to drive from its own threads."""
+    return _available
+
+
+def _set_enabled(bint on):
+    """Testing hook: route every product to numpy.matmul (False) or back."""
+    global _available
+    _available = on and BLAS_LIBRARY is not None
+
+
+# ---------------------------------------------------------------- the kernel
+
+cdef struct Mat:
+    char* base
+    int trans                     # NO_TRANS or TRANS (as seen by row-major BLAS)
+    int64_t ld
+
+
+cdef inline bint _blas_layout(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t s0, Py_ssize_t s1,
+                              Py_ssize_t item, int* trans, int64_t* ld) noexcept:
+    """How row-major BLAS sees a rows x cols matrix with byte strides (s0, s1)."""
+    if rows <= 1:
+        s0 = cols * item if cols > 1 else item
+    if cols <= 1:
+        s1 = item
+    if s1 == item and s0 % item == 0 and s0 >= cols * item and s0 > 0:
+        trans[0] = NO_TRANS
+        ld[0] = s0 // item
+        return True
+    if s0 == item and s1 % item == 0 and s1 >= rows * item and s1 > 0:
+        trans[0] = TRANS
+        ld[0] = s1 // item
+        return True
+    return False
+
+
+cdef inline void _call(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                       const char* a, int64_t lda, const char* b, int64_t ldb,
+                       char* c, int64_t ldc) noexcept nogil:
+    if dt == 0:
+        if _ilp64:
+            _sgemm64(ROW_MAJOR, ta, tb, m, n, k, 1.0, <const float*>a, lda, <const float*>b,
+                     ldb, 0.0, <float*>c, ldc)
+        else:
+            _sgemm32(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0, <const float*>a,
+                     <int>lda, <const float*>b, <int>ldb, 0.0, <float*>c, <int>ldc)
+    else:
+        if _ilp64:
+            _dgemm64(ROW_MAJOR, ta, tb, m, n, k, 1.0, <const double*>a, lda, <const double*>b,
+                     ldb, 0.0, <double*>c, ldc)
+        else:
+            _dgemm32(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0, <const double*>a,
+                     <int>lda, <const double*>b, <int>ldb, 0.0, <double*>c, <int>ldc)
+
+
+cdef void _block(int dt, Py_ssize_t item, Py_ssize_t t, Py_ssize_t nsplit, bint split_rows,
+                 Py_ssize_t nb, const Py_ssize_t* bshape, const Py_ssize_t* sa,
+                 const Py_ssize_t* sb, const Py_ssize_t* sc, Mat A, Mat B, Mat C,
+                 int64_t M, int64_t N, int64_t K) noexcept nogil:
+    """Block t: batch entry t // nsplit, panel t % nsplit of its rows (or columns)."""
+    cdef Py_ssize_t bi = t // nsplit, part = t - bi * nsplit, d, idx
+    cdef Py_ssize_t oa = 0, ob = 0, oc = 0
+    cdef int64_t lo, hi, extent = M if split_rows else N
+    for d in range(nb - 1, -1, -1):             # unravel the batch index (C order)
+        idx = bi % bshape[d]
+        bi = bi // bshape[d]
+        oa += idx * sa[d]
+        ob += idx * sb[d]
+        oc += idx * sc[d]
+    lo = extent * part // nsplit
+    hi = extent * (part + 1) // nsplit
+    if hi <= lo:
+        return
+    cdef const char* pa = A.base + oa
+    cdef const char* pb = B.base + ob
+    cdef char* pc = C.base + oc
+    if split_rows:      # rows lo:hi of A and C
+        pa += lo * (A.ld if A.trans == NO_TRANS else 1) * item
+        pc += lo * C.ld * item
+        _call(dt, A.trans, B.trans, hi - lo, N, K, pa, A.ld, pb, B.ld, pc, C.ld)
+    else:               # columns lo:hi of B and C
+        pb += lo * (1 if B.trans == NO_TRANS else B.ld) * item
+        pc += lo * item
+        _call(dt, A.trans, B.trans, M, hi - lo, K, pa, A.ld, pb, B.ld, pc, C.ld)
+
+
+cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
+    """The product through BLAS, or False when this path cannot take it."""
+    cdef int nda = a.ndim, ndb = b.ndim, ndc = c.ndim
+    cdef int nb = ndc - 2, d, da, db_
+    cdef Py_ssize_t item = c.itemsize
+    cdef int dt = 0 if c.dtype.num == cnp.NPY_FLOAT32 else 1
+    cdef Py_ssize_t M = c.shape[ndc - 2], N = c.shape[ndc - 1], K = a.shape[nda - 1]
+    cdef Py_ssize_t bshape[MAX_BATCH_DIMS]
+    cdef Py_ssize_t sa[MAX_BATCH_DIMS]
+    cdef Py_ssize_t sb[MAX_BATCH_DIMS]
+    cdef Py_ssize_t sc[MAX_BATCH_DIMS]
+    cdef Mat A, B, C
+    cdef Py_ssize_t batch = 1, nsplit, total, t
+    cdef int64_t macs
+    cdef bint split_rows
+    cdef int nt
+    if nb > MAX_BATCH_DIMS or M == 0 or N == 0 or K == 0:
+        return False
+    if not _blas_layout(M, K, a.strides[nda - 2], a.strides[nda - 1], item, &A.trans, &A.ld):
+        return False
+    if not _blas_layout(K, N, b.strides[ndb - 2], b.strides[ndb - 1], item, &B.trans, &B.ld):
+        return False
+    if not _blas_layout(M, N, c.strides[ndc - 2], c.strides[ndc - 1], item, &C.trans, &C.ld) \
+            or C.trans != NO_TRANS:
+        return False
+    for d in range(nb):                       # batch strides; broadcast axes stride 0
+        bshape[d] = c.shape[d]
+        batch *= bshape[d]
+        da = d - (ndc - nda)
+        db_ = d - (ndc - ndb)
+        sa[d] = a.strides[da] if da >= 0 and a.shape[da] != 1 else 0
+        sb[d] = b.strides[db_] if db_ >= 0 and b.shape[db_] != 1 else 0
+        sc[d] = c.strides[d]
+    A.base = <char*>cnp.PyArray_DATA(a)
+    B.base = <char*>cnp.PyArray_DATA(b)
+    C.base = <char*>cnp.PyArray_DATA(c)
+    macs = <int64_t>batch * M * N * K
+    nt = num_threads()
+    if macs < PAR_MIN_MACS or nt <= 1:
+        nt = 1
+    # enough blocks for every thread: whole batch entries first, then panels of the
+    # longer of rows / columns
+    split_rows = M >= N
+    nsplit = 1
+    if batch < 2 * nt and nt > 1:
+        nsplit = (2 * nt + batch - 1) // batch
+        nsplit = min(nsplit, max(M if split_rows else N, 1))
+    total = batch * nsplit
+    _enter()
+    try:
+        with nogil:
+            if nt > 1 and total > 1:
+                for t in prange(total, schedule="static", num_threads=nt):
+                    _block(dt, item, t, nsplit, split_rows, nb, bshape, sa, sb, sc, A, B, C,
+                           M, N, K)
+            else:
+                for t in range(total):
+                    _block(dt, item, t, nsplit, split_rows, nb, bshape, sa, sb, sc, A, B, C,
+                           M, N, K)
+    finally:
+        _leave()
+    return True
+
+
+cdef inline void _enter() noexcept:
+    # BLAS runs single-threaded inside ember's threads (see the module docstring);
+    # the caller's setting comes back when the last ember GEMM leaves
+    global _active, _saved_blas_threads
+    if _active == 0:
+        _saved_blas_threads = _blas_get_threads()
+        if _saved_blas_threads != 1:
+            _blas_set_threads(1)
+    _active += 1
+
+
+cdef inline void _leave() noexcept:
+    global _active
+    _active -= 1
+    if _active == 0 and _saved_blas_threads != 1:
+        _blas_set_threads(_saved_blas_threads)
+
+
+def matmul(a, b, out):
+    """``numpy.matmul(a, b, out=out)`` with the work on ember's threads.
+
+    ``a`` (..., M, K), ``b`` (..., K, N) and ``out`` (..., M, N) are NumPy arrays;
+    batch axes broadcast as in ``numpy.matmul``.  Returns ``out``.
+
+    >>> import numpy as np
+    >>> from ember._kernels.cpu import gemm
+    >>> a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    >>> gemm.matmul(a, b, np.empty((2, 4), np.float32))[0].tolist()
+    [3.0, 3.0, 3.0, 3.0]
+    """
+    cdef cnp.ndarray na, nb_, nc
+    if _available and type(a) is np.ndarray and type(b) is np.ndarray \
+            and type(out) is np.ndarray:
+        na, nb_, nc = a, b, out
+        if na.ndim >= 2 and nb_.ndim >= 2 and nc.ndim == max(na.ndim, nb_.ndim) \
+                and nc.flags.writeable:
+            tn = nc.dtype.num
+            if (tn == cnp.NPY_FLOAT32 or tn == cnp.NPY_FLOAT64) and na.dtype.num == tn \
+                    and nb_.dtype.num == tn and _shapes_ok(na, nb_, nc) \
+                    and not _overlaps(na, nb_, nc):
+                if _run(na, nb_, nc):
+                    return out
+    return np.matmul(a, b, out=out)
+
+
+cdef bint _shapes_ok(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c):
+    cdef int nda = a.ndim, ndb = b.ndim, ndc = c.ndim, d, da, db_
+    cdef Py_ssize_t ea, eb
+    if a.shape[nda - 1] != b.shape[ndb - 2] or c.shape[ndc - 2] != a.shape[nda - 2] \
+            or c.shape[ndc - 1] != b.shape[ndb - 1]:
+        return False
+    for d in range(ndc - 2):
+        da = d - (ndc - nda)
+        db_ = d - (ndc - ndb)
+        ea = a.shape[da] if da >= 0 else 1
+        eb = b.shape[db_] if db_ >= 0 else 1
+        if (ea != 1 and ea != c.shape[d]) or (eb != 1 and eb != c.shape[d]):
+            return False
+    return True
+
+
+cdef void _bounds(cnp.ndarray x, char** lo, char** hi) noexcept:
+    cdef char* l = <char*>cnp.PyArray_DATA(x)
+    cdef char* h = l
+    cdef int d
+    for d in range(x.ndim):
+        if x.shape[d] == 0:
+            lo[0] = hi[0] = l
+            return
+        if x.strides[d] < 0:
+            l += (x.shape[d] - 1) * x.strides[d]
+        else:
+            h += (x.shape[d] - 1) * x.strides[d]
+    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(x)
+    lo[0] = l
+    hi[0] = h + item
+
+
+cdef bint _overlaps(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c):
+    # writing into an operand is NumPy's job (it buffers); a bounds check is enough here
+    cdef char* la
+    cdef char* ha
+    cdef char* lb
+    cdef char* hb
+    cdef char* lc
+    cdef char* hc
+    _bounds(a, &la, &ha)
+    _bounds(b, &lb, &hb)
+    _bounds(c, &lc, &hc)
+    return (lc < ha and la < hc) or (lc < hb and lb < hc)
