@@ -50,11 +50,13 @@ def _run(cmd, timeout, cwd, env=None):
 
 
 def _mpirun(n, script, *args, timeout=240, cwd=None, okdir=None):
+    # never run from the repository root: `python -m` would import the uncompiled source
+    # tree instead of the installed ember (CI installs with `pip install .`)
     cmd = [_mpiexec(), "-n", str(n), sys.executable, str(SCRIPTS / script), *map(str, args)]
     env = _env()
     if okdir is not None:
         env["EMBER_TEST_OK_DIR"] = str(okdir)
-    return _run(cmd, timeout, cwd or ROOT, env)
+    return _run(cmd, timeout, cwd or okdir, env)
 
 
 def _assert_all_ok(p, n, okdir):
@@ -78,8 +80,8 @@ def test_ddp_matches_one_process_on_the_combined_batch(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["kill", "exit", "hang", "raise"])
-def test_a_dead_rank_fails_the_job_instead_of_hanging(mode):
-    p, secs = _mpirun(2, "dead_rank.py", mode, 3, timeout=90)
+def test_a_dead_rank_fails_the_job_instead_of_hanging(mode, tmp_path):
+    p, secs = _mpirun(2, "dead_rank.py", mode, 3, timeout=90, cwd=tmp_path)
     assert p.returncode != 0, p.stdout
     assert "survived" not in p.stdout
     if mode in ("exit", "hang"):
@@ -119,22 +121,22 @@ def test_launcher_runs_the_script_on_n_ranks(tmp_path):
     assert p.returncode != 0
 
 
-def test_launcher_dry_run_shows_the_mpiexec_command():
+def test_launcher_dry_run_shows_the_mpiexec_command(tmp_path):
     pytest.importorskip("mpi4py")
     p, _ = _run([sys.executable, "-m", "ember.distributed.run", "--nproc", "3", "--dry-run",
-                 "t.py", "a"], 60, ROOT)
+                 "t.py", "a"], 60, tmp_path)
     assert p.returncode == 0, p.stdout
     words = p.stdout.split()
     assert "mpiexec" in os.path.basename(words[0]) or "mpirun" in os.path.basename(words[0])
     assert words[1:3] == ["-n", "3"] and words[-2:] == ["t.py", "a"]
 
 
-def test_ddp_digits_example_runs_on_two_ranks():
+def test_ddp_digits_example_runs_on_two_ranks(tmp_path):
     pytest.importorskip("sklearn")
     pytest.importorskip("mpi4py")
     cmd = [sys.executable, "-m", "ember.distributed.run", "--nproc", "2",
            str(ROOT / "examples" / "ddp_digits.py"), "--epochs", "1", "--steps", "6"]
-    p, _ = _run(cmd, 240, ROOT)
+    p, _ = _run(cmd, 240, tmp_path)
     assert p.returncode == 0, p.stdout
     assert "rank 0" in p.stdout and "accuracy" in p.stdout, p.stdout
 
