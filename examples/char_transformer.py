@@ -95,10 +95,10 @@ def sample(model, prompt_ids, length, temperature, rng):
 def limit_threads(n):
     """Use `n` threads in ember's kernels and in the BLAS under its matrix products.
 
-    This model's matrices are small (a few thousand rows by 96 to 384 columns), so
-    one thread per process is about as fast as two on an idle machine, and on a
-    busy one (more runnable processes than cores) worker threads that wait for
-    each other at every kernel made training 10-30x slower in our measurements.
+    This model's matrices are small (a few thousand rows by 96 to 384 columns), and
+    on the 2-core machines we measured on, ember's OpenMP threads and OpenBLAS's
+    threads kept waiting for each other's cores: one thread trained 7-20x faster
+    than two (workaround until ember coordinates them).
     """
     ember.set_num_threads(n)
     try:

@@ -69,6 +69,17 @@ def evaluate(model, X, y, batch_size=512):
     return total_loss / len(X), correct / len(X)
 
 
+def limit_threads(n):
+    """Use `n` threads in ember's kernels and in the BLAS under its matrix products.
+
+    On a machine busy with other work, ember's OpenMP threads and OpenBLAS's threads
+    can end up waiting for each other's cores; one thread is then often faster.
+    """
+    ember.set_num_threads(n)
+    from threadpoolctl import threadpool_limits     # a dependency of scikit-learn
+    threadpool_limits(n, user_api="blas")
+
+
 def plot_curves(history, path):
     """Loss and accuracy per epoch, train and test, side by side in one PNG."""
     import matplotlib
@@ -104,7 +115,11 @@ def main(argv=None):
     parser.add_argument("--stop-after", type=int, default=None, metavar="N",
                         help="train at most N epochs now (continue later with --resume)")
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for ember's kernels and BLAS (default: as they are)")
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        limit_threads(args.threads)
     from tqdm import tqdm
 
     os.makedirs(args.out, exist_ok=True)
