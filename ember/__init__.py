@@ -15,6 +15,13 @@ from ember._core import array as _array
 from ember._core import elementwise as _elementwise
 from ember._core.elementwise import set_num_threads, get_num_threads
 
+import os as _os
+if hasattr(_os, "register_at_fork"):
+    # GNU OpenMP's thread pool does not survive fork(): a parallel region in a forked
+    # child of a process that used it hangs.  Forked children run ember's kernels on
+    # one thread (call ember.set_num_threads in the child to change that, at your risk).
+    _os.register_at_fork(after_in_child=lambda: _elementwise.set_num_threads(1))
+
 from ember._api.dtype_funcs import *       # noqa: F401,F403
 from ember._api.creation import *          # noqa: F401,F403
 from ember._api.elementwise import *       # noqa: F401,F403

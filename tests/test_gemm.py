@@ -150,3 +150,25 @@ def test_ember_matmul_and_linear_use_it():
     for r in results:
         np.testing.assert_allclose(r[0], x @ w.T, rtol=1e-5, atol=1e-4)
         np.testing.assert_allclose(r[1], x @ w.T, rtol=1e-5, atol=1e-4)
+
+
+def test_fork_after_threads_does_not_hang(tmp_path):
+    # GNU OpenMP's pool does not survive fork(): ember drops to one thread in the child
+    import subprocess
+    import sys
+    script = tmp_path / "fork_child.py"
+    script.write_text(
+        "import os, ember\n"
+        "ember.set_num_threads(2)\n"
+        "x = ember.ones((600, 600))\n"
+        "(x + x).sum(); x @ x\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    ok = float((x * 2).sum()) == 720000.0 and float((x @ x)[0, 0]) == 600.0\n"
+        "    os._exit(0 if ok and ember.get_num_threads() == 1 else 3)\n"
+        "_, st = os.waitpid(pid, 0)\n"
+        "print('child status', os.waitstatus_to_exitcode(st))\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "child status 0" in r.stdout

@@ -10,7 +10,7 @@ cimport cython
 from cython.parallel cimport prange
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int32_t, int64_t
-from openmp cimport omp_get_max_threads
+from ember._core.elementwise cimport num_threads
 
 ctypedef fused real:
     float
@@ -24,7 +24,7 @@ cdef Py_ssize_t PAR_MIN = 32768       # elements below which threads cost more t
 
 
 cdef inline int _nthreads(Py_ssize_t n) noexcept nogil:
-    return 1 if n < PAR_MIN else omp_get_max_threads()
+    return 1 if n < PAR_MIN else num_threads()
 
 
 def gather_rows(const real[:, ::1] weight, const index_t[::1] idx, real[:, ::1] out):
@@ -42,7 +42,7 @@ def gather_rows(const real[:, ::1] weight, const index_t[::1] idx, real[:, ::1] 
                 break
         if bad < 0 and D > 0:
             if n * D >= PAR_MIN:
-                for i in prange(n, schedule="static"):
+                for i in prange(n, schedule="static", num_threads=num_threads()):
                     memcpy(&out[i, 0], &weight[idx[i], 0], row_bytes)
             else:
                 for i in range(n):
@@ -64,7 +64,7 @@ def scatter_add_rows(const real[:, ::1] grad, const index_t[::1] idx, real[:, ::
     nblocks = (D + BLOCK - 1) // BLOCK
     with nogil:
         if n * D >= PAR_MIN and nblocks > 1:
-            for b in prange(nblocks, schedule="static"):
+            for b in prange(nblocks, schedule="static", num_threads=num_threads()):
                 j0 = b * BLOCK
                 j1 = j0 + BLOCK
                 if j1 > D:
@@ -359,7 +359,7 @@ cdef void _run_unary(const real* x, real* out, Py_ssize_t n, const double* p,
             fd(x, out, n, p)
         return
     nc = (n + CHUNK - 1) // CHUNK
-    for c in prange(nc, schedule="static"):
+    for c in prange(nc, schedule="static", num_threads=num_threads()):
         lo = c * CHUNK
         hi = lo + CHUNK
         if hi > n:
@@ -380,7 +380,7 @@ cdef void _run_binary(const real* g, const real* x, real* out, Py_ssize_t n, con
             fd(g, x, out, n, p)
         return
     nc = (n + CHUNK - 1) // CHUNK
-    for c in prange(nc, schedule="static"):
+    for c in prange(nc, schedule="static", num_threads=num_threads()):
         lo = c * CHUNK
         hi = lo + CHUNK
         if hi > n:

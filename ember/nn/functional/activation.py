@@ -610,14 +610,18 @@ def prelu(input, weight):
     return E.where(input > 0, input, weight * input)
 
 
-def glu(input, dim=-1):
-    """a * sigmoid(b) where a, b are the two halves of `input` along `dim`.
+def glu(input, dim=-1, *, axis=None):
+    """a * sigmoid(b) where a, b are the two halves of `input` along `dim` (alias `axis`).
 
     >>> import ember
     >>> import ember.nn.functional as F
     >>> F.glu(ember.ones((2, 4))).shape
     (2, 2)
     """
+    if axis is not None:
+        if dim != -1 and dim != axis:
+            raise TypeError(f"glu: got both dim={dim} and axis={axis}")
+        dim = axis
     n = input.shape[dim]
     if n % 2:
         raise ValueError(f"glu: halving dimension must be even, but dimension {dim} is size {n}")
