@@ -125,6 +125,8 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, "digits.safetensors")
     png_path = os.path.join(args.out, "digits_curves.png")
+    if args.resume and not os.path.exists(ckpt_path):
+        parser.error(f"--resume: no checkpoint at {ckpt_path}")
     ckpt = ember.load(ckpt_path) if args.resume else None
     if ckpt is not None and args.epochs not in (None, ckpt["epochs"]):
         # the one-cycle schedule is laid out over the whole run, so a resumed run
@@ -150,6 +152,8 @@ def main(argv=None):
         sched.load_state_dict(ckpt["scheduler"])
         history = {k: list(v) for k, v in ckpt["history"].items()}
         first_epoch = ckpt["epoch"]
+        # shuffling and dropout draw afresh from the seed, so a resumed run is close to,
+        # but not bit-identical with, one that was never interrupted
         print(f"resumed from {ckpt_path} after epoch {first_epoch}")
 
     n_params = sum(p.size for p in model.parameters())
