@@ -19,6 +19,7 @@ import bench_core  # noqa: E402
 import bench_autograd  # noqa: E402
 import bench_allocator  # noqa: E402
 import bench_train  # noqa: E402
+import bench_data  # noqa: E402
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 COMMAND = "python benchmarks/run_all.py"
@@ -37,7 +38,8 @@ def summary(rows):
     return "\n".join(lines)
 
 
-def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(), rss=None):
+def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(), rss=None,
+           data_rows=()):
     autograd = [] if not autograd_rows else [
         "### Autograd (`benchmarks/bench_autograd.py`; medians; times per call; NumPy has no autograd)",
         "",
@@ -58,6 +60,13 @@ def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(),
         train += ["Peak memory (growth of the process's maximum RSS over its post-import RSS, "
                   "fresh process per library and network, 5 steps):", "",
                   bench_train.markdown_rss(rss), ""]
+    data = [] if not data_rows else [
+        "### Data loading (`benchmarks/bench_data.py`; medians; time per batch over a "
+        "steady-state epoch; NumPy has no DataLoader)",
+        "",
+        harness.markdown_table(data_rows),
+        "",
+    ]
     return "\n".join([
         f"Command: `{COMMAND}` (from the repository root; took {seconds:.0f} s).",
         "",
@@ -71,6 +80,7 @@ def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(),
         "",
         *autograd,
         *train,
+        *data,
         "### Caching allocator (`benchmarks/bench_allocator.py`; medians; time per loop iteration)",
         "",
         bench_allocator.markdown_table(alloc_rows),
@@ -97,9 +107,10 @@ def main(argv):
     autograd_rows = bench_autograd.run(quick=quick)
     train_rows = bench_train.run(quick=quick)
     rss = bench_train.run_rss(quick=quick)
+    data_rows = bench_data.run(quick=quick)
     alloc_rows = bench_allocator.run(quick=quick)
     text = render(env, core_rows, alloc_rows, time.perf_counter() - t0, autograd_rows=autograd_rows,
-                  train_rows=train_rows, rss=rss)
+                  train_rows=train_rows, rss=rss, data_rows=data_rows)
     print(text)
     if write:
         write_readme(text)
