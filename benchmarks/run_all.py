@@ -20,6 +20,7 @@ import bench_autograd  # noqa: E402
 import bench_allocator  # noqa: E402
 import bench_train  # noqa: E402
 import bench_data  # noqa: E402
+import bench_distributed  # noqa: E402
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 COMMAND = "python benchmarks/run_all.py"
@@ -39,7 +40,7 @@ def summary(rows):
 
 
 def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(), rss=None,
-           data_rows=()):
+           data_rows=(), dist_tables=None):
     autograd = [] if not autograd_rows else [
         "### Autograd (`benchmarks/bench_autograd.py`; medians; times per call; NumPy has no autograd)",
         "",
@@ -67,6 +68,12 @@ def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(),
         harness.markdown_table(data_rows),
         "",
     ]
+    dist = [] if not dist_tables else [
+        "### Distributed (`benchmarks/bench_distributed.py`; MPICH through mpi4py; medians)",
+        "",
+        *dist_tables,
+        "",
+    ]
     return "\n".join([
         f"Command: `{COMMAND}` (from the repository root; took {seconds:.0f} s).",
         "",
@@ -81,6 +88,7 @@ def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(),
         *autograd,
         *train,
         *data,
+        *dist,
         "### Caching allocator (`benchmarks/bench_allocator.py`; medians; time per loop iteration)",
         "",
         bench_allocator.markdown_table(alloc_rows),
@@ -98,6 +106,22 @@ def write_readme(text, path=os.path.join(HERE, "README.md")):
         f.write(readme)
 
 
+def distributed_tables(quick=False):
+    """The all_reduce bandwidth and DDP scaling tables (each a markdown string), or a
+    line saying why they could not be measured (no mpi4py/MPI here)."""
+    try:
+        sizes = [1, 4, 16] if quick else [1, 4, 16, 64, 256]
+        _, t1 = bench_distributed.bench_allreduce(sizes, 3 if quick else 20)
+        _, t2 = bench_distributed.bench_ddp(["mlp", "lenet5"], 2 if quick else 5,
+                                            2 if quick else 9)
+    except Exception as exc:
+        harness.log(f"run_all: distributed benchmarks failed: {exc!r}")
+        return [f"not measured: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"]
+    return ["all_reduce, float32 SUM in place, 2 ranks (ratio = mpi4py time / ember time; "
+            "target >= 0.95x):", "", t1, "",
+            "DDP weak scaling, 2 ranks, 1 thread per rank (time per training step):", "", t2]
+
+
 def main(argv):
     quick = "--quick" in argv
     write = not quick and "--no-write" not in argv
@@ -108,9 +132,11 @@ def main(argv):
     train_rows = bench_train.run(quick=quick)
     rss = bench_train.run_rss(quick=quick)
     data_rows = bench_data.run(quick=quick)
+    dist_tables = distributed_tables(quick)
     alloc_rows = bench_allocator.run(quick=quick)
     text = render(env, core_rows, alloc_rows, time.perf_counter() - t0, autograd_rows=autograd_rows,
-                  train_rows=train_rows, rss=rss, data_rows=data_rows)
+                  train_rows=train_rows, rss=rss, data_rows=data_rows,
+                  dist_tables=dist_tables)
     print(text)
     if write:
         write_readme(text)
