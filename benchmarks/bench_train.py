@@ -18,9 +18,9 @@ Before timing, each library runs a few steps from the same start and their
 losses are compared (a mismatch shows in ember's cell and the target then does
 not count as met).  Times are medians over interleaved repetitions
 (``harness.interleaved``).  Peak memory is measured in a fresh process per
-library and network (``--rss``): the process's maximum resident set size after
-building the model and running the steps, minus the same process's RSS just
-after its imports, so the libraries' own import footprints do not count.
+library and network (``--rss``): the growth of the process's peak resident set
+size (VmHWM, reset after the imports) over its RSS right after its imports, so the
+libraries' own import footprints do not count.
 """
 import os
 import resource
@@ -207,13 +207,39 @@ def bench_network(net, batch=None, number=None, repeat=15, check_steps=3):
 
 # ------------------------------------------------------------------ peak memory
 
+def _vm_kib(field):
+    """A field of /proc/self/status in KiB (VmRSS, VmHWM), or None off Linux."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def _rss_child(net, lib, steps):
-    """Run in a fresh process: print KiB of peak RSS growth over the post-import RSS."""
+    """Run in a fresh process: print KiB of peak RSS growth over the post-import RSS.
+
+    The peak is the address space's high-water mark (VmHWM), reset after the imports
+    through /proc/self/clear_refs.  ``getrusage``'s ru_maxrss would not do: Linux
+    carries it across fork+exec, so a child of a big parent starts at the parent's
+    peak."""
     import gc
     mod, nn, F, optim = _lib(lib)
     if lib == "torch":
         torch.set_num_threads(2)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    gc.collect()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")                    # reset VmHWM to the current RSS
+    except OSError:
+        pass
+    base = _vm_kib("VmRSS")
+    use_proc = base is not None and _vm_kib("VmHWM") is not None
+    if not use_proc:
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     build, shape, (opt_name, opt_kw), _ = NETWORKS[net]
     batch = 32 if net == "transformer" else 64
     x, y = _batch(shape, batch)
@@ -225,8 +251,8 @@ def _rss_child(net, lib, steps):
     for _ in range(steps):
         exec(STEP, env)
     gc.collect()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(peak - base)
+    peak = _vm_kib("VmHWM") if use_proc else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(max(peak - base, 0))
 
 
 def peak_rss(net, steps=5):

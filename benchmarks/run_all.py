@@ -58,7 +58,7 @@ def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(),
         "",
     ]
     if rss:
-        train += ["Peak memory (growth of the process's maximum RSS over its post-import RSS, "
+        train += ["Peak memory (growth of the peak RSS, VmHWM, over the RSS right after the imports, "
                   "fresh process per library and network, 5 steps):", "",
                   bench_train.markdown_rss(rss), ""]
     data = [] if not data_rows else [
