@@ -276,12 +276,12 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
     nt = num_threads()
     if macs < PAR_MIN_MACS or nt <= 1:
         nt = 1
-    # enough blocks for every thread: whole batch entries first, then panels of the
-    # longer of rows / columns
+    # one block per thread: whole batch entries first, else panels of the longer of
+    # rows / columns (each block repacks the other operand whole, so keep blocks few)
     split_rows = M >= N
     nsplit = 1
-    if batch < 2 * nt and nt > 1:
-        nsplit = (2 * nt + batch - 1) // batch
+    if batch < nt and nt > 1:
+        nsplit = (nt + batch - 1) // batch
         nsplit = min(nsplit, max(M if split_rows else N, 1))
     total = batch * nsplit
     _enter()
