@@ -92,22 +92,6 @@ def sample(model, prompt_ids, length, temperature, rng):
     return ids
 
 
-def limit_threads(n):
-    """Use `n` threads in ember's kernels and in the BLAS under its matrix products.
-
-    This model's matrices are small (a few thousand rows by 96 to 384 columns), and
-    on the 2-core machines we measured on, ember's OpenMP threads and OpenBLAS's
-    threads kept waiting for each other's cores: one thread trained 7-20x faster
-    than two (workaround until ember coordinates them).
-    """
-    ember.set_num_threads(n)
-    try:
-        from threadpoolctl import threadpool_limits   # installed with scikit-learn
-    except ImportError:
-        return
-    threadpool_limits(n, user_api="blas")
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=400)
@@ -123,10 +107,11 @@ def main(argv=None):
     parser.add_argument("--sample-length", type=int, default=300)
     parser.add_argument("--prompt", default="Shall I ")
     parser.add_argument("--eval-every", type=int, default=50)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="threads for ember's kernels and BLAS (see limit_threads)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for ember's kernels (default: ember's)")
     args = parser.parse_args(argv)
-    limit_threads(args.threads)
+    if args.threads is not None:
+        ember.set_num_threads(args.threads)
 
     with open(args.text, encoding="utf-8") as f:
         text = f.read()

@@ -69,19 +69,6 @@ def evaluate(model, X, y, batch_size=512):
     return total_loss / len(X), correct / len(X)
 
 
-def limit_threads(n):
-    """Use `n` threads in ember's kernels and in the BLAS under its matrix products.
-
-    The arrays here are small, and on the 2-core machine we measured on, ember's
-    OpenMP threads and OpenBLAS's threads kept waiting for each other's cores: with
-    one thread a full run took 3 s, with two 9-90 s (workaround until ember
-    coordinates its threads with the BLAS's).
-    """
-    ember.set_num_threads(n)
-    from threadpoolctl import threadpool_limits     # a dependency of scikit-learn
-    threadpool_limits(n, user_api="blas")
-
-
 def plot_curves(history, path):
     """Loss and accuracy per epoch, train and test, side by side in one PNG."""
     import matplotlib
@@ -117,10 +104,11 @@ def main(argv=None):
     parser.add_argument("--stop-after", type=int, default=None, metavar="N",
                         help="train at most N epochs now (continue later with --resume)")
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="threads for ember's kernels and BLAS (see limit_threads)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for ember's kernels (default: ember's)")
     args = parser.parse_args(argv)
-    limit_threads(args.threads)
+    if args.threads is not None:
+        ember.set_num_threads(args.threads)
     from tqdm import tqdm
 
     os.makedirs(args.out, exist_ok=True)
