@@ -189,6 +189,8 @@ cdef object _sum_to(object g, tuple gshape, tuple shape, str opname, Py_ssize_t 
 
 
 cdef str _node_name(str opname):
+    # "nn.functional.log_softmax" -> "LogSoftmaxBackward" (the module path is dropped)
+    opname = opname.rpartition(".")[2]
     return "".join(p[:1].upper() + p[1:] for p in opname.split("_")) + "Backward"
 
 
