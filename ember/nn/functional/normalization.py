@@ -213,6 +213,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"batch_norm: expected input of shape (N, C, ...) with at least 2 "
                          f"dimensions, got {_shape(x.shape)}")
     C = x.shape[1]
+    for name, r in (("weight", weight), ("bias", bias)):
+        if isinstance(r, ndarray) and r.shape != (C,):
+            raise ValueError(f"batch_norm: the input has {C} channels (shape "
+                             f"{_shape(x.shape)}, channels on axis 1) but {name} has shape "
+                             f"{_shape(r.shape)}: expected {_shape((C,))}")
     weight = _param("batch_norm", weight, "weight", (C,), x.dtype)
     bias = _param("batch_norm", bias, "bias", (C,), x.dtype)
     for name, r in (("running_mean", running_mean), ("running_var", running_var)):
