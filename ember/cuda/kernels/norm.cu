@@ -1,0 +1,266 @@
+// Layer norm and batch norm, forward and backward.
+//
+// Statistics use Welford's algorithm per thread, merged across the block with
+// Chan's pairwise formula: a one-pass E[x^2] - E[x]^2 loses every digit when
+// |mean| >> std, which activations after a bias often are.
+//
+// Layer norm: x is (rows, cols) contiguous, normalised over cols; one block per row.
+//   ember_layer_norm_fwd_<dt>         y, and per-row mean / rstd (AccT) for backward
+//   ember_layer_norm_bwd_input_<dt>   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma
+//   ember_layer_norm_bwd_params_<dt>  dgamma = sum_rows dy * xhat, dbeta = sum_rows dy
+//                                     (one thread per column: coalesced, no atomics)
+// Batch norm: x is (N, C, HW) contiguous (HW = product of spatial dims, 1 for
+// BatchNorm1d on (N, C)); statistics per channel over N*HW values, one block per channel.
+//   ember_batch_norm_stats_<dt>       mean / invstd (AccT); optionally updates the
+//                                     running stats in place with the unbiased variance
+//   ember_batch_norm_apply_<dt>       y = (x - mean) * invstd * gamma + beta (also eval:
+//                                     the launcher passes invstd from running_var)
+//   ember_batch_norm_bwd_reduce_<dt>  per channel sum(dy), sum(dy * xhat); writes dgamma / dbeta
+//   ember_batch_norm_bwd_input_<dt>   dx = gamma * invstd * (dy - sum_dy / M - xhat * sum_dy_xhat / M)
+// gamma / beta / running stats may be null (affine=False, track_running_stats=False).
+#include "ember_common.cuh"
+
+__device__ __forceinline__ float m_rsqrt(float x) { return rsqrtf(x); }
+__device__ __forceinline__ double m_rsqrt(double x) { return rsqrt(x); }
+
+template <typename A> struct Welford { A mean, m2, n; };
+
+template <typename A>
+__device__ __forceinline__ void welford_add(Welford<A>& w, A x) {
+  w.n += A(1);
+  const A d = x - w.mean;
+  w.mean += d / w.n;
+  w.m2 += d * (x - w.mean);
+}
+
+template <typename A>
+__device__ __forceinline__ Welford<A> welford_merge(Welford<A> a, Welford<A> b) {
+  if (b.n == A(0)) return a;
+  if (a.n == A(0)) return b;
+  Welford<A> r;
+  r.n = a.n + b.n;
+  const A d = b.mean - a.mean;
+  const A fb = b.n / r.n;
+  r.mean = a.mean + d * fb;
+  r.m2 = a.m2 + b.m2 + d * d * a.n * fb;
+  return r;
+}
+
+// Block-wide Welford merge; the result is valid in every thread.
+template <typename A>
+__device__ Welford<A> welford_block(Welford<A> w, Welford<A>* shm) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  for (int off = 16; off > 0; off >>= 1) {
+    Welford<A> o;
+    o.mean = __shfl_down_sync(0xffffffffu, w.mean, off);
+    o.m2 = __shfl_down_sync(0xffffffffu, w.m2, off);
+    o.n = __shfl_down_sync(0xffffffffu, w.n, off);
+    w = welford_merge(w, o);
+  }
+  __syncthreads();
+  if (lane == 0) shm[warp] = w;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int k = 1; k < nwarps; ++k) w = welford_merge(w, shm[k]);
+    shm[0] = w;
+  }
+  __syncthreads();
+  return shm[0];
+}
+
+template <typename T>
+__device__ void ln_fwd(const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta,
+                       T* __restrict__ y, typename AccT<T>::type* __restrict__ mean_out,
+                       typename AccT<T>::type* __restrict__ rstd_out, i64 rows, i64 cols, double eps) {
+  typedef typename AccT<T>::type A;
+  __shared__ Welford<A> shm[32];
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * cols;
+    Welford<A> w = {A(0), A(0), A(0)};
+    for (i64 j = threadIdx.x; j < cols; j += blockDim.x) welford_add(w, (A)ld(xr[j]));
+    w = welford_block(w, shm);
+    const A mean = w.mean;
+    const A rstd = m_rsqrt(w.m2 / (A)cols + (A)eps);  // biased variance, as torch
+    if (threadIdx.x == 0) { mean_out[r] = mean; rstd_out[r] = rstd; }
+    for (i64 j = threadIdx.x; j < cols; j += blockDim.x) {
+      A v = ((A)ld(xr[j]) - mean) * rstd;
+      if (gamma) v *= (A)ld(gamma[j]);
+      if (beta) v += (A)ld(beta[j]);
+      y[r * cols + j] = st<T>(v);
+    }
+  }
+}
+
+template <typename T>
+__device__ void ln_bwd_input(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ gamma,
+                             const typename AccT<T>::type* __restrict__ mean,
+                             const typename AccT<T>::type* __restrict__ rstd, T* __restrict__ dx,
+                             i64 rows, i64 cols) {
+  typedef typename AccT<T>::type A;
+  __shared__ A shm[32];
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * cols;
+    const T* gr = dy + r * cols;
+    const A mu = mean[r], rs = rstd[r];
+    A s1 = 0, s2 = 0;
+    for (i64 j = threadIdx.x; j < cols; j += blockDim.x) {
+      const A g = (A)ld(gr[j]) * (gamma ? (A)ld(gamma[j]) : A(1));
+      s1 += g;
+      s2 += g * ((A)ld(xr[j]) - mu) * rs;
+    }
+    s1 = block_reduce(s1, SumOp(), shm) / (A)cols;
+    s2 = block_reduce(s2, SumOp(), shm) / (A)cols;
+    for (i64 j = threadIdx.x; j < cols; j += blockDim.x) {
+      const A g = (A)ld(gr[j]) * (gamma ? (A)ld(gamma[j]) : A(1));
+      const A xhat = ((A)ld(xr[j]) - mu) * rs;
+      dx[r * cols + j] = st<T>(rs * (g - s1 - xhat * s2));
+    }
+  }
+}
+
+template <typename T>
+__device__ void ln_bwd_params(const T* __restrict__ dy, const T* __restrict__ x,
+                              const typename AccT<T>::type* __restrict__ mean,
+                              const typename AccT<T>::type* __restrict__ rstd, T* __restrict__ dgamma,
+                              T* __restrict__ dbeta, i64 rows, i64 cols) {
+  typedef typename AccT<T>::type A;
+  EMBER_GRID_LOOP(j, cols) {
+    A sg = 0, sb = 0;
+    for (i64 r = 0; r < rows; ++r) {
+      const A g = ld(dy[r * cols + j]);
+      sg += g * ((A)ld(x[r * cols + j]) - mean[r]) * rstd[r];
+      sb += g;
+    }
+    if (dgamma) dgamma[j] = st<T>(sg);
+    if (dbeta) dbeta[j] = st<T>(sb);
+  }
+}
+
+// ---- batch norm ----------------------------------------------------------------
+template <typename T>
+__device__ void bn_stats(const T* __restrict__ x, typename AccT<T>::type* __restrict__ mean_out,
+                         typename AccT<T>::type* __restrict__ invstd_out, T* running_mean, T* running_var,
+                         i64 N, i64 C, i64 HW, double eps, double momentum) {
+  typedef typename AccT<T>::type A;
+  __shared__ Welford<A> shm[32];
+  const i64 M = N * HW;
+  for (i64 c = blockIdx.x; c < C; c += gridDim.x) {
+    Welford<A> w = {A(0), A(0), A(0)};
+    for (i64 k = threadIdx.x; k < M; k += blockDim.x) {
+      const i64 n = k / HW, s = k - n * HW;
+      welford_add(w, (A)ld(x[(n * C + c) * HW + s]));
+    }
+    w = welford_block(w, shm);
+    if (threadIdx.x == 0) {
+      mean_out[c] = w.mean;
+      invstd_out[c] = m_rsqrt(w.m2 / (A)M + (A)eps);
+      if (running_mean) {
+        const A mom = (A)momentum;
+        running_mean[c] = st<T>((A(1) - mom) * (A)ld(running_mean[c]) + mom * w.mean);
+      }
+      if (running_var) {
+        const A mom = (A)momentum;
+        // M == 1 divides by zero: NaN/inf, as torch (which also warns; the launcher can).
+        const A unbiased = w.m2 / (A)(M - 1);
+        running_var[c] = st<T>((A(1) - mom) * (A)ld(running_var[c]) + mom * unbiased);
+      }
+    }
+  }
+}
+
+template <typename T>
+__device__ void bn_apply(const T* __restrict__ x, const typename AccT<T>::type* __restrict__ mean,
+                         const typename AccT<T>::type* __restrict__ invstd, const T* __restrict__ gamma,
+                         const T* __restrict__ beta, T* __restrict__ y, i64 N, i64 C, i64 HW) {
+  typedef typename AccT<T>::type A;
+  EMBER_GRID_LOOP(k, N * C * HW) {
+    const i64 c = (k / HW) % C;
+    A v = ((A)ld(x[k]) - mean[c]) * invstd[c];
+    if (gamma) v *= (A)ld(gamma[c]);
+    if (beta) v += (A)ld(beta[c]);
+    y[k] = st<T>(v);
+  }
+}
+
+template <typename T>
+__device__ void bn_bwd_reduce(const T* __restrict__ dy, const T* __restrict__ x,
+                              const typename AccT<T>::type* __restrict__ mean,
+                              const typename AccT<T>::type* __restrict__ invstd,
+                              typename AccT<T>::type* __restrict__ sum_dy,
+                              typename AccT<T>::type* __restrict__ sum_dy_xhat, T* __restrict__ dgamma,
+                              T* __restrict__ dbeta, i64 N, i64 C, i64 HW) {
+  typedef typename AccT<T>::type A;
+  __shared__ A shm[32];
+  const i64 M = N * HW;
+  for (i64 c = blockIdx.x; c < C; c += gridDim.x) {
+    const A mu = mean[c], is = invstd[c];
+    A s1 = 0, s2 = 0;
+    for (i64 k = threadIdx.x; k < M; k += blockDim.x) {
+      const i64 n = k / HW, s = k - n * HW;
+      const i64 idx = (n * C + c) * HW + s;
+      const A g = ld(dy[idx]);
+      s1 += g;
+      s2 += g * ((A)ld(x[idx]) - mu) * is;
+    }
+    s1 = block_reduce(s1, SumOp(), shm);
+    s2 = block_reduce(s2, SumOp(), shm);
+    if (threadIdx.x == 0) {
+      sum_dy[c] = s1;
+      sum_dy_xhat[c] = s2;
+      if (dgamma) dgamma[c] = st<T>(s2);
+      if (dbeta) dbeta[c] = st<T>(s1);
+    }
+  }
+}
+
+template <typename T>
+__device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
+                             const typename AccT<T>::type* __restrict__ mean,
+                             const typename AccT<T>::type* __restrict__ invstd, const T* __restrict__ gamma,
+                             const typename AccT<T>::type* __restrict__ sum_dy,
+                             const typename AccT<T>::type* __restrict__ sum_dy_xhat, T* __restrict__ dx,
+                             i64 N, i64 C, i64 HW) {
+  typedef typename AccT<T>::type A;
+  const A invM = A(1) / (A)(N * HW);
+  EMBER_GRID_LOOP(k, N * C * HW) {
+    const i64 c = (k / HW) % C;
+    const A is = invstd[c];
+    const A xhat = ((A)ld(x[k]) - mean[c]) * is;
+    const A gm = gamma ? (A)ld(gamma[c]) : A(1);
+    dx[k] = st<T>(gm * is * ((A)ld(dy[k]) - sum_dy[c] * invM - xhat * sum_dy_xhat[c] * invM));
+  }
+}
+
+#define DEF_NORM(dt, T)                                                                             \
+  extern "C" __global__ void ember_layer_norm_fwd_##dt(const T* x, const T* gamma, const T* beta, T* y, \
+      AccT<T>::type* mean, AccT<T>::type* rstd, i64 rows, i64 cols, double eps) {                   \
+    ln_fwd<T>(x, gamma, beta, y, mean, rstd, rows, cols, eps);                                      \
+  }                                                                                                 \
+  extern "C" __global__ void ember_layer_norm_bwd_input_##dt(const T* dy, const T* x, const T* gamma, \
+      const AccT<T>::type* mean, const AccT<T>::type* rstd, T* dx, i64 rows, i64 cols) {            \
+    ln_bwd_input<T>(dy, x, gamma, mean, rstd, dx, rows, cols);                                      \
+  }                                                                                                 \
+  extern "C" __global__ void ember_layer_norm_bwd_params_##dt(const T* dy, const T* x,              \
+      const AccT<T>::type* mean, const AccT<T>::type* rstd, T* dgamma, T* dbeta, i64 rows, i64 cols) { \
+    ln_bwd_params<T>(dy, x, mean, rstd, dgamma, dbeta, rows, cols);                                 \
+  }                                                                                                 \
+  extern "C" __global__ void ember_batch_norm_stats_##dt(const T* x, AccT<T>::type* mean,           \
+      AccT<T>::type* invstd, T* running_mean, T* running_var, i64 N, i64 C, i64 HW, double eps,     \
+      double momentum) {                                                                            \
+    bn_stats<T>(x, mean, invstd, running_mean, running_var, N, C, HW, eps, momentum);               \
+  }                                                                                                 \
+  extern "C" __global__ void ember_batch_norm_apply_##dt(const T* x, const AccT<T>::type* mean,     \
+      const AccT<T>::type* invstd, const T* gamma, const T* beta, T* y, i64 N, i64 C, i64 HW) {     \
+    bn_apply<T>(x, mean, invstd, gamma, beta, y, N, C, HW);                                         \
+  }                                                                                                 \
+  extern "C" __global__ void ember_batch_norm_bwd_reduce_##dt(const T* dy, const T* x,              \
+      const AccT<T>::type* mean, const AccT<T>::type* invstd, AccT<T>::type* sum_dy,                \
+      AccT<T>::type* sum_dy_xhat, T* dgamma, T* dbeta, i64 N, i64 C, i64 HW) {                      \
+    bn_bwd_reduce<T>(dy, x, mean, invstd, sum_dy, sum_dy_xhat, dgamma, dbeta, N, C, HW);            \
+  }                                                                                                 \
+  extern "C" __global__ void ember_batch_norm_bwd_input_##dt(const T* dy, const T* x,               \
+      const AccT<T>::type* mean, const AccT<T>::type* invstd, const T* gamma,                       \
+      const AccT<T>::type* sum_dy, const AccT<T>::type* sum_dy_xhat, T* dx, i64 N, i64 C, i64 HW) { \
+    bn_bwd_input<T>(dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, dx, N, C, HW);                 \
+  }
+EMBER_FOR_FLOATS(DEF_NORM)

@@ -1,0 +1,185 @@
+// conv2d lowering (im2col / col2im) and 2-D max / average pooling, NCHW contiguous.
+//
+// conv2d = GEMM(weight (O, C*KH*KW), col (C*KH*KW, OH*OW)) per image, the GEMM
+// through cuBLAS; these kernels only move data.
+//   ember_im2col_<dt>   x (N, C, H, W) -> col (N, C*KH*KW, OH*OW); padding reads as 0
+//   ember_col2im_<dt>   col -> dx (N, C, H, W), the adjoint of im2col. Written as a
+//                       gather (each input pixel sums the columns that read it), so
+//                       it needs no atomics, no zeroed output, and is deterministic.
+// Pooling: the launcher computes OH / OW (ceil_mode included) and passes them.
+//   ember_max_pool2d_fwd_<dt>  y and the int64 argmax (h * W + w within the plane);
+//                              NaN wins, as in torch; dilation supported
+//   ember_max_pool2d_bwd_<dt>  gather form again: a pixel sums dy of the windows
+//                              whose argmax it is
+//   ember_avg_pool2d_fwd_<dt> / _bwd_<dt>  count_include_pad and divisor_override
+//                              (0 = none) as torch; windows clipped to the padded
+//                              input count the padding, windows past it do not.
+#include "ember_common.cuh"
+
+struct Conv2dGeom {
+  i64 C, H, W, KH, KW, OH, OW;
+  i64 sh, sw, ph, pw, dh, dw;
+};
+
+template <typename T>
+__device__ void im2col(const T* __restrict__ x, T* __restrict__ col, i64 N, Conv2dGeom g) {
+  const i64 L = g.OH * g.OW, K = g.C * g.KH * g.KW;
+  // Output order: consecutive threads write consecutive l (coalesced stores).
+  EMBER_GRID_LOOP(k, N * K * L) {
+    const i64 l = k % L, r = (k / L) % K, n = k / (K * L);
+    const i64 kw = r % g.KW, kh = (r / g.KW) % g.KH, c = r / (g.KW * g.KH);
+    const i64 ow = l % g.OW, oh = l / g.OW;
+    const i64 h = oh * g.sh - g.ph + kh * g.dh, w = ow * g.sw - g.pw + kw * g.dw;
+    col[k] = (h >= 0 && h < g.H && w >= 0 && w < g.W) ? x[((n * g.C + c) * g.H + h) * g.W + w]
+                                                      : st<T>(0.0f);
+  }
+}
+
+template <typename T>
+__device__ void col2im(const T* __restrict__ col, T* __restrict__ dx, i64 N, Conv2dGeom g) {
+  typedef typename AccT<T>::type A;
+  const i64 L = g.OH * g.OW, K = g.C * g.KH * g.KW;
+  EMBER_GRID_LOOP(k, N * g.C * g.H * g.W) {
+    const i64 w = k % g.W, h = (k / g.W) % g.H, c = (k / (g.W * g.H)) % g.C, n = k / (g.W * g.H * g.C);
+    A acc = 0;
+    for (i64 kh = 0; kh < g.KH; ++kh) {
+      const i64 th = h + g.ph - kh * g.dh;
+      if (th < 0 || th % g.sh) continue;
+      const i64 oh = th / g.sh;
+      if (oh >= g.OH) continue;
+      for (i64 kw = 0; kw < g.KW; ++kw) {
+        const i64 tw = w + g.pw - kw * g.dw;
+        if (tw < 0 || tw % g.sw) continue;
+        const i64 ow = tw / g.sw;
+        if (ow >= g.OW) continue;
+        const i64 r = (c * g.KH + kh) * g.KW + kw;
+        acc += (A)ld(col[(n * K + r) * L + oh * g.OW + ow]);
+      }
+    }
+    dx[k] = st<T>(acc);
+  }
+}
+
+// Pool geometry reuses Conv2dGeom with C = N * C planes folded (launcher passes N*C).
+template <typename T>
+__device__ void max_pool_fwd(const T* __restrict__ x, T* __restrict__ y, i64* __restrict__ argmax, Conv2dGeom g) {
+  typedef typename AccT<T>::type A;
+  EMBER_GRID_LOOP(k, g.C * g.OH * g.OW) {
+    const i64 ow = k % g.OW, oh = (k / g.OW) % g.OH, p = k / (g.OW * g.OH);
+    const T* plane = x + p * g.H * g.W;
+    A best = -__int_as_float(0x7f800000);
+    i64 bi = -1;
+    for (i64 kh = 0; kh < g.KH; ++kh) {
+      const i64 h = oh * g.sh - g.ph + kh * g.dh;
+      if (h < 0 || h >= g.H) continue;
+      for (i64 kw = 0; kw < g.KW; ++kw) {
+        const i64 w = ow * g.sw - g.pw + kw * g.dw;
+        if (w < 0 || w >= g.W) continue;
+        const A v = ld(plane[h * g.W + w]);
+        // First maximum wins; a NaN beats everything and stops the search.
+        if (bi < 0 || v > best || v != v) { best = v; bi = h * g.W + w; if (v != v) goto done; }
+      }
+    }
+  done:
+    y[k] = st<T>(best);
+    if (argmax) argmax[k] = bi;
+  }
+}
+
+template <typename T>
+__device__ void max_pool_bwd(const T* __restrict__ dy, const i64* __restrict__ argmax, T* __restrict__ dx,
+                             Conv2dGeom g) {
+  typedef typename AccT<T>::type A;
+  EMBER_GRID_LOOP(k, g.C * g.H * g.W) {
+    const i64 w = k % g.W, h = (k / g.W) % g.H, p = k / (g.W * g.H);
+    const i64 me = h * g.W + w, base = p * g.OH * g.OW;
+    A acc = 0;
+    for (i64 kh = 0; kh < g.KH; ++kh) {
+      const i64 th = h + g.ph - kh * g.dh;
+      if (th < 0 || th % g.sh) continue;
+      const i64 oh = th / g.sh;
+      if (oh >= g.OH) continue;
+      for (i64 kw = 0; kw < g.KW; ++kw) {
+        const i64 tw = w + g.pw - kw * g.dw;
+        if (tw < 0 || tw % g.sw) continue;
+        const i64 ow = tw / g.sw;
+        if (ow >= g.OW) continue;
+        const i64 o = base + oh * g.OW + ow;
+        if (argmax[o] == me) acc += (A)ld(dy[o]);
+      }
+    }
+    dx[k] = st<T>(acc);
+  }
+}
+
+// Divisor of window (oh, ow), torch's avg_pool2d rule.
+__device__ __forceinline__ i64 avg_divisor(const Conv2dGeom& g, i64 oh, i64 ow, int count_include_pad,
+                                           i64 divisor_override) {
+  if (divisor_override) return divisor_override;
+  i64 h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
+  i64 h1 = min(h0 + g.KH, g.H + g.ph), w1 = min(w0 + g.KW, g.W + g.pw);
+  if (count_include_pad) return (h1 - h0) * (w1 - w0);
+  h0 = max(h0, (i64)0); w0 = max(w0, (i64)0);
+  h1 = min(h1, g.H); w1 = min(w1, g.W);
+  return (h1 - h0) * (w1 - w0);
+}
+
+template <typename T>
+__device__ void avg_pool_fwd(const T* __restrict__ x, T* __restrict__ y, Conv2dGeom g, int count_include_pad,
+                             i64 divisor_override) {
+  typedef typename AccT<T>::type A;
+  EMBER_GRID_LOOP(k, g.C * g.OH * g.OW) {
+    const i64 ow = k % g.OW, oh = (k / g.OW) % g.OH, p = k / (g.OW * g.OH);
+    const T* plane = x + p * g.H * g.W;
+    const i64 h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
+    A acc = 0;
+    for (i64 h = max(h0, (i64)0); h < min(h0 + g.KH, g.H); ++h)
+      for (i64 w = max(w0, (i64)0); w < min(w0 + g.KW, g.W); ++w) acc += (A)ld(plane[h * g.W + w]);
+    y[k] = st<T>(acc / (A)avg_divisor(g, oh, ow, count_include_pad, divisor_override));
+  }
+}
+
+template <typename T>
+__device__ void avg_pool_bwd(const T* __restrict__ dy, T* __restrict__ dx, Conv2dGeom g, int count_include_pad,
+                             i64 divisor_override) {
+  typedef typename AccT<T>::type A;
+  EMBER_GRID_LOOP(k, g.C * g.H * g.W) {
+    const i64 w = k % g.W, h = (k / g.W) % g.H, p = k / (g.W * g.H);
+    const i64 base = p * g.OH * g.OW;
+    A acc = 0;
+    for (i64 kh = 0; kh < g.KH; ++kh) {
+      const i64 th = h + g.ph - kh;
+      if (th < 0 || th % g.sh) continue;
+      const i64 oh = th / g.sh;
+      if (oh >= g.OH) continue;
+      for (i64 kw = 0; kw < g.KW; ++kw) {
+        const i64 tw = w + g.pw - kw;
+        if (tw < 0 || tw % g.sw) continue;
+        const i64 ow = tw / g.sw;
+        if (ow >= g.OW) continue;
+        acc += (A)ld(dy[base + oh * g.OW + ow]) /
+               (A)avg_divisor(g, oh, ow, count_include_pad, divisor_override);
+      }
+    }
+    dx[k] = st<T>(acc);
+  }
+}
+
+#define DEF_POOL_CONV(dt, T)                                                                        \
+  extern "C" __global__ void ember_im2col_##dt(const T* x, T* col, i64 N, Conv2dGeom g) { im2col<T>(x, col, N, g); } \
+  extern "C" __global__ void ember_col2im_##dt(const T* col, T* dx, i64 N, Conv2dGeom g) { col2im<T>(col, dx, N, g); } \
+  extern "C" __global__ void ember_max_pool2d_fwd_##dt(const T* x, T* y, i64* argmax, Conv2dGeom g) { \
+    max_pool_fwd<T>(x, y, argmax, g);                                                               \
+  }                                                                                                 \
+  extern "C" __global__ void ember_max_pool2d_bwd_##dt(const T* dy, const i64* argmax, T* dx, Conv2dGeom g) { \
+    max_pool_bwd<T>(dy, argmax, dx, g);                                                             \
+  }                                                                                                 \
+  extern "C" __global__ void ember_avg_pool2d_fwd_##dt(const T* x, T* y, Conv2dGeom g, int count_include_pad, \
+                                                       i64 divisor_override) {                      \
+    avg_pool_fwd<T>(x, y, g, count_include_pad, divisor_override);                                  \
+  }                                                                                                 \
+  extern "C" __global__ void ember_avg_pool2d_bwd_##dt(const T* dy, T* dx, Conv2dGeom g, int count_include_pad, \
+                                                       i64 divisor_override) {                      \
+    avg_pool_bwd<T>(dy, dx, g, count_include_pad, divisor_override);                                \
+  }
+EMBER_FOR_FLOATS(DEF_POOL_CONV)
