@@ -191,7 +191,18 @@ def strided_args(shape, *operand_strides):
     s["shape"][: len(shape)] = shape
     for k, st in enumerate(operand_strides):
         s["strides"][k, : len(shape)] = st
-    return s
+    return s[()]  # a numpy.void scalar: CuPy passes structured scalars by value
+
+
+GEOM_FIELDS = ("C", "H", "W", "KH", "KW", "OH", "OW", "sh", "sw", "ph", "pw", "dh", "dw")
+GEOM_DTYPE = np.dtype([(f, "<i8") for f in GEOM_FIELDS])
+
+
+def conv_geom(**kw):
+    g = np.zeros((), GEOM_DTYPE)
+    for f in GEOM_FIELDS:
+        g[f] = kw[f]
+    return g[()]
 
 
 @pytest.fixture(scope="module")
@@ -255,3 +266,52 @@ class TestOnGPU:
             (1,), (32,), (y, np.int64(n), np.uint64(seed), np.uint64(offset), np.float64(0), np.float64(1)))
         words = [w for b in range(3) for w in philox4x32_10(seed, offset, b)][:n]
         np.testing.assert_array_equal(y.get(), np.array([(w >> 8) * 2.0 ** -24 for w in words], np.float32))
+
+    def test_layer_norm_forward(self, mod):
+        cp, get = mod
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal((6, 300)) * 3 + 100  # large mean: what Welford is for
+        g, b = rng.standard_normal(300), rng.standard_normal(300)
+        X, G, B = (cp.asarray(a, cp.float32) for a in (x, g, b))
+        y = cp.empty_like(X)
+        mean, rstd = cp.empty(6, cp.float32), cp.empty(6, cp.float32)
+        get("norm").get_function("ember_layer_norm_fwd_f32")(
+            (3,), (128,), (X, G, B, y, mean, rstd, np.int64(6), np.int64(300), np.float64(1e-5)))
+        xf = X.get().astype(np.float64)
+        mu, var = xf.mean(1, keepdims=True), xf.var(1, keepdims=True)
+        want = (xf - mu) / np.sqrt(var + 1e-5) * g.astype(np.float32) + b.astype(np.float32)
+        np.testing.assert_allclose(y.get(), want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(mean.get(), mu[:, 0], rtol=1e-6)
+
+    def test_cross_entropy_forward(self, mod):
+        cp, get = mod
+        rng = np.random.default_rng(4)
+        x = rng.standard_normal((5, 11))
+        t = np.array([3, -100, 0, 10, 7], np.int64)
+        loss, lse = cp.empty(5, cp.float64), cp.empty(5, cp.float64)
+        bad = cp.zeros(1, cp.int32)
+        get("softmax").get_function("ember_cross_entropy_fwd_f64")(
+            (2,), (64,), (cp.asarray(x), cp.asarray(t), loss, lse, np.int64(5), np.int64(11),
+                          np.int64(-100), np.float64(0.1), bad))
+        m = x.max(1, keepdims=True)
+        l = (m + np.log(np.exp(x - m).sum(1, keepdims=True)))[:, 0]
+        want = 0.9 * (l - x[np.arange(5), np.maximum(t, 0)]) + 0.1 * (l - x.mean(1))
+        want[1] = 0.0
+        np.testing.assert_allclose(loss.get(), want, rtol=1e-12)
+        np.testing.assert_allclose(lse.get(), l, rtol=1e-12)
+        assert int(bad.get()[0]) == 0
+
+    def test_im2col(self, mod):
+        cp, get = mod
+        N, C, H, W, K, s, p, d = 2, 3, 7, 6, 3, 2, 1, 1
+        OH, OW = (H + 2 * p - d * (K - 1) - 1) // s + 1, (W + 2 * p - d * (K - 1) - 1) // s + 1
+        x = np.random.default_rng(5).standard_normal((N, C, H, W)).astype(np.float32)
+        col = cp.empty((N, C * K * K, OH * OW), cp.float32)
+        geom = conv_geom(C=C, H=H, W=W, KH=K, KW=K, OH=OH, OW=OW, sh=s, sw=s, ph=p, pw=p, dh=d, dw=d)
+        get("pool_conv").get_function("ember_im2col_f32")((4,), (128,), (cp.asarray(x), col, np.int64(N), geom))
+        xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+        want = np.empty((N, C, K, K, OH, OW), np.float32)
+        for kh in range(K):
+            for kw in range(K):
+                want[:, :, kh, kw] = xp[:, :, kh * d: kh * d + s * OH: s, kw * d: kw * d + s * OW: s]
+        np.testing.assert_array_equal(col.get(), want.reshape(N, C * K * K, OH * OW))
