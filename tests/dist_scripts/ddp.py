@@ -151,6 +151,23 @@ dist.all_gather(allw, w)
 for k in range(n):
     np.testing.assert_array_equal(allw[k], allw[0])
 
+# 5) overlap: with one bucket per parameter, when backward reaches the middle layer the
+# last layer's bucket is already being reduced (its all_reduce started from a hook) and
+# the first layer's has not started yet
+model = DDP(mlp(60), bucket_cap_mb=1e-4)
+seen = {}
+first_bucket = model._bucket_of[model._index[id(model.module[0].weight)]]
+
+
+def _probe(p):
+    seen["last_layer_started"] = model._buckets[0].work is not None
+    seen["first_layer_started"] = model._buckets[first_bucket].work is not None
+
+
+model.module[2].weight.register_post_accumulate_grad_hook(_probe)
+loss_fn(model(ember.asarray(X[:B])), ember.asarray(Y[:B])).backward()
+assert seen == {"last_layer_started": True, "first_layer_started": False}, seen
+
 dist.destroy_process_group()
 print("OK", r, flush=True)
 if os.environ.get("EMBER_TEST_OK_DIR"):          # interleaved stdout is no proof; a file is
