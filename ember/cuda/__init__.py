@@ -34,15 +34,18 @@ def kernel_files():
 
 def kernel_source(family):
     """The source of ``family`` with the shared prelude pasted in place of its
-    ``#include``: one self-contained string, so NVRTC needs no include path and
-    CuPy's source-keyed cache sees edits to the prelude too."""
+    ``#include``: one self-contained string, so NVRTC needs no include path for
+    it and CuPy's source-keyed cache sees edits to the prelude too."""
     if family not in FAMILIES:
         raise ValueError(f"unknown CUDA kernel family {family!r}; expected one of {FAMILIES}")
     text = (_DIR / f"{family}.cu").read_text()
-    common = (_DIR / _COMMON).read_text().replace("#pragma once\n", "", 1)
     if _INCLUDE not in text:
         raise RuntimeError(f"{family}.cu does not include {_COMMON}")
-    return text.replace(_INCLUDE, common, 1)
+    # #line directives keep compiler messages pointing at the real file and line.
+    common = (_DIR / _COMMON).read_text().replace("#pragma once", "", 1).rstrip("\n") + "\n"
+    before, after = text.split(_INCLUDE, 1)
+    resume = before.count("\n") + 2  # the line after the #include
+    return f'{before}#line 1 "{_COMMON}"\n{common}#line {resume} "{family}.cu"{after}'
 
 
 def nvrtc_options(*, half_headers=True):
