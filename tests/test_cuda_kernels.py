@@ -219,12 +219,12 @@ STRIDED_DTYPE = np.dtype({"names": ["ndim", "shape", "strides"],
 
 def strided_args(shape, *operand_strides):
     """StridedArgs by value: strides in elements, operand 0 the output."""
-    s = np.zeros((), STRIDED_DTYPE)
+    s = np.zeros(1, STRIDED_DTYPE)  # CuPy passes a 1-element structured array by value
     s["ndim"] = len(shape)
-    s["shape"][: len(shape)] = shape
+    s["shape"][0, : len(shape)] = shape
     for k, st in enumerate(operand_strides):
-        s["strides"][k, : len(shape)] = st
-    return s[()]  # a numpy.void scalar: CuPy passes structured scalars by value
+        s["strides"][0, k, : len(shape)] = st
+    return s
 
 
 GEOM_FIELDS = ("C", "H", "W", "KH", "KW", "OH", "OW", "sh", "sw", "ph", "pw", "dh", "dw")
@@ -232,10 +232,10 @@ GEOM_DTYPE = np.dtype([(f, "<i8") for f in GEOM_FIELDS])
 
 
 def conv_geom(**kw):
-    g = np.zeros((), GEOM_DTYPE)
+    g = np.zeros(1, GEOM_DTYPE)
     for f in GEOM_FIELDS:
         g[f] = kw[f]
-    return g[()]
+    return g
 
 
 @pytest.fixture(scope="module")
