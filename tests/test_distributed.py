@@ -74,6 +74,12 @@ def test_collectives_match_numpy_on_every_rank(n, tmp_path):
     _assert_all_ok(p, n, tmp_path)
 
 
+def test_subgroups_on_four_ranks(tmp_path):
+    # new_group: collectives within the group, global src/dst, non-members, DDP on a group
+    p, _ = _mpirun(4, "groups.py", okdir=tmp_path)
+    _assert_all_ok(p, 4, tmp_path)
+
+
 def test_ddp_matches_one_process_on_the_combined_batch(tmp_path):
     p, _ = _mpirun(2, "ddp.py", okdir=tmp_path)
     _assert_all_ok(p, 2, tmp_path)

@@ -31,6 +31,10 @@ of one process (world size 1) that needs neither MPI nor mpi4py:
 [0.0, 1.0, 2.0, 3.0]
 >>> dist.destroy_process_group()
 
+Subgroups: ``new_group(ranks)`` (called by every rank) gives a group to pass as
+``group=``; within it ``get_rank(group)`` is the group rank, while ``src``/``dst``
+arguments stay global ranks, as in PyTorch.
+
 ``backend="nccl"`` (GPU arrays) is not available yet: ember has no GPU arrays.
 """
 from ember.distributed._c10d import (
@@ -38,11 +42,13 @@ from ember.distributed._c10d import (
     is_available, is_initialized, is_mpi_available, is_nccl_available, get_backend, get_rank,
     get_world_size, barrier, all_reduce, broadcast, reduce, all_gather, all_gather_into_tensor,
     reduce_scatter, reduce_scatter_tensor, gather, scatter, send, recv, isend, irecv,
-    broadcast_object_list, all_gather_object, get_default_timeout)
+    broadcast_object_list, all_gather_object, get_default_timeout, new_group,
+    get_process_group_ranks, get_global_rank, get_group_rank)
 
 __all__ = ["ReduceOp", "Work", "DistBackendError", "init_process_group", "destroy_process_group",
            "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
            "get_backend", "get_rank", "get_world_size", "barrier", "all_reduce", "broadcast",
            "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "gather", "scatter", "send", "recv", "isend", "irecv",
-           "broadcast_object_list", "all_gather_object", "get_default_timeout"]
+           "broadcast_object_list", "all_gather_object", "get_default_timeout",
+           "new_group", "get_process_group_ranks", "get_global_rank", "get_group_rank"]

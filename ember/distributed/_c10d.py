@@ -83,7 +83,11 @@ class ReduceOp(enum.Enum):
 # ------------------------------------------------------------------ the group
 
 class _Group:
-    def __init__(self, backend, rank, size, timeout, comm=None, mpi=None):
+    """A process group: the default one (``ranks`` None: every rank of the job) or one
+    made by :func:`new_group` (``ranks``: its members' global ranks, in group-rank
+    order).  ``rank``/``size`` are this process's rank in the group and its size."""
+
+    def __init__(self, backend, rank, size, timeout, comm=None, mpi=None, ranks=None):
         self.backend = backend
         self.rank = rank
         self.size = size
@@ -91,6 +95,14 @@ class _Group:
         self.comm = comm
         self.MPI = mpi
         self.dtypes = {}
+        self.ranks = ranks
+
+    def global_rank(self, group_rank):
+        return group_rank if self.ranks is None else self.ranks[group_rank]
+
+    def __repr__(self):
+        who = "default group" if self.ranks is None else f"group of ranks {list(self.ranks)}"
+        return f"<ember.distributed {who}>"
 
     def mpi_type(self, dtype):
         t = self.dtypes.get(dtype)
@@ -308,6 +320,11 @@ def destroy_process_group(group=None):
     """
     global _GROUP, _SAVED_EXCEPTHOOK
     g = _group(group, "destroy_process_group")
+    if g is not _GROUP:                     # a new_group(): free its communicator only
+        if g.comm is not None:
+            g.comm.Free()
+            g.comm = None
+        return
     if g.comm is not None:
         try:
             g.comm.Free()
@@ -325,9 +342,94 @@ def _group(group, opname):
     if g is None:
         raise RuntimeError(f"{opname}: the default process group has not been initialized; call "
                            f"ember.distributed.init_process_group() first")
-    if group is not None and group is not g and group is not _WORLD:
-        raise ValueError(f"{opname}: only the default group (group=None) is supported")
-    return g
+    if group is None or group is g or group is _WORLD:
+        return g
+    if isinstance(group, _NonMember):
+        raise RuntimeError(f"{opname}: this process (rank {g.rank}) is not a member of the group "
+                           f"of ranks {list(group.ranks)}; only its members may use it")
+    if not isinstance(group, _Group):
+        raise TypeError(f"{opname}: group must be None or a group made by new_group(), got "
+                        f"{type(group).__name__}")
+    if group.comm is None and group.size > 1:
+        raise RuntimeError(f"{opname}: {group!r} has been destroyed")
+    return group
+
+
+class _NonMember:
+    """What :func:`new_group` returns on ranks outside the group (PyTorch's
+    ``GroupMember.NON_GROUP_MEMBER``): using it in a collective is an error."""
+
+    def __init__(self, ranks):
+        self.ranks = tuple(ranks)
+
+    def __repr__(self):
+        return f"<ember.distributed non-member of the group of ranks {list(self.ranks)}>"
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
+              use_local_synchronization=False, group_desc=None):
+    """A process group of some of the ranks (``ranks``: global ranks; None: all).  Every
+    rank of the default group must call it, in the same order as other ``new_group``
+    calls.  Members get a group to pass as ``group=`` to the collectives; in it,
+    ``get_rank(group)`` is the rank within the group, while ``src``/``dst`` arguments
+    stay global ranks, as in PyTorch.  Other ranks get a placeholder that is an error
+    to use.
+
+    >>> import ember, ember.distributed as dist
+    >>> dist.init_process_group()
+    >>> g = dist.new_group([0])
+    >>> x = ember.ones(2)
+    >>> dist.all_reduce(x, group=g)
+    >>> dist.get_process_group_ranks(g), dist.get_rank(g)
+    ([0], 0)
+    >>> dist.destroy_process_group()
+    """
+    w = _group(None, "new_group")
+    members = list(range(w.size)) if ranks is None else [int(r) for r in ranks]
+    if len(set(members)) != len(members) or not members:
+        raise ValueError(f"new_group: ranks must be distinct and not empty, got {ranks!r}")
+    bad = [r for r in members if not 0 <= r < w.size]
+    if bad:
+        raise ValueError(f"new_group: ranks {bad} are not ranks of the job (world size "
+                         f"{w.size}; ranks 0..{w.size - 1})")
+    if backend not in (None, "mpi", w.backend):
+        raise ValueError(f"new_group: backend {backend!r} differs from the default group's "
+                         f"{w.backend!r}; ember has one backend per job")
+    secs = w.timeout if timeout is None else _to_seconds(timeout, "new_group")
+    me = w.rank
+    if w.size == 1:
+        return _Group(w.backend, 0, 1, secs, None, None, tuple(members))
+    # a collective over the whole job: members get a communicator, the others COMM_NULL
+    key = members.index(me) if me in members else 0
+    comm = w.comm.Split(0 if me in members else w.MPI.UNDEFINED, key)
+    if me not in members:
+        return _NonMember(members)
+    return _Group(w.backend, key, len(members), secs, comm, w.MPI, tuple(members))
+
+
+def get_process_group_ranks(group):
+    """The global ranks of `group`'s members, in group-rank order."""
+    g = _group(group, "get_process_group_ranks")
+    return list(range(g.size)) if g.ranks is None else list(g.ranks)
+
+
+def get_global_rank(group, group_rank):
+    """The global rank of `group`'s member number `group_rank`."""
+    g = _group(group, "get_global_rank")
+    if not 0 <= group_rank < g.size:
+        raise ValueError(f"get_global_rank: group rank {group_rank} is not in the group (size "
+                         f"{g.size})")
+    return g.global_rank(group_rank)
+
+
+def get_group_rank(group, global_rank):
+    """`global_rank`'s rank within `group`."""
+    g = _group(group, "get_group_rank")
+    if g.ranks is None:
+        return global_rank
+    if global_rank not in g.ranks:
+        raise ValueError(f"get_group_rank: rank {global_rank} is not a member of {g!r}")
+    return g.ranks.index(global_rank)
 
 
 class _World:
@@ -614,7 +716,7 @@ class Work:
         self._done = True
         self._reqs = None
         if self._statuses is not None:
-            self._source = self._statuses[0].Get_source()
+            self._source = self._group.global_rank(self._statuses[0].Get_source())
             self._statuses = None
         f, self._finish = self._finish, None
         if f is not None:
@@ -642,6 +744,12 @@ def _run(g, opname, reqs, finish, async_op, desc, statuses=None):
 
 
 def _check_rank(r, g, opname, what):
+    """A global rank (as PyTorch's src/dst) -> the rank within group `g`."""
+    if g.ranks is not None:
+        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or int(r) not in g.ranks:
+            raise ValueError(f"{opname}: {what}={r!r} is not a member of the group of ranks "
+                             f"{list(g.ranks)} ({what} is a global rank)")
+        return g.ranks.index(int(r))
     if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 0 <= r < g.size:
         raise ValueError(f"{opname}: {what}={r!r} is not a rank of the group "
                          f"(world size {g.size}; ranks 0..{g.size - 1})")
@@ -942,11 +1050,11 @@ def barrier(group=None, async_op=False, device_ids=None):
 
 
 def _p2p_peer(peer, g, opname, what):
-    peer = _check_rank(peer, g, opname, what)
-    if peer == g.rank:
+    local = _check_rank(peer, g, opname, what)
+    if local == g.rank:
         raise ValueError(f"{opname}: {what}={peer} is this process's own rank; point-to-point "
                          f"messages go to another rank")
-    return peer
+    return local
 
 
 def isend(tensor, dst, group=None, tag=0):
@@ -1015,21 +1123,22 @@ def broadcast_object_list(object_list, src=0, group=None, device=None):
     >>> dist.destroy_process_group()
     """
     g = _group(group, "broadcast_object_list")
+    gsrc = src                                  # the global rank, for the calls below
     src = _check_rank(src, g, "broadcast_object_list", "src")
     if g.size == 1:
         return None
     data = np.frombuffer(pickle.dumps(list(object_list)), np.uint8) if g.rank == src else None
     n = np.array([data.size if data is not None else 0], np.int64)
-    broadcast(n, src)
+    broadcast(n, gsrc, group)
     if data is None:
         data = np.empty(int(n[0]), np.uint8)
     else:
         data = data.copy()
-    broadcast(data, src)
+    broadcast(data, gsrc, group)
     if g.rank != src:
         objs = pickle.loads(data.tobytes())
         if len(objs) != len(object_list):
-            raise ValueError(f"broadcast_object_list: rank {src} sent {len(objs)} objects but "
+            raise ValueError(f"broadcast_object_list: rank {gsrc} sent {len(objs)} objects but "
                              f"object_list here has {len(object_list)}")
         object_list[:] = objs
     return None
@@ -1049,18 +1158,18 @@ def all_gather_object(object_list, obj, group=None):
     g = _group(group, "all_gather_object")
     if not isinstance(object_list, list) or len(object_list) != g.size:
         raise ValueError(f"all_gather_object: object_list must be a list of {g.size} entries "
-                         f"(the world size)")
+                         f"(the group's size)")
     if g.size == 1:
         object_list[0] = obj
         return None
     data = np.frombuffer(pickle.dumps(obj), np.uint8)
     sizes = np.zeros(g.size, np.int64)
-    all_gather_into_tensor(sizes, np.array([data.size], np.int64))
+    all_gather_into_tensor(sizes, np.array([data.size], np.int64), group)
     m = int(sizes.max())
     buf = np.zeros(m, np.uint8)
     buf[:data.size] = data
     out = np.empty((g.size, m), np.uint8)
-    all_gather_into_tensor(out, buf)
+    all_gather_into_tensor(out, buf, group)
     for r in range(g.size):
         object_list[r] = pickle.loads(out[r, :sizes[r]].tobytes())
     return None

@@ -147,6 +147,7 @@ class DistributedDataParallel(Module):
         self.bucket_bytes_cap = int(bucket_cap_mb * (1 << 20))
         self._world = g.size
         self._rank = g.rank
+        self._src = g.global_rank(0)    # the group's first member broadcasts (a global rank)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         self._param_names = [n for n, _ in named]
         self._params = [p for _, p in named]
@@ -189,9 +190,9 @@ class DistributedDataParallel(Module):
         from ember.autograd.grad_mode import no_grad
         with no_grad():
             for p in module.parameters():
-                dist.broadcast(p, 0, group=self.process_group)
+                dist.broadcast(p, self._src, group=self.process_group)
             for b in module.buffers():
-                dist.broadcast(b, 0, group=self.process_group)
+                dist.broadcast(b, self._src, group=self.process_group)
 
     def _build_buckets(self):
         buckets = []
@@ -235,7 +236,7 @@ class DistributedDataParallel(Module):
             from ember import distributed as dist
             with no_grad():
                 for b in self.module.buffers():
-                    dist.broadcast(b, 0, group=self.process_group)
+                    dist.broadcast(b, self._src, group=self.process_group)
         out = self.module(*inputs, **kwargs)
         if self._world > 1 and self.require_backward_grad_sync and is_grad_enabled() \
                 and self._params:
