@@ -55,9 +55,13 @@ def test_kernel_source_is_self_contained(family):
     assert "#pragma once" not in src
 
 
-def test_import_does_not_load_cupy():
+def test_import_does_not_load_cupy(tmp_path):
+    # run outside the repository: from its root, `import ember` would find the source tree
+    # (not the installed, compiled package)
     code = "import sys, ember.cuda; assert 'cupy' not in sys.modules, 'cupy imported'"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
 
 
 # ---- nvcc -------------------------------------------------------------------------
