@@ -16,7 +16,8 @@ __all__ = ["FAMILIES", "DTYPES", "kernel_files", "kernel_source", "nvrtc_options
            "kernel_names"]
 
 _DIR = Path(__file__).with_name("kernels")
-_COMMON = "ember_common.cuh"
+# the shared prelude: a .cu file too, so it compiles on its own (to an empty PTX)
+_COMMON = "ember_common.cu"
 _INCLUDE = f'#include "{_COMMON}"'
 
 #: One ``.cu`` file per family, in ``kernels/``.
@@ -42,7 +43,7 @@ def kernel_source(family):
     if _INCLUDE not in text:
         raise RuntimeError(f"{family}.cu does not include {_COMMON}")
     # #line directives keep compiler messages pointing at the real file and line.
-    common = (_DIR / _COMMON).read_text().replace("#pragma once", "", 1).rstrip("\n") + "\n"
+    common = (_DIR / _COMMON).read_text().rstrip("\n") + "\n"
     before, after = text.split(_INCLUDE, 1)
     resume = before.count("\n") + 2  # the line after the #include
     return f'{before}#line 1 "{_COMMON}"\n{common}#line {resume} "{family}.cu"{after}'

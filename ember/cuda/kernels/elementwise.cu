@@ -9,7 +9,7 @@
 //                            when `swap` is set; the scalar is passed as double so
 //                            one signature serves every dtype.
 // Arithmetic is done in AccT<T> (float for half types), as the CPU loops do.
-#include "ember_common.cuh"
+#include "ember_common.cu"
 
 // Shape and per-operand strides, passed by value (kernel parameter space, no
 // device allocation per launch). Operand 0 is the output.

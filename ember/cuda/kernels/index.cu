@@ -20,7 +20,7 @@
 //                                 (duplicates without accumulate: one of the writes wins, as torch)
 // skip_index: entries whose (wrapped) index equals it are not accumulated; pass -1
 // (never equal to a wrapped, in-range index) to disable.
-#include "ember_common.cuh"
+#include "ember_common.cu"
 
 __device__ __forceinline__ bool fix_index(i64& k, i64 n, int* bad) {
   if (k < 0) k += n;

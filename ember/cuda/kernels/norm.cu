@@ -18,7 +18,7 @@
 //   ember_batch_norm_bwd_reduce_<dt>  per channel sum(dy), sum(dy * xhat); writes dgamma / dbeta
 //   ember_batch_norm_bwd_input_<dt>   dx = gamma * invstd * (dy - sum_dy / M - xhat * sum_dy_xhat / M)
 // gamma / beta / running stats may be null (affine=False, track_running_stats=False).
-#include "ember_common.cuh"
+#include "ember_common.cu"
 
 __device__ __forceinline__ float m_rsqrt(float x) { return rsqrtf(x); }
 __device__ __forceinline__ double m_rsqrt(double x) { return rsqrt(x); }

@@ -17,7 +17,7 @@
 //                           that creates the momentum buffers (buf = g, no dampening).
 //   ember_multi_adam_<dt>   Adam (decoupled = 0) and AdamW (decoupled = 1), amsgrad;
 //                           bc1 = 1 - beta1**t, bc2_sqrt = sqrt(1 - beta2**t) from the host.
-#include "ember_common.cuh"
+#include "ember_common.cu"
 
 __device__ __forceinline__ float m_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double m_sqrt(double x) { return sqrt(x); }

@@ -14,7 +14,7 @@
 //   ember_avg_pool2d_fwd_<dt> / _bwd_<dt>  count_include_pad and divisor_override
 //                              (0 = none) as torch; windows clipped to the padded
 //                              input count the padding, windows past it do not.
-#include "ember_common.cuh"
+#include "ember_common.cu"
 
 struct Conv2dGeom {
   i64 C, H, W, KH, KW, OH, OW;

@@ -13,7 +13,7 @@
 //   ember_dropout_backward_<dt>  dx = dy * mask * scale
 // float32 uses 24 random bits per uniform (4 per Philox call); float64 uses 53
 // (two words per value, 2 per call).
-#include "ember_common.cuh"
+#include "ember_common.cu"
 
 struct U4 { u32 x, y, z, w; };
 

@@ -15,7 +15,7 @@
 // Sums accumulate in AccT<T>; mean divides by n in the accumulator type.
 // max/min propagate NaN; argmax/argmin return the first NaN, else the first
 // extreme (NumPy's rules) as int64.
-#include "ember_common.cuh"
+#include "ember_common.cu"
 
 template <typename A> __device__ __forceinline__ A ident_sum() { return A(0); }
 template <typename A> __device__ __forceinline__ A ident_max() { return -__int_as_float(0x7f800000); }

@@ -16,7 +16,7 @@
 // rows whose target == ignore_index get loss 0 and gradient 0; the launcher
 // does the 'mean'/'sum' reduction (it knows the count of kept rows). A target
 // outside [0, C) that is not ignore_index sets *bad = 1 for the host to raise.
-#include "ember_common.cuh"
+#include "ember_common.cu"
 
 template <typename A> __device__ __forceinline__ A m_exp(A x);
 template <> __device__ __forceinline__ float m_exp<float>(float x) { return expf(x); }

@@ -21,7 +21,8 @@
 //    self-contained fallback below instead.
 //  * The loader (ember.cuda.kernel_source) pastes this file in place of the
 //    #include line, so CuPy's source-keyed kernel cache sees every change.
-#pragma once
+#ifndef EMBER_COMMON_CU
+#define EMBER_COMMON_CU
 
 typedef long long i64;
 typedef unsigned long long u64;
@@ -151,3 +152,5 @@ __device__ __forceinline__ void atomic_add(float* p, float v) { atomicAdd(p, v);
 __device__ __forceinline__ void atomic_add(double* p, double v) { atomicAdd(p, v); }
 __device__ __forceinline__ void atomic_add(f16* p, float v) { atomic_add_16((unsigned short*)p, v, false); }
 __device__ __forceinline__ void atomic_add(bf16* p, float v) { atomic_add_16((unsigned short*)p, v, true); }
+
+#endif  // EMBER_COMMON_CU
