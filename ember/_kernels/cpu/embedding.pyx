@@ -391,18 +391,35 @@ cdef void _run_binary(const real* g, const real* x, real* out, Py_ssize_t n, con
             fd(g + lo, x + lo, out + lo, hi - lo, p)
 
 
-cdef inline void _unary(const real[::1] x, real[::1] out, double* p, unary_f ff,
-                        unary_d fd) noexcept nogil:
+cdef int _unary(const real[::1] x, real[::1] out, str name, unary_f ff, unary_d fd,
+                double a, double b, double c) except -1:
+    """out = f(x; a, b, c) elementwise, after checking the lengths agree."""
+    cdef double p[3]
     cdef Py_ssize_t n = x.shape[0]
+    p[0] = a
+    p[1] = b
+    p[2] = c
+    _check_len(x, out, name)
     if n > 0:
-        _run_unary(&x[0], &out[0], n, p, ff, fd)
+        with nogil:
+            _run_unary(&x[0], &out[0], n, p, ff, fd)
+    return 0
 
 
-cdef inline void _binary(const real[::1] g, const real[::1] x, real[::1] out, double* p,
-                         binary_f ff, binary_d fd) noexcept nogil:
+cdef int _binary(const real[::1] g, const real[::1] x, real[::1] out, str name, binary_f ff,
+                 binary_d fd, double a, double b, double c) except -1:
+    """out = f(g, x; a, b, c) elementwise (g: the incoming gradient), lengths checked."""
+    cdef double p[3]
     cdef Py_ssize_t n = x.shape[0]
+    p[0] = a
+    p[1] = b
+    p[2] = c
+    _check_len(x, out, name)
+    _check_len(g, out, name)
     if n > 0:
-        _run_binary(&g[0], &x[0], &out[0], n, p, ff, fd)
+        with nogil:
+            _run_binary(&g[0], &x[0], &out[0], n, p, ff, fd)
+    return 0
 
 
 def _check_len(a, b, name):
@@ -412,179 +429,89 @@ def _check_len(a, b, name):
 
 def erf(const real[::1] x, real[::1] out):
     """out = erf(x) (float32: Abramowitz-Stegun 7.1.26, |error| < 1.5e-7; float64: libm)."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    _check_len(x, out, "erf")
-    with nogil:
-        _unary(x, out, p, em_erf_f32, em_erf_f64)
+    _unary(x, out, "erf", em_erf_f32, em_erf_f64, 0, 0, 0)
 
 
 def gelu_forward(const real[::1] x, real[::1] out):
     """out = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    _check_len(x, out, "gelu")
-    with nogil:
-        _unary(x, out, p, em_gelu_f32, em_gelu_f64)
+    _unary(x, out, "gelu", em_gelu_f32, em_gelu_f64, 0, 0, 0)
 
 
 def gelu_backward(const real[::1] g, const real[::1] x, real[::1] out):
     """out = g * (Phi(x) + x phi(x)): the derivative of exact GELU times g."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    _check_len(x, out, "gelu backward")
-    _check_len(g, out, "gelu backward")
-    with nogil:
-        _binary(g, x, out, p, em_gelu_bwd_f32, em_gelu_bwd_f64)
+    _binary(g, x, out, "gelu backward", em_gelu_bwd_f32, em_gelu_bwd_f64, 0, 0, 0)
 
 
 def sigmoid_forward(const real[::1] x, real[::1] out):
     """out = 1 / (1 + exp(-x)), without overflow for either sign."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    _check_len(x, out, "sigmoid")
-    with nogil:
-        _unary(x, out, p, em_sigmoid_f32, em_sigmoid_f64)
+    _unary(x, out, "sigmoid", em_sigmoid_f32, em_sigmoid_f64, 0, 0, 0)
 
 
 def silu_forward(const real[::1] x, real[::1] out):
     """out = x * sigmoid(x)."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    _check_len(x, out, "silu")
-    with nogil:
-        _unary(x, out, p, em_silu_f32, em_silu_f64)
+    _unary(x, out, "silu", em_silu_f32, em_silu_f64, 0, 0, 0)
 
 
 def silu_backward(const real[::1] g, const real[::1] x, real[::1] out):
     """out = g * s * (1 + x * (1 - s)) with s = sigmoid(x)."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    _check_len(x, out, "silu backward")
-    _check_len(g, out, "silu backward")
-    with nogil:
-        _binary(g, x, out, p, em_silu_bwd_f32, em_silu_bwd_f64)
+    _binary(g, x, out, "silu backward", em_silu_bwd_f32, em_silu_bwd_f64, 0, 0, 0)
 
 
 def relu_backward(const real[::1] g, const real[::1] res, real[::1] out):
     """out = 0 where res <= 0, else g (one pass; the mask comes from the output)."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    _check_len(res, out, "relu backward")
-    _check_len(g, out, "relu backward")
-    with nogil:
-        _binary(g, res, out, p, em_relu_bwd_f32, em_relu_bwd_f64)
+    _binary(g, res, out, "relu backward", em_relu_bwd_f32, em_relu_bwd_f64, 0, 0, 0)
 
 
 def leaky_relu_forward(const real[::1] x, double slope, real[::1] out):
     """out = x if x > 0 else slope * x."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    p[0] = slope
-    _check_len(x, out, "leaky_relu")
-    with nogil:
-        _unary(x, out, p, em_leaky_f32, em_leaky_f64)
+    _unary(x, out, "leaky_relu", em_leaky_f32, em_leaky_f64, slope, 0, 0)
 
 
 def leaky_relu_backward(const real[::1] g, const real[::1] x, double slope, real[::1] out):
     """out = g if x > 0 else slope * g."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    p[0] = slope
-    _check_len(x, out, "leaky_relu backward")
-    _check_len(g, out, "leaky_relu backward")
-    with nogil:
-        _binary(g, x, out, p, em_leaky_bwd_f32, em_leaky_bwd_f64)
+    _binary(g, x, out, "leaky_relu backward", em_leaky_bwd_f32, em_leaky_bwd_f64, slope, 0, 0)
 
 
 def hardtanh_backward(const real[::1] g, const real[::1] x, double lo, double hi,
                       real[::1] out):
     """out = 0 where x <= lo or x >= hi, else g."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    p[0] = lo
-    p[1] = hi
-    _check_len(x, out, "hardtanh backward")
-    _check_len(g, out, "hardtanh backward")
-    with nogil:
-        _binary(g, x, out, p, em_hardtanh_bwd_f32, em_hardtanh_bwd_f64)
+    _binary(g, x, out, "hardtanh backward", em_hardtanh_bwd_f32, em_hardtanh_bwd_f64, lo, hi, 0)
 
 
 def elu_forward(const real[::1] x, double alpha, double scale, double input_scale,
                 real[::1] out):
     """out = scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    p[0] = alpha
-    p[1] = scale
-    p[2] = input_scale
-    _check_len(x, out, "elu")
-    with nogil:
-        _unary(x, out, p, em_elu_f32, em_elu_f64)
+    _unary(x, out, "elu", em_elu_f32, em_elu_f64, alpha, scale, input_scale)
 
 
 def elu_backward(const real[::1] g, const real[::1] x, double alpha, double scale,
                  double input_scale, real[::1] out):
     """Derivative of elu_forward times g."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    p[0] = alpha
-    p[1] = scale
-    p[2] = input_scale
-    _check_len(x, out, "elu backward")
-    _check_len(g, out, "elu backward")
-    with nogil:
-        _binary(g, x, out, p, em_elu_bwd_f32, em_elu_bwd_f64)
+    _binary(g, x, out, "elu backward", em_elu_bwd_f32, em_elu_bwd_f64, alpha, scale, input_scale)
 
 
 def softplus_forward(const real[::1] x, double beta, double threshold, real[::1] out):
     """out = log1p(exp(beta x)) / beta, or x where beta x > threshold."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    p[0] = beta
-    p[1] = threshold
-    _check_len(x, out, "softplus")
-    with nogil:
-        _unary(x, out, p, em_softplus_f32, em_softplus_f64)
+    _unary(x, out, "softplus", em_softplus_f32, em_softplus_f64, beta, threshold, 0)
 
 
 def softplus_backward(const real[::1] g, const real[::1] x, double beta, double threshold,
                       real[::1] out):
     """out = g * sigmoid(beta x), or g where beta x > threshold."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    p[0] = beta
-    p[1] = threshold
-    _check_len(x, out, "softplus backward")
-    _check_len(g, out, "softplus backward")
-    with nogil:
-        _binary(g, x, out, p, em_softplus_bwd_f32, em_softplus_bwd_f64)
+    _binary(g, x, out, "softplus backward", em_softplus_bwd_f32, em_softplus_bwd_f64,
+            beta, threshold, 0)
 
 
 def tanh_forward(const real[::1] x, real[::1] out):
     """out = tanh(x)."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    _check_len(x, out, "tanh")
-    with nogil:
-        _unary(x, out, p, em_tanh_f32, em_tanh_f64)
+    _unary(x, out, "tanh", em_tanh_f32, em_tanh_f64, 0, 0, 0)
 
 
 def tanh_backward(const real[::1] g, const real[::1] res, real[::1] out):
     """out = g * (1 - res^2), res = tanh(x)."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    _check_len(res, out, "tanh backward")
-    _check_len(g, out, "tanh backward")
-    with nogil:
-        _binary(g, res, out, p, em_tanh_bwd_f32, em_tanh_bwd_f64)
+    _binary(g, res, out, "tanh backward", em_tanh_bwd_f32, em_tanh_bwd_f64, 0, 0, 0)
 
 
 def sigmoid_backward(const real[::1] g, const real[::1] res, real[::1] out):
     """out = g * res * (1 - res), res = sigmoid(x)."""
-    cdef double p[3]
-    p[0] = p[1] = p[2] = 0
-    _check_len(res, out, "sigmoid backward")
-    _check_len(g, out, "sigmoid backward")
-    with nogil:
-        _binary(g, res, out, p, em_sigmoid_bwd_f32, em_sigmoid_bwd_f64)
+    _binary(g, res, out, "sigmoid backward", em_sigmoid_bwd_f32, em_sigmoid_bwd_f64, 0, 0, 0)
