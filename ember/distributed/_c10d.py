@@ -964,6 +964,23 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     return _run(g, opname, reqs, finish, async_op, lambda: f"output: {_describe(recv.arr)}")
 
 
+def _root_list(lst, g, root, groot, like, opname, what, argname, role, writable):
+    """The list of one array per rank that only the root passes (gather's outputs,
+    scatter's inputs): checked and wrapped on the root (group rank `root`, global rank
+    `groot`), required to be empty elsewhere."""
+    if g.rank == root:
+        if lst is None:
+            raise ValueError(f"{opname}: rank {groot} is the {role} and needs a {what} "
+                             f"(one array per rank)")
+        _check_list(lst, g.size, opname, what)
+        _check_like(lst, like, opname, what, "tensor")
+        return _ListBuf(lst, like.shape, like.dtype, opname, what, writable)
+    if lst:
+        raise ValueError(f"{opname}: {what} must be empty on ranks other than "
+                         f"{argname}={groot} (this is rank {g.global_rank(g.rank)})")
+    return None
+
+
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """Every rank's `tensor` into ``gather_list[rank]`` on rank `dst` (the other ranks
     pass no `gather_list`).
@@ -977,20 +994,10 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     >>> dist.destroy_process_group()
     """
     g = _group(group, "gather")
-    dst = _check_rank(dst, g, "gather", "dst")
+    gdst, dst = dst, _check_rank(dst, g, "gather", "dst")
     send = _Buf(tensor, "gather", "tensor", False)
-    recv = None
-    if g.rank == dst:
-        if gather_list is None:
-            raise ValueError(f"gather: rank {dst} is the destination and needs a gather_list "
-                             f"(one array per rank)")
-        _check_list(gather_list, g.size, "gather", "gather_list")
-        _check_like(gather_list, send.arr, "gather", "gather_list", "tensor")
-        recv = _ListBuf(gather_list, send.arr.shape, send.arr.dtype, "gather", "gather_list",
-                        True)
-    elif gather_list:
-        raise ValueError(f"gather: gather_list must be empty on ranks other than dst={dst} "
-                         f"(this is rank {g.rank})")
+    recv = _root_list(gather_list, g, dst, gdst, send.arr, "gather", "gather_list",
+                      "dst", "destination", True)
     if g.size == 1:
         np.copyto(recv.arr.reshape(send.arr.shape), send.arr)
         reqs = []
@@ -998,7 +1005,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
         rspec = g.spec(recv.arr) if recv is not None else None
         reqs = [g.comm.Igather(g.spec(send.arr), rspec, root=dst)]
     return _run(g, "gather", reqs, recv.finish if recv is not None else None, async_op,
-                lambda: f"dst={dst}, tensor: {_describe(send.arr)}")
+                lambda: f"dst={gdst}, tensor: {_describe(send.arr)}")
 
 
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
@@ -1014,20 +1021,10 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     >>> dist.destroy_process_group()
     """
     g = _group(group, "scatter")
-    src = _check_rank(src, g, "scatter", "src")
+    gsrc, src = src, _check_rank(src, g, "scatter", "src")
     recv = _Buf(tensor, "scatter", "tensor", True)
-    send = None
-    if g.rank == src:
-        if scatter_list is None:
-            raise ValueError(f"scatter: rank {src} is the source and needs a scatter_list "
-                             f"(one array per rank)")
-        _check_list(scatter_list, g.size, "scatter", "scatter_list")
-        _check_like(scatter_list, recv.arr, "scatter", "scatter_list", "tensor")
-        send = _ListBuf(scatter_list, recv.arr.shape, recv.arr.dtype, "scatter", "scatter_list",
-                        False)
-    elif scatter_list:
-        raise ValueError(f"scatter: scatter_list must be empty on ranks other than src={src} "
-                         f"(this is rank {g.rank})")
+    send = _root_list(scatter_list, g, src, gsrc, recv.arr, "scatter", "scatter_list",
+                      "src", "source", False)
     if g.size == 1:
         np.copyto(recv.arr, send.arr.reshape(recv.arr.shape))
         reqs = []
@@ -1035,7 +1032,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
         sspec = g.spec(send.arr) if send is not None else None
         reqs = [g.comm.Iscatter(sspec, g.spec(recv.arr), root=src)]
     return _run(g, "scatter", reqs, recv.finish, async_op,
-                lambda: f"src={src}, tensor: {_describe(recv.arr)}")
+                lambda: f"src={gsrc}, tensor: {_describe(recv.arr)}")
 
 
 def barrier(group=None, async_op=False, device_ids=None):
