@@ -16,6 +16,22 @@ from ember.nn.parameter import Parameter
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"]
 
 
+def _affine_parameters(module, affine, bias, shape, dtype):
+    """The optional weight (and bias) of `shape` of the normalization layers (left
+    uninitialised: each layer's reset_parameters fills them)."""
+    module.register_parameter("weight", Parameter(_E.empty(shape, dtype=dtype)) if affine
+                              else None)
+    module.register_parameter("bias", Parameter(_E.empty(shape, dtype=dtype))
+                              if affine and bias else None)
+
+
+def _reset_affine(module):
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     _version = 2
 
@@ -27,15 +43,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(_E.empty(num_features, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_E.empty(num_features, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, bias, (num_features,), dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _E.zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", _E.ones(num_features, dtype=dtype))
@@ -57,10 +65,7 @@ class _NormBase(Module):
     def reset_parameters(self):
         """Reset the running statistics and set weight to 1, bias to 0."""
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
@@ -148,6 +153,7 @@ class BatchNorm3d(_BatchNorm):
                              f"shape {tuple(input.shape)})")
 
 
+
 class LayerNorm(Module):
     """Layer normalization over the trailing `normalized_shape` dimensions, with a learned
     elementwise weight and bias (``elementwise_affine``; ``bias=False`` drops the bias).
@@ -167,23 +173,12 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(int(d) for d in normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_E.empty(self.normalized_shape, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_E.empty(self.normalized_shape, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, elementwise_affine, bias, self.normalized_shape, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
         """Weight 1, bias 0."""
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -215,23 +210,12 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(_E.empty(num_channels, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_E.empty(num_channels, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, bias, (num_channels,), dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
         """Weight 1, bias 0."""
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
