@@ -35,6 +35,16 @@ __device__ void im2col(const T* __restrict__ x, T* __restrict__ col, i64 N, Conv
   }
 }
 
+// The output position whose window puts tap k on input position i (stride, padding,
+// dilation), or -1 when none does: the gather form of the backward passes, which
+// keeps them deterministic and free of atomics.
+__device__ __forceinline__ i64 window_out(i64 i, i64 pad, i64 k, i64 dil, i64 stride, i64 out) {
+  const i64 t = i + pad - k * dil;
+  if (t < 0 || t % stride) return -1;
+  const i64 o = t / stride;
+  return o < out ? o : -1;
+}
+
 template <typename T>
 __device__ void col2im(const T* __restrict__ col, T* __restrict__ dx, i64 N, Conv2dGeom g) {
   typedef typename AccT<T>::type A;
@@ -43,15 +53,11 @@ __device__ void col2im(const T* __restrict__ col, T* __restrict__ dx, i64 N, Con
     const i64 w = k % g.W, h = (k / g.W) % g.H, c = (k / (g.W * g.H)) % g.C, n = k / (g.W * g.H * g.C);
     A acc = 0;
     for (i64 kh = 0; kh < g.KH; ++kh) {
-      const i64 th = h + g.ph - kh * g.dh;
-      if (th < 0 || th % g.sh) continue;
-      const i64 oh = th / g.sh;
-      if (oh >= g.OH) continue;
+      const i64 oh = window_out(h, g.ph, kh, g.dh, g.sh, g.OH);
+      if (oh < 0) continue;
       for (i64 kw = 0; kw < g.KW; ++kw) {
-        const i64 tw = w + g.pw - kw * g.dw;
-        if (tw < 0 || tw % g.sw) continue;
-        const i64 ow = tw / g.sw;
-        if (ow >= g.OW) continue;
+        const i64 ow = window_out(w, g.pw, kw, g.dw, g.sw, g.OW);
+        if (ow < 0) continue;
         const i64 r = (c * g.KH + kh) * g.KW + kw;
         acc += (A)ld(col[(n * K + r) * L + oh * g.OW + ow]);
       }
@@ -95,15 +101,11 @@ __device__ void max_pool_bwd(const T* __restrict__ dy, const i64* __restrict__ a
     const i64 me = h * g.W + w, base = p * g.OH * g.OW;
     A acc = 0;
     for (i64 kh = 0; kh < g.KH; ++kh) {
-      const i64 th = h + g.ph - kh * g.dh;
-      if (th < 0 || th % g.sh) continue;
-      const i64 oh = th / g.sh;
-      if (oh >= g.OH) continue;
+      const i64 oh = window_out(h, g.ph, kh, g.dh, g.sh, g.OH);
+      if (oh < 0) continue;
       for (i64 kw = 0; kw < g.KW; ++kw) {
-        const i64 tw = w + g.pw - kw * g.dw;
-        if (tw < 0 || tw % g.sw) continue;
-        const i64 ow = tw / g.sw;
-        if (ow >= g.OW) continue;
+        const i64 ow = window_out(w, g.pw, kw, g.dw, g.sw, g.OW);
+        if (ow < 0) continue;
         const i64 o = base + oh * g.OW + ow;
         if (argmax[o] == me) acc += (A)ld(dy[o]);
       }
@@ -148,15 +150,11 @@ __device__ void avg_pool_bwd(const T* __restrict__ dy, T* __restrict__ dx, Conv2
     const i64 base = p * g.OH * g.OW;
     A acc = 0;
     for (i64 kh = 0; kh < g.KH; ++kh) {
-      const i64 th = h + g.ph - kh;
-      if (th < 0 || th % g.sh) continue;
-      const i64 oh = th / g.sh;
-      if (oh >= g.OH) continue;
+      const i64 oh = window_out(h, g.ph, kh, 1, g.sh, g.OH);   // pooling: no dilation
+      if (oh < 0) continue;
       for (i64 kw = 0; kw < g.KW; ++kw) {
-        const i64 tw = w + g.pw - kw;
-        if (tw < 0 || tw % g.sw) continue;
-        const i64 ow = tw / g.sw;
-        if (ow >= g.OW) continue;
+        const i64 ow = window_out(w, g.pw, kw, 1, g.sw, g.OW);
+        if (ow < 0) continue;
         acc += (A)ld(dy[base + oh * g.OW + ow]) /
                (A)avg_divisor(g, oh, ow, count_include_pad, divisor_override);
       }
