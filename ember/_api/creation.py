@@ -6,6 +6,7 @@ when wrapping existing memory (``asarray`` of a NumPy array or buffer), which
 is zero-copy.
 """
 import builtins
+import functools
 import math
 import operator
 
@@ -22,6 +23,47 @@ __all__ = ["asarray", "array", "empty", "zeros", "ones", "full", "empty_like", "
            "frombuffer", "tensor"]
 
 
+def _source_device(name, args, kwargs):
+    """The device an array-taking creation function inherits when no device= is
+    given (``zeros_like(x)`` and ``asarray(x)`` keep x's device; a CUDA producer
+    such as a CuPy array or a CUDA torch tensor stays on its GPU)."""
+    if not args:
+        return None
+    x = args[0]
+    if isinstance(x, ndarray):
+        return x.device if x.is_cuda and (name.endswith("_like") or name in _KEEPS_DEVICE) else None
+    if name in _KEEPS_DEVICE and (hasattr(x, "__cuda_array_interface__") or (
+            hasattr(x, "__dlpack_device__") and not isinstance(x, np.ndarray)
+            and x.__dlpack_device__()[0] == 2)):
+        return "cuda"
+    return None
+
+
+_KEEPS_DEVICE = {"asarray", "array", "tensor", "from_dlpack", "ascontiguousarray"}
+
+
+def _placed(fn):
+    """Give a creation function its ``device=`` argument: the body builds on the
+    host, and a CUDA device routes the call to the GPU backend instead (which
+    builds there directly, or copies what the body built on the host)."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def placed(*args, device=None, **kwargs):
+        if device is None:
+            src = _source_device(name, args, kwargs)
+            d = check_device(src, name) if src is not None else _array._get_default_device()
+        else:
+            d = check_device(device, name)
+        if d.type == "cpu":
+            if name in _KEEPS_DEVICE and args and isinstance(args[0], ndarray) and args[0].is_cuda:
+                args = (args[0].cpu(),) + args[1:]      # asarray(gpu_x, device='cpu')
+            return fn(*args, device=d, **kwargs)
+        from ember.cuda import _creation
+        return _creation.create(name, fn, d, args, kwargs)
+    return placed
+
+
 def _resolve_dtype(dtype):
     if dtype is None:
         return None
@@ -34,6 +76,7 @@ def _finish(x, requires_grad):
     return x
 
 
+@_placed
 def asarray(obj, /, dtype=None, order=None, *, device=None, copy=None, requires_grad=False):
     """Convert `obj` to an ember array, without copying when possible.
 
@@ -51,8 +94,6 @@ def asarray(obj, /, dtype=None, order=None, *, device=None, copy=None, requires_
     >>> a = numpy.arange(3.0); x = ember.asarray(a); a[0] = 7; x[0].item()
     7.0
     """
-    if device is not None:
-        check_device(device, "asarray")
     if order not in (None, "K", "A", "C", "F"):
         raise ValueError(f"asarray: order must be one of 'C', 'F', 'A', 'K' or None, got {order!r}")
     if order in ("C", "F"):
@@ -94,6 +135,7 @@ def _to_order(x, order, copy, opname):
     return _copy_into_ember(numpy_view(x), order)
 
 
+@_placed
 def array(obj, dtype=None, *, copy=True, order="K", device=None, requires_grad=False, ndmin=0):
     """Like ``asarray`` but copies by default (NumPy's ``array``).
 
@@ -110,6 +152,7 @@ def array(obj, dtype=None, *, copy=True, order="K", device=None, requires_grad=F
     return _finish(x, requires_grad)
 
 
+@_placed
 def tensor(data, *, dtype=None, device=None, requires_grad=False):
     """PyTorch's spelling of ``array`` (always copies).
 
@@ -120,6 +163,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     return array(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@_placed
 def empty(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     """An uninitialised array of `shape` (contents are whatever the memory held).
 
@@ -127,8 +171,6 @@ def empty(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     >>> ember.empty((2, 3)).shape
     (2, 3)
     """
-    if device is not None:
-        check_device(device, "empty")
     if order != "C":
         _check_order(order, "empty")
         return _finish(_f_order(empty_raw(_rev(shape), dtype)), requires_grad)
@@ -149,6 +191,7 @@ def _f_order(x):
     return x.T if x.ndim > 1 else x
 
 
+@_placed
 def full(shape, fill_value, dtype=None, order="C", *, device=None, requires_grad=False):
     """An array of `shape` filled with `fill_value`.
 
@@ -159,8 +202,6 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, requires_grad
     >>> ember.full((2,), 7).tolist(), ember.full((1,), 0.5).dtype
     ([7, 7], dtype('float32'))
     """
-    if device is not None:
-        check_device(device, "full")
     if dtype is None:
         if isinstance(fill_value, builtins.bool):
             dtype = np.bool_
@@ -187,6 +228,7 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, requires_grad
     return _finish(x, requires_grad)
 
 
+@_placed
 def zeros(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     """An array of zeros.
 
@@ -194,14 +236,13 @@ def zeros(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     >>> ember.zeros((2, 2), dtype=ember.int32).tolist()
     [[0, 0], [0, 0]]
     """
-    if device is not None:
-        check_device(device, "zeros")
     if order != "C":
         _check_order(order, "zeros")
         return _finish(_f_order(_array._zeros(_rev(shape), dtype)), requires_grad)
     return _finish(_array._zeros(shape, dtype), requires_grad)
 
 
+@_placed
 def ones(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     """An array of ones.
 
@@ -209,8 +250,6 @@ def ones(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     >>> ember.ones(3).tolist()
     [1.0, 1.0, 1.0]
     """
-    if device is not None:
-        check_device(device, "ones")
     x = empty(shape, dtype, order)
     x.fill(1)
     return _finish(x, requires_grad)
@@ -221,6 +260,7 @@ def _like(x, dtype, shape):
     return (x.shape if shape is None else shape), (x.dtype if dtype is None else dtype)
 
 
+@_placed
 def empty_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=None,
                requires_grad=False):
     """An uninitialised array with x's shape and dtype.
@@ -233,6 +273,7 @@ def empty_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=No
     return empty(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
+@_placed
 def zeros_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=None,
                requires_grad=False):
     """Zeros with x's shape and dtype.
@@ -245,6 +286,7 @@ def zeros_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=No
     return zeros(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
+@_placed
 def ones_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=None,
               requires_grad=False):
     """Ones with x's shape and dtype.
@@ -257,6 +299,7 @@ def ones_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=Non
     return ones(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
+@_placed
 def full_like(x, /, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None,
               requires_grad=False):
     """`fill_value` everywhere, with x's shape and dtype.
@@ -269,6 +312,7 @@ def full_like(x, /, fill_value, dtype=None, order="K", subok=True, shape=None, *
     return full(s, fill_value, dtype=d, device=device, requires_grad=requires_grad)
 
 
+@_placed
 def arange(start, /, stop=None, step=1, dtype=None, *, device=None, requires_grad=False):
     """Evenly spaced values in [start, stop), NumPy's length rule ``ceil((stop-start)/step)``.
 
@@ -278,8 +322,6 @@ def arange(start, /, stop=None, step=1, dtype=None, *, device=None, requires_gra
     >>> ember.arange(5).tolist(), ember.arange(0, 1, 0.25).tolist()
     ([0, 1, 2, 3, 4], [0.0, 0.25, 0.5, 0.75])
     """
-    if device is not None:
-        check_device(device, "arange")
     if stop is None:
         start, stop = 0, start
     start, stop, step = (_arange_arg(v) for v in (start, stop, step))
@@ -332,6 +374,7 @@ def _np_endpoint(v):
     return numpy_view(v) if isinstance(v, ndarray) else v
 
 
+@_placed
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None, requires_grad=False):
     """`num` evenly spaced samples from start to stop (inclusive unless ``endpoint=False``).
@@ -344,8 +387,6 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     >>> ember.linspace(0, 1, 5).tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    if device is not None:
-        check_device(device, "linspace")
     try:
         num = operator.index(num)
     except TypeError:
@@ -362,6 +403,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (x, step) if retstep else x
 
 
+@_placed
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, *, device=None,
              requires_grad=False):
     """`num` samples evenly spaced on a log scale, ``base ** linspace(start, stop)``.
@@ -372,8 +414,6 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, 
     >>> ember.logspace(0, 2, 3).tolist()
     [1.0, 10.0, 100.0]
     """
-    if device is not None:
-        check_device(device, "logspace")
     a, b = _np_endpoint(start), _np_endpoint(stop)
     if dtype is None:
         is_complex = builtins.any(np.iscomplexobj(v) for v in (a, b, base))
@@ -383,6 +423,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, 
     return _finish(_copy_into_ember(res.astype(dt, copy=False)), requires_grad)
 
 
+@_placed
 def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, requires_grad=False):
     """A 2-d array with ones on the k-th diagonal (``N`` rows, ``M`` columns).
 
@@ -392,8 +433,6 @@ def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, requires_grad=Fal
     >>> ember.eye(2, 3, k=1).tolist()
     [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
-    if device is not None:
-        check_device(device, "eye")
     M = N if M is None else M
     try:
         N, M, k = operator.index(N), operator.index(M), operator.index(k)
@@ -413,6 +452,7 @@ def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, requires_grad=Fal
     return _finish(x, requires_grad)
 
 
+@_placed
 def identity(n, dtype=None, *, device=None, requires_grad=False):
     """The n x n identity matrix.
 
@@ -475,6 +515,7 @@ def triu(x, /, k=0):
     return _tri(x, k, False, "triu")
 
 
+@_placed
 def from_dlpack(x, /, *, device=None, copy=None):
     """An ember array sharing memory with any DLPack producer (NumPy, PyTorch CPU...).
 
@@ -482,7 +523,6 @@ def from_dlpack(x, /, *, device=None, copy=None):
     >>> ember.from_dlpack(numpy.arange(3)).tolist()
     [0, 1, 2]
     """
-    check_device(device, "from_dlpack")
     if type(x).__name__ == "PyCapsule":
         res = wrap(x)                       # a bare DLPack capsule (zero-copy)
         return res.copy() if copy else res

@@ -52,6 +52,9 @@ def _result(res, x, xv):
 def _getitem_advanced(x, key):
     """``x[key]`` for keys with integer/boolean arrays, lists, bool scalars or
     0-d ember arrays (NumPy's rules; the result is a copy)."""
+    if x.is_cuda:
+        from ember.cuda import ops_core
+        return ops_core.getitem_advanced(x, key)
     xv = numpy_view(x)
     try:
         res = xv[_np_key(key)]
@@ -63,6 +66,9 @@ def _getitem_advanced(x, key):
 def _setitem_advanced(x, key, value):
     """``x[key] = value`` for keys with integer/boolean arrays (NumPy's rules,
     value broadcast and cast; written straight into x's memory)."""
+    if x.is_cuda:
+        from ember.cuda import ops_core
+        return ops_core.setitem_advanced(x, key, value)
     if isinstance(value, ndarray):
         value = numpy_view(value)
     elif isinstance(value, (list, tuple)) and builtins.any(isinstance(v, ndarray) for v in value):

@@ -42,5 +42,6 @@ cdef int normalize_axis(Py_ssize_t axis, int ndim, str opname) except -1
 cdef object parse_shape(object shape, str opname)
 
 # Grad mode: a thread-local flag (ember.no_grad and friends set it).
+cdef bint alloc_is_cpu() noexcept
 cdef bint grad_enabled() noexcept nogil
 cdef void set_grad_mode(bint on) noexcept nogil

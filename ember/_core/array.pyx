@@ -15,7 +15,7 @@ from cpython.slice cimport PySlice_GetIndicesEx
 from cpython.buffer cimport PyObject_CheckBuffer
 from libc.string cimport memcpy, memset
 
-from ember._core.storage cimport Storage, new_storage, wrap_pointer, wrap_buffer
+from ember._core.storage cimport Storage, new_storage, wrap_pointer, wrap_buffer, wrap_device_pointer
 from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, T_BOOL, T_INT64,
                                  T_FLOAT64, T_COMPLEX128, code_of, code_of_numpy_dtype,
                                  default_float, default_complex, scalar_default_code)
@@ -135,17 +135,90 @@ cdef class Device:
 
 CPU = Device("cpu")
 
+# The GPU backend (ember.cuda._runtime), set when it initialises; None until then.
+# Every GPU array is made by it, so while it is None no array lives on a GPU.
+cdef object _G = None
+cdef list _CUDA_DEVICES = []        # Device('cuda', i), one object per index
+
+
+def _parse_shape(shape, opname):
+    """An int or sequence of ints -> a tuple of non-negative ints (checked)."""
+    return parse_shape(shape, opname)
+
+
+def _cuda_device(int index):
+    """The Device('cuda', index) object (one per index)."""
+    return cuda_device(index)
+
+
+def _set_gpu_backend(backend):
+    global _G
+    _G = backend
+
+
+cdef object cuda_device(int index):
+    while len(_CUDA_DEVICES) <= index:
+        _CUDA_DEVICES.append(Device("cuda", len(_CUDA_DEVICES)))
+    return _CUDA_DEVICES[index]
+
+
+# Where creation functions put arrays when no device= is given: the CPU, or a CUDA
+# device inside ``with ember.device('cuda')`` / ember.set_default_device, and while a
+# GPU op or a GPU backward pass runs (so constants its rules build land beside it).
+cdef object _default_device = CPU
+
+
+# Where host implementations allocate their results (``empty_raw``): the CPU, except
+# while the GPU dispatcher runs a device-generic host implementation for GPU inputs.
+# Kept apart from the default device so host code on host arrays never gets GPU
+# memory (a CPU kernel writing there would crash), whatever the default device is.
+cdef object _alloc_device = CPU
+
+
+cdef bint alloc_is_cpu() noexcept:
+    return _alloc_device is CPU
+
+
+def _swap_alloc_device(d):
+    global _alloc_device
+    prev = _alloc_device
+    _alloc_device = CPU if d is None else d
+    return prev
+
+
+def _get_default_device():
+    return _default_device
+
+
+def _swap_default_device(d):
+    """Make d (a Device) the default device; returns the previous one."""
+    global _default_device
+    prev = _default_device
+    _default_device = CPU if d is None else d
+    return prev
+
 
 def check_device(device, opname="ember"):
-    """Validate a ``device=`` argument; only the CPU holds arrays in this build."""
-    if device is None or device is CPU:
+    """Validate a ``device=`` argument: ``Device`` for 'cpu', or 'cuda[:N]' when the
+    GPU backend is usable (the index defaults to the current CUDA device).  None
+    means the default device."""
+    if device is None:
+        return _default_device
+    if device is CPU:
         return CPU
+    if isinstance(device, int) and not isinstance(device, bool):
+        device = Device("cuda", device)        # PyTorch: a bare int names a CUDA device
     d = device if isinstance(device, Device) else Device(device)
-    if d.type != "cpu":
-        raise RuntimeError(
-            f"{opname}: device {d} is not available (CUDA support needs the GPU backend, "
-            f"which is not built into this installation)")
-    return CPU
+    if d.type == "cpu":
+        return CPU
+    if _G is None:
+        import ember.cuda
+        if not ember.cuda.is_available():
+            raise RuntimeError(
+                f"{opname}: device {d} is not available: "
+                f"{ember.cuda._unavailable_reason()}")
+        ember.cuda._init()
+    return _G.check_device(d, opname)
 
 
 # ---------------------------------------------------------------- helpers
@@ -306,9 +379,58 @@ cdef ndarray wrap_numpy(object obj):
     return x
 
 
+cdef inline bint on_gpu(ndarray x) noexcept:
+    return x.storage.device_index >= 0
+
+
+class HostOnlyError(TypeError):
+    """A host-memory operation (a NumPy view, a CPU kernel) was given a GPU array."""
+
+
+cdef object _no_host(ndarray x, str what):
+    raise HostOnlyError(f"{what}: cannot convert a {x.device} array to NumPy implicitly; "
+                    f"copy it to the host first with .cpu() (or ember.asnumpy(x))")
+
+
+cdef object host_values(ndarray x):
+    """x's values as a NumPy array: a view for host arrays, a copy for GPU arrays
+    (which waits for the GPU: only value-reading methods use this)."""
+    if on_gpu(x):
+        return _G.to_numpy(x)
+    return numpy_view(x)
+
+
+def _host_values(ndarray x):
+    return host_values(x)
+
+
+def _wrap_device_memory(size_t ptr, Py_ssize_t nbytes, owner, int device_index, shape,
+                        strides, Py_ssize_t offset, dtype, bint readonly=False):
+    """An array over CUDA device memory [ptr, ptr + nbytes) owned by `owner`; the
+    first element is at ptr + offset.  Only the GPU backend calls this."""
+    cdef ndarray x = ndarray.__new__(ndarray)
+    cdef int i, n = len(shape)
+    if n > MAXDIM:
+        raise ValueError(f"ember supports at most {MAXDIM} dimensions, got {n}")
+    for i in range(n):
+        x.shape[i] = shape[i]
+        x.strides[i] = strides[i]
+    x.ndim = n
+    x.tcode = code_of(dtype)
+    x.itemsize = ITEMSIZE[x.tcode]
+    x.storage = wrap_device_pointer(<char*>ptr, nbytes, owner, device_index)
+    x.storage.readonly = readonly
+    x.offset = offset
+    update_flags(x)
+    return x
+
+
 cdef object numpy_view(ndarray x):
     """A NumPy array viewing x's memory (no copy); it keeps x alive."""
     cdef int flags = cnp.NPY_ARRAY_ALIGNED
+    if on_gpu(x):
+        # host code must never touch device memory: refuse instead of crashing
+        _no_host(x, "numpy view")
     dt = DTYPE_OBJS[x.tcode]
     if not x.storage.readonly:
         flags |= cnp.NPY_ARRAY_WRITEABLE
@@ -410,10 +532,14 @@ def _numpy(ndarray x):
 
 
 def _empty(shape, dtype=None):
+    """An uninitialised C-contiguous array on the default device (the CPU unless a
+    GPU op or a ``with ember.device('cuda')`` block is running)."""
     cdef Py_ssize_t dims[MAXDIM]
     cdef int i, code
     shape = parse_shape(shape, "empty")
     code = default_float if dtype is None else code_of(dtype)
+    if _alloc_device is not CPU:
+        return _G.empty(shape, DTYPE_OBJS[code], _alloc_device)
     for i in range(len(shape)):
         dims[i] = shape[i]
     return new_empty(code, len(shape), dims)
@@ -422,7 +548,10 @@ def _empty(shape, dtype=None):
 def _zeros(shape, dtype=None):
     """A fresh C-contiguous array of zeros (all-zero bytes are zero in every dtype)."""
     cdef ndarray x = _empty(shape, dtype)
-    memset(x.data, 0, x.size * x.itemsize)
+    if on_gpu(x):
+        _G.memset0(x)
+    else:
+        memset(x.data, 0, x.size * x.itemsize)
     return x
 
 
@@ -589,8 +718,9 @@ cdef inline bint _tracked_value(object v) noexcept:
 
 
 cdef inline object _ns(ndarray x):
-    """Where a method finds its function: the plain one unless x is being recorded."""
-    if _P is None or (x._requires_grad and ember_grad_mode):
+    """Where a method finds its function: the plain one unless x is being recorded
+    (or lives on a GPU: the dispatching entry then picks the GPU implementation)."""
+    if _P is None or (x._requires_grad and ember_grad_mode) or on_gpu(x):
         return _E
     return _P
 
@@ -642,7 +772,22 @@ cdef class ndarray:
 
     @property
     def device(self):
+        if self.storage.device_index >= 0:
+            return cuda_device(self.storage.device_index)
         return CPU
+
+    @property
+    def is_cuda(self):
+        """True when the array lives on a CUDA device."""
+        return self.storage.device_index >= 0
+
+    @property
+    def is_cpu(self):
+        return self.storage.device_index < 0
+
+    def get_device(self):
+        """The CUDA device index, or -1 for host arrays (PyTorch's spelling)."""
+        return self.storage.device_index
 
     @property
     def itemsize(self):
@@ -684,6 +829,8 @@ cdef class ndarray:
 
     @property
     def flags(self):
+        if on_gpu(self):
+            return _G.flags(self)
         return numpy_view(self).flags
 
     @property
@@ -798,6 +945,8 @@ cdef class ndarray:
 
     # ------------------------------------------------------------ conversion
     def __array__(self, dtype=None, copy=None):
+        if on_gpu(self):
+            _no_host(self, "__array__")
         arr = numpy_view(self)
         if dtype is not None and _np.dtype(dtype) != arr.dtype:
             if copy is False:
@@ -808,7 +957,10 @@ cdef class ndarray:
         return arr
 
     def numpy(self):
-        """A NumPy array sharing this array's memory (no copy)."""
+        """A NumPy array sharing this array's memory (no copy); host arrays only
+        (``x.cpu().numpy()`` for a GPU array, as in PyTorch)."""
+        if on_gpu(self):
+            _no_host(self, "numpy")
         return numpy_view(self)
 
     def __array_namespace__(self, api_version=None):
@@ -817,6 +969,9 @@ cdef class ndarray:
         return _E
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if on_gpu(self):
+            return _G.dlpack(self, stream=stream, max_version=max_version,
+                             dl_device=dl_device, copy=copy)
         if stream is not None:
             raise BufferError("__dlpack__: stream must be None for CPU arrays")
         if dl_device is not None and tuple(dl_device) != (1, 0):
@@ -833,11 +988,29 @@ cdef class ndarray:
             return arr.__dlpack__()
 
     def __dlpack_device__(self):
+        if on_gpu(self):
+            return (2, self.storage.device_index)        # kDLCUDA
         return (1, 0)
 
     def to_device(self, device, /, *, stream=None):
-        check_device(device, "to_device")
-        return self
+        """The array on `device` (the same array when it is already there)."""
+        d = check_device(device, "to_device")
+        return self._moved(d, False)
+
+    def _moved(self, d, bint copy):
+        """Self on device d: a copy across devices, self (or a copy if asked) otherwise.
+        The copy is recorded for autograd (gradients flow back across devices)."""
+        if d == self.device:
+            return self.copy() if copy else self
+        if _tracking(self):
+            return _E._to_device(self, d)
+        return _G.transfer(self, d)
+
+    def cuda(self, device=None, non_blocking=False):
+        """A copy on a CUDA device (self when already there)."""
+        return self._moved(check_device("cuda" if device is None else
+                                        (device if not isinstance(device, int) else
+                                         Device("cuda", device)), "cuda"), False)
 
     def to(self, *args, **kwargs):
         """``x.to(device)``, ``x.to(dtype)`` or ``x.to(device, dtype)`` (PyTorch's spelling)."""
@@ -851,37 +1024,41 @@ cdef class ndarray:
                 device = a
             else:
                 dtype = a
+        x = self
         if device is not None:
-            check_device(device, "to")
-        if dtype is not None and code_of(dtype) != self.tcode:
-            return self.astype(dtype)
-        return self.copy() if copy else self
+            x = x._moved(check_device(device, "to"), copy and dtype is None)
+            if x is not self:
+                copy = False
+        if dtype is not None and code_of(dtype) != x.tcode:
+            return x.astype(dtype)
+        return x.copy() if copy else x
 
     def cpu(self):
-        return self
+        """A copy in host memory (self when already there)."""
+        return self._moved(CPU, False)
 
     def tolist(self):
-        return numpy_view(self).tolist()
+        return host_values(self).tolist()
 
     def item(self, *args):
         """The value of a one-element array as a Python scalar."""
         if args:
-            return numpy_view(self).item(*args)
+            return host_values(self).item(*args)
         if self.size != 1:
             raise ValueError(f"item: can only convert an array of size 1 to a Python scalar, "
                              f"got shape {self.shape}")
-        return numpy_view(self).item()
+        return host_values(self).item()
 
     def __bool__(self):
         if self.size != 1:
             raise ValueError(f"The truth value of an array with more than one element is "
                              f"ambiguous (shape {self.shape}). Use a.any() or a.all()")
-        return bool(numpy_view(self).item())
+        return bool(host_values(self).item())
 
     def __int__(self):
         if self.size != 1:
             raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {self.shape}")
-        v = numpy_view(self).item()
+        v = host_values(self).item()
         if isinstance(v, complex):
             raise TypeError("int: cannot convert a complex array to int; take .real first")
         return int(v)
@@ -889,7 +1066,7 @@ cdef class ndarray:
     def __float__(self):
         if self.size != 1:
             raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {self.shape}")
-        v = numpy_view(self).item()
+        v = host_values(self).item()
         if isinstance(v, complex):
             raise TypeError("float: cannot convert a complex array to float; take .real first")
         return float(v)
@@ -897,13 +1074,13 @@ cdef class ndarray:
     def __complex__(self):
         if self.size != 1:
             raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {self.shape}")
-        return complex(numpy_view(self).item())
+        return complex(host_values(self).item())
 
     def __index__(self):
         if self.ndim != 0 or not (KIND[self.tcode] == b'i' or KIND[self.tcode] == b'u' or self.tcode == T_BOOL):
             raise TypeError(f"only integer 0-d arrays can be used as an index, got "
                             f"{DTYPE_OBJS[self.tcode]} array of shape {self.shape}")
-        return int(numpy_view(self).item())
+        return int(host_values(self).item())
 
     def __len__(self):
         if self.ndim == 0:
@@ -919,21 +1096,25 @@ cdef class ndarray:
         return (_index_int(self, i) for i in range(self.shape[0]))
 
     def __repr__(self):
-        r = repr(numpy_view(self))
+        r = repr(host_values(self))
+        if on_gpu(self):
+            r = r[:-1] + f", device='{self.device}')"
         if self._requires_grad or self.grad_fn is not None:
             r = r[:-1] + (f", grad_fn=<{self.grad_fn.name}>)" if self.grad_fn is not None
                           else ", requires_grad=True)")
         return r
 
     def __str__(self):
-        return str(numpy_view(self))
+        return str(host_values(self))
 
     def __format__(self, spec):
         if self.ndim == 0:
-            return format(numpy_view(self).item(), spec)
+            return format(host_values(self).item(), spec)
         return format(str(self), spec)
 
     def __reduce__(self):
+        if on_gpu(self):
+            return (_G.from_host_on, (host_values(self), self.storage.device_index))
         return (_from_numpy, (numpy_view(self).copy(),))
 
     def __copy__(self):
@@ -1064,11 +1245,13 @@ cdef class ndarray:
         """A copy cast to `dtype` (``copy=False`` returns self when nothing changes)."""
         cdef int code = code_of(dtype)
         if device is not None:
-            check_device(device, "astype")
+            return self.to(device, dtype, copy=copy)
         if code == self.tcode and not copy:
             return self
         if _tracking(self):
             return _E.astype(self, dtype, copy=copy)
+        if on_gpu(self):
+            return _G.astype(self, DTYPE_OBJS[code])
         out = new_empty(code, self.ndim, self.shape)
         _assign(out, self)
         return out
@@ -1077,6 +1260,8 @@ cdef class ndarray:
         """A C-contiguous copy in fresh memory."""
         if _tracking(self):
             return _E.astype(self, self.dtype, copy=True)
+        if on_gpu(self):
+            return _G.astype(self, DTYPE_OBJS[self.tcode])
         out = new_empty(self.tcode, self.ndim, self.shape)
         _assign(out, self)
         return out

@@ -49,6 +49,21 @@ cdef dict _BOOL_OUT = {row[0]: row[2] for row in _optable.OPS}
 cdef list NPUFUNCS = [getattr(_np, n) for n in OPNAMES]
 
 cdef int _i, _j
+
+
+cdef inline bint _on_dev(object a) noexcept:
+    """a is an ember array in GPU memory (host loops must not touch it)."""
+    return a is not None and isinstance(a, ndarray) and (<ndarray>a).storage.device_index >= 0
+
+
+cdef object _gpu_ew = None      # ember.cuda._elementwise once the GPU backend is up
+
+
+def _set_gpu_elementwise(mod):
+    global _gpu_ew
+    _gpu_ew = mod
+
+
 for _i in range(NOPS):
     for _j in range(NTYPES):
         LOOPS[_i][_j] = NULL
@@ -139,6 +154,10 @@ cdef int setup_operand(NdIter* it, int k, ndarray x, int ndim) except -1:
     """Operand k's strides broadcast against the iteration shape it.shape[:ndim]."""
     cdef int i, j
     cdef int off = ndim - x.ndim
+    if x.storage.device_index >= 0:
+        # a host loop must never read device memory (it would crash the process)
+        raise RuntimeError(f"ember: a {x.device} array reached a CPU kernel; mixing devices "
+                           f"in one operation is not supported, move arrays with .to()")
     it.ptrs[k] = x.data
     for i in range(ndim):
         j = i - off
@@ -408,6 +427,8 @@ cdef inline bint _is_scalar(object o):
 
 cdef ndarray cast(ndarray x, int tcode):
     """A C-contiguous copy of x in dtype tcode."""
+    if _gpu_ew is not None and x.storage.device_index >= 0:
+        return _gpu_ew.cast(x, tcode)
     cdef ndarray out = new_empty(tcode, x.ndim, x.shape)
     assign(out, x)
     return out
@@ -430,6 +451,9 @@ cdef int assign(ndarray dst, object src) except -1:
     cdef char sbuf[16]
     cdef int i
     cdef loop_fn f
+    if _gpu_ew is not None and (dst.storage.device_index >= 0 or _on_dev(src)):
+        _gpu_ew.assign(dst, src)
+        return 0
     if _is_scalar(src):
         write_scalar(sbuf, dst.tcode, src)
         it.nargs = 2
@@ -542,6 +566,59 @@ cdef object _fallback(int op, list inputs, int tloop, int tout, object out, str 
         raise ValueError(f"{name}: {msg}") from None
 
 
+cdef int _resolve_binary(int op, ndarray x, ndarray y, object scalar, int* tloop_out,
+                         int* tout_out) except -1:
+    """The loop and result dtypes of a binary op (NumPy 2 promotion, Python scalars
+    weak).  Returns 1 when a Python int does not fit a comparison's array dtype
+    (NumPy then compares exactly), 0 otherwise; x or y is None for a scalar operand."""
+    cdef int tp, tloop
+    if x is not None and y is not None:
+        tp = x.tcode if x.tcode == y.tcode else PROMOTE[x.tcode][y.tcode]
+    else:
+        try:
+            tp = weak_result((x if x is not None else y).tcode, scalar)
+        except OverflowError:
+            if OPCLASS[op] == b'c':
+                return 1
+            if OPCLASS[op] != b'f':
+                raise
+            tp = default_float      # float-valued op of integers: the int only has to fit a float
+    if OPCLASS[op] == b'c' and scalar is not None and isinstance(scalar, float) and \
+            (KIND[tp] == b'f') and KIND[(x if x is not None else y).tcode] != b'f':
+        tp = T_FLOAT64              # int array vs Python float: compare exactly, as NumPy does
+    tloop = _loop_dtype(op, tp, OPNAMES[op])
+    if OPCLASS[op] == b'f' and KIND[tloop] == b'f' and _int_like(x) and _int_like(y) \
+            and (scalar is None or type(scalar) is int or type(scalar) is bool):
+        tloop = default_float       # e.g. uint64 / int64 promote to float64; integers -> default float
+    tloop_out[0] = tloop
+    tout_out[0] = _out_dtype(op, tloop)
+    return 0
+
+
+def binary_types(int op, a, b):
+    """(loop dtype, result dtype) codes of binary op `op` on a and b (arrays or Python
+    scalars), as the CPU dispatcher computes them; None when NumPy must decide."""
+    cdef int tloop, tout
+    cdef ndarray x = a if isinstance(a, ndarray) else None
+    cdef ndarray y = b if isinstance(b, ndarray) else None
+    if _resolve_binary(op, x, y, None if y is not None else b if x is not None else a,
+                       &tloop, &tout):
+        return None
+    return tloop, tout
+
+
+def unary_types(int op, int tcode):
+    """(loop dtype, result dtype) codes of unary op `op` on dtype code `tcode`."""
+    cdef int tloop = _loop_dtype(op, tcode, OPNAMES[op])
+    return tloop, _out_dtype(op, tloop)
+
+
+def op_class(int op):
+    """'a' arithmetic, 'c' comparison, 'f' float-valued... (the optable's class)."""
+    return chr(OPCLASS[op])
+
+
+
 cdef object binary(int op, object a, object b, object out):
     cdef ndarray x = None, y = None, o
     cdef int ta, tb, tp, tloop, tout, ndim, i
@@ -567,41 +644,19 @@ cdef object binary(int op, object a, object b, object out):
     if a_arr and b_arr:
         x = <ndarray>a
         y = <ndarray>b
-        ta = x.tcode
-        tb = y.tcode
-        tp = ta if ta == tb else PROMOTE[ta][tb]
     elif a_arr:
         x = <ndarray>a
         scalar = b
-        try:
-            tp = weak_result(x.tcode, b)
-        except OverflowError:
-            if OPCLASS[op] == b'c':
-                return _fallback(op, [x, b], x.tcode, T_BOOL, out, OPNAMES[op])
-            if OPCLASS[op] != b'f':
-                raise
-            tp = default_float      # float-valued op of integers: the int only has to fit a float
     else:
         y = <ndarray>b
         scalar = a
         scalar_first = True
-        try:
-            tp = weak_result(y.tcode, a)
-        except OverflowError:
-            if OPCLASS[op] == b'c':
-                return _fallback(op, [a, y], y.tcode, T_BOOL, out, OPNAMES[op])
-            if OPCLASS[op] != b'f':
-                raise
-            tp = default_float      # float-valued op of integers: the int only has to fit a float
-
-    if OPCLASS[op] == b'c' and scalar is not None and isinstance(scalar, float) and \
-            (KIND[tp] == b'f') and KIND[(x if x is not None else y).tcode] != b'f':
-        tp = T_FLOAT64              # int array vs Python float: compare exactly, as NumPy does
-    tloop = _loop_dtype(op, tp, OPNAMES[op])
-    if OPCLASS[op] == b'f' and KIND[tloop] == b'f' and _int_like(x) and _int_like(y) \
-            and (scalar is None or type(scalar) is int or type(scalar) is bool):
-        tloop = default_float       # e.g. uint64 / int64 promote to float64; integers -> default float
-    tout = _out_dtype(op, tloop)
+    if _gpu_ew is not None and (_on_dev(x) or _on_dev(y) or _on_dev(out)):
+        return _gpu_ew.binary(op, a, b, out)
+    if _resolve_binary(op, x, y, scalar, &tloop, &tout):
+        # the scalar does not fit the array's dtype: NumPy decides
+        return _fallback(op, [x, b] if y is None else [a, y], (x if x is not None else y).tcode,
+                         T_BOOL, out, OPNAMES[op])
     f = LOOPS[op][tloop]
 
     # operands in the loop dtype
@@ -672,6 +727,8 @@ cdef object binary(int op, object a, object b, object out):
 
 
 cdef object unary(int op, object a, object out):
+    if _gpu_ew is not None and (_on_dev(a) or _on_dev(out)):
+        return _gpu_ew.unary(op, a, out)
     cdef ndarray x = as_ndarray(a), o
     cdef int tloop = _loop_dtype(op, x.tcode, OPNAMES[op])
     cdef int tout = _out_dtype(op, tloop)

@@ -9,8 +9,10 @@ cdef class Storage:
     cdef object owner           # keeps foreign memory alive (None when we own ptr)
     cdef bint has_buffer
     cdef Py_buffer buffer       # held while we wrap a buffer-protocol object
+    cdef public int device_index  # -1: host memory; >= 0: memory on CUDA device N
     cdef object __weakref__
 
 cdef Storage new_storage(Py_ssize_t nbytes)
 cdef Storage wrap_buffer(object obj, bint writable)
 cdef Storage wrap_pointer(char* ptr, Py_ssize_t nbytes, object owner, bint readonly)
+cdef Storage wrap_device_pointer(char* ptr, Py_ssize_t nbytes, object owner, int device_index)

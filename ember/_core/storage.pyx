@@ -186,7 +186,11 @@ cdef class Storage:
 
     @property
     def device(self):
-        return "cpu"
+        return "cpu" if self.device_index < 0 else f"cuda:{self.device_index}"
+
+    @property
+    def is_cuda(self):
+        return self.device_index >= 0
 
     @property
     def data_ptr(self):
@@ -199,12 +203,13 @@ cdef class Storage:
 
     def __repr__(self):
         kind = "foreign" if self.owner is not None else "cached"
-        return f"<ember.Storage {self.nbytes} bytes on cpu ({kind}), version {self.version}>"
+        return f"<ember.Storage {self.nbytes} bytes on {self.device} ({kind}), version {self.version}>"
 
 
 cdef Storage new_storage(Py_ssize_t nbytes):
     cdef Storage s = Storage.__new__(Storage)
     cdef Py_ssize_t cap
+    s.device_index = -1
     s.ptr = <char*>_alloc(nbytes, &cap)
     s.nbytes = nbytes
     s.capacity = cap
@@ -217,6 +222,7 @@ cdef Storage wrap_buffer(object obj, bint writable):
     cdef int flags = PyBUF_RECORDS_RO
     if writable:
         flags |= PyBUF_WRITABLE
+    s.device_index = -1
     PyObject_GetBuffer(obj, &s.buffer, flags)
     s.has_buffer = True
     s.owner = obj
@@ -229,10 +235,19 @@ cdef Storage wrap_buffer(object obj, bint writable):
 cdef Storage wrap_pointer(char* ptr, Py_ssize_t nbytes, object owner, bint readonly):
     """Wrap memory owned by `owner` (kept alive as long as the storage lives)."""
     cdef Storage s = Storage.__new__(Storage)
+    s.device_index = -1
     s.ptr = ptr
     s.nbytes = nbytes
     s.owner = owner if owner is not None else True
     s.readonly = readonly
+    return s
+
+
+cdef Storage wrap_device_pointer(char* ptr, Py_ssize_t nbytes, object owner, int device_index):
+    """Wrap CUDA device memory owned by `owner` (a CuPy memory pointer: the block goes
+    back to CuPy's pool when the last view dies).  Host code never dereferences ptr."""
+    cdef Storage s = wrap_pointer(ptr, nbytes, owner, False)
+    s.device_index = device_index
     return s
 
 

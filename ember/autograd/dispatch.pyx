@@ -8,7 +8,8 @@ grad mode off and records its gradient rule; a function without a rule refuses
 to silently drop gradients when it returns floating-point arrays.
 """
 cimport cython
-from ember._core.array cimport ndarray, grad_enabled, set_grad_mode
+from ember._core.array cimport ndarray, grad_enabled, set_grad_mode, alloc_is_cpu
+from ember._core.array import _swap_alloc_device
 from ember.autograd.engine cimport Rule, record
 
 import inspect as _inspect
@@ -34,6 +35,47 @@ cdef bint _any_tracked(tuple args, dict kwargs):
             if isinstance(a, (list, tuple)):
                 for e in a:
                     if _tracked(e):
+                        return True
+    return False
+
+
+cdef object _gpu_call = None     # ember.cuda._dispatch.call, once the GPU backend is up
+cdef object _autocast = None     # ember.amp's argument caster while an autocast region is open
+
+
+def _set_gpu_dispatch(fn):
+    global _gpu_call
+    _gpu_call = fn
+
+
+def _set_autocast(fn):
+    """Install (or with None remove) ``fn(name, args, kwargs) -> (args, kwargs)``, which
+    every public op calls first while autocast is on (zero cost while it is off)."""
+    global _autocast
+    _autocast = fn
+
+
+cdef inline bint _dev(object a) noexcept:
+    return isinstance(a, ndarray) and (<ndarray>a).storage.device_index >= 0
+
+
+cdef bint _any_on_gpu(tuple args, dict kwargs):
+    """Whether an array argument (also inside a list/tuple argument) is in GPU memory."""
+    for a in args:
+        if isinstance(a, ndarray):
+            if (<ndarray>a).storage.device_index >= 0:
+                return True
+        elif isinstance(a, (list, tuple)):
+            for e in a:
+                if _dev(e):
+                    return True
+    if kwargs:
+        for a in kwargs.values():
+            if _dev(a):
+                return True
+            if isinstance(a, (list, tuple)):
+                for e in a:
+                    if _dev(e):
                         return True
     return False
 
@@ -72,11 +114,28 @@ cdef class DiffOp:
         return (_public, (self.name,))
 
     def __call__(self, *args, **kwargs):
+        cdef bint gpu = False
+        if _autocast is not None:
+            args, kwargs = _autocast(self.name, args, kwargs)
+        if _gpu_call is not None and _any_on_gpu(args, kwargs):
+            gpu = True
+        if not gpu and not alloc_is_cpu():
+            return self._on_host(args, kwargs)
         if not grad_enabled() or not _any_tracked(args, kwargs):
+            if gpu:
+                return _gpu_call(self, args, kwargs)
             return self.fn(*args, **kwargs)
-        return self._record(args, kwargs)
+        return self._record(args, kwargs, gpu)
 
-    cdef object _record(self, tuple args, dict kwargs):
+    def _on_host(self, args, kwargs):
+        """A host op called from inside a GPU op: it allocates on the host again."""
+        prev = _swap_alloc_device(None)
+        try:
+            return self(*args, **kwargs)
+        finally:
+            _swap_alloc_device(prev)
+
+    cdef object _record(self, tuple args, dict kwargs, bint gpu):
         if kwargs.get("out") is not None:
             raise RuntimeError(f"{self.name}: out= is not supported when an input requires "
                                f"grad (autograd records new arrays); drop out= or call it "
@@ -94,7 +153,7 @@ cdef class DiffOp:
                         f"pass it positionally if the signature allows, or detach it")
         set_grad_mode(False)
         try:
-            res = self.fn(*args, **kwargs)
+            res = _gpu_call(self, args, kwargs) if gpu else self.fn(*args, **kwargs)
         finally:
             set_grad_mode(True)
         if self.rule is None:

@@ -21,6 +21,7 @@ from ember._core.array cimport (ndarray, grad_enabled, set_grad_mode, new_view, 
 from ember._core.dtypes cimport KIND, DTYPE_OBJS
 from ember._core.elementwise cimport binary, unary, set_autograd_hooks, write_scalar
 
+from ember._core.array import _swap_default_device
 import weakref as _weakref
 import traceback as _traceback
 
@@ -829,6 +830,26 @@ cdef bint _leads_anywhere(Node node, dict needed):
 
 def run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
                  tuple inputs=None, bint accumulate=True, bint allow_unused=True):
+    """run_backward on the device of the gradients: for a GPU graph, the constants
+    that rules create (zeros, ones, index arrays) default to that GPU."""
+    dev = None
+    for g in grads:
+        if isinstance(g, ndarray) and (<ndarray>g).storage.device_index >= 0:
+            dev = g.device
+            break
+    if dev is None:
+        return _run_backward(outputs, grads, keep_graph, create_graph, inputs, accumulate,
+                             allow_unused)
+    prev = _swap_default_device(dev)
+    try:
+        return _run_backward(outputs, grads, keep_graph, create_graph, inputs, accumulate,
+                             allow_unused)
+    finally:
+        _swap_default_device(prev)
+
+
+def _run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
+                  tuple inputs=None, bint accumulate=True, bint allow_unused=True):
     """Propagate `grads` of `outputs` back through the graph.
 
     Without `inputs`: accumulate into every leaf's ``.grad``.  With `inputs`:
@@ -990,6 +1011,9 @@ def _backward_scalar(ndarray y, bint retain_graph, bint create_graph):
     cdef ndarray g
     if y.size != 1 or not y._requires_grad:
         return False
+    if y.storage.device_index >= 0:
+        run_backward((y,), (_E.ones_like(y),), retain_graph, create_graph, None, True)
+        return True
     g = new_empty(y.tcode, y.ndim, y.shape)
     write_scalar(g.data, y.tcode, 1)
     run_backward((y,), (g,), retain_graph, create_graph, None, True)
@@ -1011,7 +1035,7 @@ def _sum_all(ndarray x):
     without keyword-argument handling)."""
     set_grad_mode(False)
     try:
-        res = _SUM_FN(x)
+        res = _E.sum(x) if x.storage.device_index >= 0 else _SUM_FN(x)
     finally:
         set_grad_mode(True)
     if not isinstance(res, ndarray):

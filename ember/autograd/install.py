@@ -34,7 +34,10 @@ registry.nondifferentiable(
     "trunc", "rint", "fix", "around_int",
 )
 
+from ember.autograd.rules.device import to_device as _to_device_fn
+
 _INTERNAL = {
+    "_to_device": _to_device_fn,
     "_getitem": inplace._getitem,
     "_index_add_into": inplace._index_add_into,
     "_setitem_value": inplace._setitem_value,

@@ -1,19 +1,32 @@
-"""CUDA C kernel sources for ember's coming GPU device (issue #6).
+"""ember on CUDA GPUs: the device API (``ember.cuda.is_available()``, streams,
+events, memory statistics, seeding) and the CUDA C kernel sources.
 
-Not usable yet: there are no device arrays, streams or dispatch to launch these
-kernels from. This package only ships the ``.cu`` sources (in ``kernels/``) and
-the few facts a loader needs: where the files are, the source text as NVRTC
-should see it, the compile options, and the kernel names each file defines.
+GPU arrays come from ``device='cuda'`` (``ember.zeros(3, device='cuda')``),
+``x.to('cuda')`` / ``x.cuda()``, or zero-copy from CuPy and DLPack producers
+(``ember.asarray(cupy_array)``, ``ember.from_dlpack(torch_cuda_tensor)``).
+Ops on them queue on the current CUDA stream and return at once; only reading
+values (``item()``, ``tolist()``, ``.cpu()``) and explicit synchronisation wait.
+Memory comes from CuPy's memory pool, the caching allocator.
 
-Nothing here imports CuPy; the GPU device will compile each file once per
-device with ``cupy.RawModule(code=kernel_source(family), options=nvrtc_options())``
-and look kernels up by the plain ``extern "C"`` names from ``kernel_names``.
+Importing ember never imports CuPy; the backend starts with the first GPU array.
+
+>>> import ember
+>>> ember.cuda.is_available() in (True, False)
+True
+
+The kernels live in ``kernels/*.cu`` and are compiled once per device by NVRTC
+(``cupy.RawModule``); ``kernel_source``, ``nvrtc_options`` and ``kernel_names``
+describe them for the loader and the compile checks.
 """
 
 from pathlib import Path
 
 __all__ = ["FAMILIES", "DTYPES", "kernel_files", "kernel_source", "nvrtc_options",
-           "kernel_names"]
+           "kernel_names", "is_available", "device_count", "current_device", "set_device",
+           "get_device_name", "synchronize", "Stream", "Event", "current_stream",
+           "default_stream", "stream", "device", "memory_allocated", "max_memory_allocated",
+           "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "empty_cache",
+           "memory_stats", "manual_seed", "manual_seed_all", "seed", "initial_seed"]
 
 _DIR = Path(__file__).with_name("kernels")
 # the shared prelude: a .cu file too, so it compiles on its own (to an empty PTX)
@@ -97,3 +110,11 @@ def kernel_names(family):
         return _per_dtype(("im2col", "col2im", "max_pool2d_fwd", "max_pool2d_bwd",
                            "avg_pool2d_fwd", "avg_pool2d_bwd"))
     raise ValueError(f"unknown CUDA kernel family {family!r}; expected one of {FAMILIES}")
+
+
+from ember.cuda._device_api import (  # noqa: E402  (the API needs the names above)
+    is_available, device_count, current_device, set_device, get_device_name, synchronize,
+    Stream, Event, current_stream, default_stream, stream, device, memory_allocated,
+    max_memory_allocated, memory_reserved, max_memory_reserved, reset_peak_memory_stats,
+    empty_cache, memory_stats, manual_seed, manual_seed_all, seed, initial_seed, _init,
+    _unavailable_reason)

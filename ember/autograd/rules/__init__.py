@@ -1,7 +1,7 @@
 """Gradient rules, one module per family of ops (each rule is one small function)."""
 import importlib
 
-_MODULES = ["elementwise", "reductions", "manipulation", "indexing", "linalg"]
+_MODULES = ["elementwise", "reductions", "manipulation", "indexing", "linalg", "device"]
 
 
 def load_all():

@@ -1,0 +1,276 @@
+"""Elementwise ops on GPU arrays: the operators, every ember ufunc, casts and
+assignment (``x[...] = v``).
+
+The result dtype comes from the same promotion code the host uses
+(``elementwise.binary_types``), so both devices agree.  Floating-point
+arithmetic on float16/32/64 runs ember's kernels (elementwise.cu: a vectorised
+contiguous path, an array-scalar path, a strided path for broadcasting and
+views); everything else runs CuPy's ufunc of the same NumPy name, on operands
+already cast to the loop dtype.
+"""
+import struct
+
+import numpy as np
+
+from ember._core import elementwise as _ew
+from ember._core.array import ndarray
+from ember._core.dtypes import dtype_from_code
+from ember.cuda import _runtime as R
+
+OPNAMES = _ew.op_names()
+_BINARY_KERNEL = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
+                  "true_divide": "div", "maximum": "maximum", "minimum": "minimum",
+                  "power": "pow"}
+_UNARY_KERNEL = {"negative": "neg", "absolute": "abs", "exp": "exp", "log": "log",
+                 "sqrt": "sqrt", "tanh": "tanh"}
+_MAX_KERNEL_DIMS = 8          # EMBER_MAX_DIMS in ember_common.cu
+_THREADS = 256
+_SCALARS = (bool, int, float, complex)
+
+
+def _device_of(*vals):
+    for v in vals:
+        if isinstance(v, ndarray) and v.is_cuda:
+            return v.device
+    return None
+
+
+def _operand(v, dev, name):
+    """An operand as a GPU array on dev or a Python scalar (host 0-d arrays and NumPy
+    scalars act as scalars of their dtype, as in PyTorch)."""
+    if isinstance(v, ndarray):
+        if v.is_cuda:
+            if v.device != dev:
+                raise RuntimeError(f"{name}: expected all arrays on one device, got {dev} "
+                                   f"and {v.device}")
+            return v
+        if v.ndim == 0:
+            return R.from_host(R._array._numpy(v), dev.index)
+        raise RuntimeError(f"{name}: expected all arrays on one device, got {dev} and cpu "
+                           f"(shape {v.shape}); move the array with .to('{dev}')")
+    if type(v) in _SCALARS:
+        return v
+    if isinstance(v, np.generic):
+        return R.from_host(np.asarray(v), dev.index)
+    raise RuntimeError(f"{name}: expected all operands on {dev}, got host data of type "
+                       f"{type(v).__name__}; convert it with ember.asarray(..., device='{dev}')")
+
+
+def _shape_of(v):
+    return v.shape if isinstance(v, ndarray) else ()
+
+
+def _broadcast(name, sa, sb):
+    try:
+        return np.broadcast_shapes(sa, sb)
+    except ValueError:
+        raise ValueError(f"{name}: operands could not be broadcast together with shapes "
+                         f"{str(tuple(sa)).replace(' ', '')} "
+                         f"{str(tuple(sb)).replace(' ', '')}") from None
+
+
+def _strided_args(shape, *operands):
+    """StridedArgs by value: ndim, shape[8], strides[3][8] in elements (operand 0 is
+    the output; broadcast axes get stride 0)."""
+    nd = len(shape)
+    words = [0] * (8 + 24)
+    words[:nd] = shape
+    for k, x in enumerate(operands):
+        off = nd - x.ndim
+        for i in range(x.ndim):
+            if x.shape[i] != 1:
+                words[8 + 8 * k + off + i] = x.strides[i] // x.itemsize
+    return struct.pack("<i4x32q", nd, *words)
+
+
+def _as_loop(v, dt):
+    if isinstance(v, ndarray) and v.dtype != dt:
+        return R.astype(v, dt)
+    return v
+
+
+def _kernel_ok(out_arr, *arrays):
+    return all(a.ndim <= _MAX_KERNEL_DIMS for a in arrays) and out_arr.ndim <= _MAX_KERNEL_DIMS
+
+
+def _overlaps(o, v):
+    return isinstance(v, ndarray) and v.storage is o.storage and (
+        v.data_ptr() != o.data_ptr() or v.strides != o.strides)
+
+
+def binary(op, a, b, out):
+    name = OPNAMES[op]
+    dev = _device_of(a, b, out)
+    a = _operand(a, dev, name)
+    b = _operand(b, dev, name)
+    if out is not None and not (isinstance(out, ndarray) and out.is_cuda and out.device == dev):
+        raise RuntimeError(f"{name}: out= must be an array on {dev}")
+    types = _ew.binary_types(op, a, b)
+    if types is None:                  # a Python int beyond the array's dtype: CuPy decides
+        return _cupy_ufunc(name, [a, b], out, None)
+    tloop, tout = (dtype_from_code(t) for t in types)
+    shape = _broadcast(name, _shape_of(a), _shape_of(b))
+    if out is not None and out.shape != shape:
+        raise ValueError(f"{name}: output array has shape {out.shape}, but the operands "
+                         f"broadcast to {shape}")
+    kname = _BINARY_KERNEL.get(name)
+    sfx = R.suffix(tloop)
+    if kname is None or sfx is None or tout != tloop:
+        return _cupy_ufunc(name, [_as_loop(a, tloop), _as_loop(b, tloop)], out, tout)
+    a = _as_loop(a, tloop)
+    b = _as_loop(b, tloop)
+    y = out if out is not None and out.dtype == tout and not _overlaps(out, a) \
+        and not _overlaps(out, b) else R.empty(shape, tout, dev.index)
+    n = y.size
+    if n:
+        _binary_kernel(kname, sfx, a, b, y, shape, n)
+    if y is not out and out is not None:
+        assign(out, y)
+        y = out
+    if out is not None:
+        out._bump_version()
+    return y
+
+
+def _binary_kernel(kname, sfx, a, b, y, shape, n):
+    grid = R.blocks(n, _THREADS)
+    a_arr, b_arr = isinstance(a, ndarray), isinstance(b, ndarray)
+    if a_arr and b_arr:
+        if a.shape == shape and b.shape == shape and a.is_contiguous() and b.is_contiguous() \
+                and y.is_contiguous():
+            R.launch(f"ember_{kname}_{sfx}_contig", grid, _THREADS, (a, b, y, n))
+            return
+        if _kernel_ok(y, a, b):
+            R.launch(f"ember_{kname}_{sfx}_strided", grid, _THREADS,
+                     (a, b, y, n, _strided_args(shape, y, a, b)))
+            return
+    else:
+        arr, s, swap = (a, b, 0) if a_arr else (b, a, 1)
+        if isinstance(s, complex):
+            s = None
+        if s is not None and arr.shape == shape and arr.is_contiguous() and y.is_contiguous():
+            R.launch(f"ember_{kname}_{sfx}_scalar", grid, _THREADS,
+                     (arr, float(s), y, n, np.int32(swap)))
+            return
+    res = _cupy_ufunc(OPNAMES[_OP_INDEX[kname]], [a, b], None, y.dtype)
+    R.as_cupy(y)[...] = R.as_cupy(res)
+
+
+_OP_INDEX = {v: OPNAMES.index(k) for k, v in _BINARY_KERNEL.items() if k in OPNAMES}
+
+
+def unary(op, a, out):
+    name = OPNAMES[op]
+    dev = _device_of(a, out)
+    a = _operand(a, dev, name)
+    if not isinstance(a, ndarray):
+        a = R.from_host(np.asarray(a), dev.index)
+    if out is not None and not (isinstance(out, ndarray) and out.is_cuda and out.device == dev):
+        raise RuntimeError(f"{name}: out= must be an array on {dev}")
+    tloop, tout = (dtype_from_code(t) for t in _ew.unary_types(op, _code_of(a.dtype)))
+    if out is not None and out.shape != a.shape:
+        raise ValueError(f"{name}: output array has shape {out.shape}, but the input has "
+                         f"shape {a.shape}")
+    kname = _UNARY_KERNEL.get(name)
+    sfx = R.suffix(tloop)
+    if kname is None or sfx is None or tout != tloop:
+        return _cupy_ufunc(name, [_as_loop(a, tloop)], out, tout)
+    a = _as_loop(a, tloop)
+    y = out if out is not None and out.dtype == tout and not _overlaps(out, a) \
+        else R.empty(a.shape, tout, dev.index)
+    n = y.size
+    if n:
+        grid = R.blocks(n, _THREADS)
+        if a.is_contiguous() and y.is_contiguous():
+            R.launch(f"ember_{kname}_{sfx}_contig", grid, _THREADS, (a, y, n))
+        elif _kernel_ok(y, a):
+            R.launch(f"ember_{kname}_{sfx}_strided", grid, _THREADS,
+                     (a, y, n, _strided_args(a.shape, y, a)))
+        else:
+            R.as_cupy(y)[...] = getattr(R.cp(), name)(R.as_cupy(a))
+    if y is not out and out is not None:
+        assign(out, y)
+        y = out
+    if out is not None:
+        out._bump_version()
+    return y
+
+
+def _code_of(dt):
+    from ember._core.dtypes import _code
+    return _code(dt)
+
+
+def _cupy_ufunc(name, operands, out, tout):
+    """CuPy's ufunc `name` on operands (GPU arrays or scalars) already in the loop
+    dtype; the result cast to tout (None: CuPy's dtype)."""
+    c = R.cp()
+    fn = getattr(c, name, None)
+    if fn is None:
+        raise NotImplementedError(f"ember.{name} is not implemented for CUDA arrays yet")
+    args = []
+    for v in operands:
+        if isinstance(v, ndarray):
+            args.append(R.as_cupy(v))
+        elif tout is not None and type(v) in _SCALARS:
+            # a scalar in the other operand's dtype: promotion was already decided
+            other = next((o for o in operands if isinstance(o, ndarray)), None)
+            args.append(other.dtype.type(v) if other is not None and not
+                        (isinstance(v, complex) and other.dtype.kind != "c") else v)
+        else:
+            args.append(v)
+    res = fn(*args)
+    if isinstance(res, tuple):                 # divmod / frexp / modf
+        return tuple(R.from_cupy(r) for r in res)
+    if tout is not None and res.dtype != tout:
+        res = res.astype(tout)
+    if out is not None:
+        R.as_cupy(out)[...] = res
+        out._bump_version()
+        return out
+    return R.from_cupy(res)
+
+
+def cast(x, tcode):
+    return R.astype(x, dtype_from_code(tcode))
+
+
+def assign(dst, src):
+    """dst[...] = src: broadcast src to dst's shape and cast to dst's dtype."""
+    if not dst.is_cuda:
+        # a host destination from GPU data: one device-to-host copy
+        view = R._array._numpy(dst)
+        view[...] = R.to_numpy(src) if isinstance(src, ndarray) else src
+        return
+    cd = R.as_cupy(dst)
+    if type(src) in _SCALARS:
+        cd[...] = src
+        return
+    if isinstance(src, ndarray) and src.is_cuda:
+        if src.device != dst.device:
+            raise RuntimeError(f"assignment: source on {src.device}, destination on "
+                               f"{dst.device}; copy it with .to('{dst.device}') first")
+        if src.storage is dst.storage:
+            src = src.copy()             # overlapping views: read everything first
+        cs = R.as_cupy(src)
+    else:
+        arr = R._array._numpy(src) if isinstance(src, ndarray) else np.asarray(src)
+        cs = R.cp().asarray(arr)
+    if cs.ndim > cd.ndim:
+        lead = cs.ndim - cd.ndim
+        if any(d != 1 for d in cs.shape[:lead]):
+            _no_broadcast(cs.shape, cd.shape)
+        cs = cs.reshape(cs.shape[lead:])
+    try:
+        np.broadcast_shapes(cs.shape, cd.shape)
+        if np.broadcast_shapes(cs.shape, cd.shape) != cd.shape:
+            raise ValueError
+    except ValueError:
+        _no_broadcast(cs.shape, cd.shape)
+    cd[...] = cs
+
+
+def _no_broadcast(src_shape, dst_shape):
+    raise ValueError(f"could not broadcast input array from shape "
+                     f"{str(tuple(src_shape)).replace(' ', '')} into shape "
+                     f"{str(tuple(dst_shape)).replace(' ', '')}")

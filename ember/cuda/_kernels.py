@@ -1,0 +1,40 @@
+"""ember's CUDA kernels at run time: each ``kernels/<family>.cu`` is compiled once per
+device by NVRTC (``cupy.RawModule``; CuPy also caches the binary on disk, so a
+later process skips the compiler), and kernels are looked up by name once.
+"""
+from ember import cuda as _src
+from ember.cuda import _launch
+from ember.cuda._runtime import cp
+
+_FAMILY_OF = {name: family for family in _src.FAMILIES for name in _src.kernel_names(family)}
+_modules = {}       # (device, family) -> cupy.RawModule
+_functions = {}     # (device, kernel name) -> (CUfunction address, Function kept alive)
+
+
+def module(family, device):
+    key = (device, family)
+    mod = _modules.get(key)
+    if mod is None:
+        mod = cp().RawModule(code=_src.kernel_source(family), options=_src.nvrtc_options())
+        _modules[key] = mod
+    return mod
+
+
+def function(name):
+    """The CUfunction address of kernel `name` on the current device."""
+    dev = cp().cuda.runtime.getDevice()
+    entry = _functions.get((dev, name))
+    if entry is None:
+        family = _FAMILY_OF.get(name)
+        if family is None:
+            raise KeyError(f"ember.cuda: no kernel named {name!r} in ember/cuda/kernels")
+        fn = module(family, dev).get_function(name)
+        entry = (fn.ptr, fn)
+        _functions[(dev, name)] = entry
+    return entry[0]
+
+
+def launch(name, grid, block, args, shmem=0):
+    """Launch kernel `name` on the current stream of the current device."""
+    _launch.launch(name, function(name), grid, block, shmem,
+                   cp().cuda.get_current_stream().ptr, tuple(args))

@@ -1,0 +1,129 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Kernel launch through the CUDA driver's cuLaunchKernel, without CuPy's argument
+handling: the launch path PyTorch's speed rests on is a few C calls, and CuPy's
+generic RawKernel.__call__ costs several microseconds of Python per launch.
+
+The driver library is the one CuPy already loaded (dlopen of libcuda.so.1 finds
+it); nothing here links against CUDA, so the extension builds without a toolkit.
+"""
+from libc.stdint cimport int64_t, int32_t, uint64_t
+from libc.string cimport memcpy
+from cpython.bytes cimport PyBytes_AS_STRING
+
+from ember._core.array cimport ndarray
+
+import numpy as _np
+
+cdef extern from "dlfcn.h" nogil:
+    void* dlopen(const char* filename, int flag)
+    void* dlsym(void* handle, const char* symbol)
+    char* dlerror()
+    int RTLD_NOW
+    int RTLD_GLOBAL
+
+ctypedef int (*launch_fn)(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned shmem, void* stream,
+                          void** params, void** extra) noexcept nogil
+ctypedef int (*error_fn)(int code, const char** msg) noexcept nogil
+
+cdef launch_fn _launch = NULL
+cdef error_fn _error_string = NULL
+
+DEF MAXARGS = 40
+
+
+def load_driver():
+    """Find cuLaunchKernel in the CUDA driver (raises RuntimeError when absent)."""
+    global _launch, _error_string
+    if _launch != NULL:
+        return
+    cdef void* h = dlopen(b"libcuda.so.1", RTLD_NOW | RTLD_GLOBAL)
+    if h == NULL:
+        msg = dlerror()
+        raise RuntimeError(f"ember.cuda: cannot load the CUDA driver libcuda.so.1 "
+                           f"({msg.decode() if msg != NULL else 'unknown error'})")
+    _launch = <launch_fn>dlsym(h, b"cuLaunchKernel")
+    _error_string = <error_fn>dlsym(h, b"cuGetErrorString")
+    if _launch == NULL:
+        raise RuntimeError("ember.cuda: the CUDA driver has no cuLaunchKernel")
+
+
+cdef inline void _dims(object d, unsigned* out) except *:
+    if isinstance(d, int):
+        out[0] = <unsigned>d
+        out[1] = 1
+        out[2] = 1
+    else:
+        n = len(d)
+        out[0] = <unsigned>d[0]
+        out[1] = <unsigned>d[1] if n > 1 else 1
+        out[2] = <unsigned>d[2] if n > 2 else 1
+
+
+def launch(str name, size_t func, grid, block, unsigned shmem, size_t stream, tuple args):
+    """Launch CUfunction `func` (kernel `name`, for messages) on `stream`.
+
+    Each argument is passed by value in the kernel's parameter slot: an ember array
+    as the address of its first element, int as 64-bit, float as double,
+    numpy.int32 / numpy.float32 as 32-bit, None as a null pointer, bytes or a
+    1-element NumPy structured array as a struct (its bytes)."""
+    cdef int64_t slots[MAXARGS]
+    cdef void* params[MAXARGS]
+    cdef unsigned g[3]
+    cdef unsigned b[3]
+    cdef Py_ssize_t i, n = len(args)
+    cdef double dv
+    cdef float fv
+    cdef int32_t iv
+    cdef int rc
+    cdef const char* msg = NULL
+    if _launch == NULL:
+        load_driver()
+    if n > MAXARGS:
+        raise ValueError(f"{name}: at most {MAXARGS} kernel arguments, got {n}")
+    for i in range(n):
+        a = args[i]
+        t = type(a)
+        params[i] = &slots[i]
+        if isinstance(a, ndarray):
+            slots[i] = <int64_t><size_t>(<ndarray>a).data
+        elif t is int:
+            if a >= 0:
+                slots[i] = <int64_t><uint64_t>a
+            else:
+                slots[i] = <int64_t>a
+        elif t is float:
+            dv = a
+            memcpy(&slots[i], &dv, 8)
+        elif t is bool:
+            slots[i] = 1 if a else 0
+        elif a is None:
+            slots[i] = 0
+        elif t is bytes:
+            params[i] = <void*>PyBytes_AS_STRING(a)
+        elif t is _np.int32:
+            iv = <int32_t>int(a)
+            memcpy(&slots[i], &iv, 4)
+        elif t is _np.float32:
+            fv = <float>float(a)
+            memcpy(&slots[i], &fv, 4)
+        elif t is _np.float64:
+            dv = float(a)
+            memcpy(&slots[i], &dv, 8)
+        elif t is _np.int64 or t is _np.uint64:
+            slots[i] = <int64_t><uint64_t>int(a) if a >= 0 else <int64_t>int(a)
+        elif t is _np.ndarray and a.size == 1 and a.dtype.fields is not None:
+            params[i] = <void*><size_t>a.ctypes.data
+        else:
+            raise TypeError(f"{name}: kernel argument {i} has unsupported type {t.__name__}")
+    _dims(grid, g)
+    _dims(block, b)
+    with nogil:
+        rc = _launch(<void*>func, g[0], g[1], g[2], b[0], b[1], b[2], shmem, <void*>stream,
+                     params, NULL)
+    if rc != 0:
+        if _error_string != NULL:
+            _error_string(rc, &msg)
+        text = msg.decode() if msg != NULL else f"error {rc}"
+        raise RuntimeError(f"ember.cuda: launching {name} (grid {grid}, block {block}, "
+                           f"{shmem} bytes shared) failed: {text}")

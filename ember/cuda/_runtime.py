@@ -1,0 +1,244 @@
+"""The GPU runtime: device memory for ember arrays, and the bridge to CuPy.
+
+A GPU array is an ordinary ``ember.ndarray`` whose Storage wraps a block from
+CuPy's memory pool (the caching allocator: a freed block goes back to the
+pool, not to cudaFree).  Views share the Storage as on the host.  CuPy is
+imported on first use, never by ``import ember``.
+
+>>> import ember
+>>> if ember.cuda.is_available():
+...     x = ember.ones(3, device="cuda")
+...     print(x.device, x.sum().item())
+... else:
+...     print("cuda:0 3.0")
+cuda:0 3.0
+"""
+import math
+
+import numpy as np
+
+from ember._core import array as _array
+from ember._core.array import ndarray
+from ember._core.dtypes import _code, dtype_from_code
+
+_cp = None
+
+
+def cp():
+    """The cupy module (imported on first use)."""
+    global _cp
+    if _cp is None:
+        import cupy
+        _cp = cupy
+    return _cp
+
+
+def is_gpu(x):
+    return isinstance(x, ndarray) and x.is_cuda
+
+
+def current_device():
+    return cp().cuda.runtime.getDevice()
+
+
+def device_index(d):
+    """The CUDA index of a Device (its index, or the current device when it has none)."""
+    return current_device() if d.index is None else d.index
+
+
+def check_device(d, opname):
+    """Device('cuda'[, i]) -> the canonical Device('cuda', i) after checking i exists."""
+    idx = device_index(d)
+    n = cp().cuda.runtime.getDeviceCount()
+    if not 0 <= idx < n:
+        raise RuntimeError(f"{opname}: CUDA device {idx} does not exist "
+                           f"(this machine has {n} CUDA device(s))")
+    return _array._cuda_device(idx)
+
+
+class _on:
+    """Make CUDA device `idx` current inside the block (no-op when it already is)."""
+    __slots__ = ("idx", "prev")
+
+    def __init__(self, idx):
+        self.idx = idx
+        self.prev = None
+
+    def __enter__(self):
+        prev = cp().cuda.runtime.getDevice()
+        if prev != self.idx:
+            self.prev = prev
+            cp().cuda.runtime.setDevice(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev is not None:
+            cp().cuda.runtime.setDevice(self.prev)
+        return False
+
+
+def np_dtype(dtype):
+    return dtype_from_code(_code(dtype))
+
+
+def _c_strides(shape, itemsize):
+    strides = [0] * len(shape)
+    st = itemsize
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = st
+        st *= shape[i] if shape[i] > 0 else 1
+    return tuple(strides)
+
+
+def empty(shape, dtype, device=None):
+    """A new C-contiguous GPU array (uninitialised) from CuPy's memory pool.
+
+    `device` is an int index, a Device, or None for the current device."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    dt = np_dtype(dtype)
+    if device is None:
+        idx = current_device()
+    elif isinstance(device, int):
+        idx = device
+    else:
+        idx = device_index(device)
+    n = math.prod(shape)
+    nbytes = n * dt.itemsize
+    c = cp()
+    if idx == c.cuda.runtime.getDevice():
+        mem = c.cuda.alloc(nbytes)
+    else:
+        with _on(idx):
+            mem = c.cuda.alloc(nbytes)
+    return _array._wrap_device_memory(mem.ptr, nbytes, mem, idx, shape,
+                                      _c_strides(shape, dt.itemsize), 0, dt)
+
+
+def memset0(x):
+    """Zero every byte of x's memory region (x C-contiguous), asynchronously."""
+    nbytes = x.size * x.itemsize
+    if nbytes:
+        c = cp()
+        c.cuda.runtime.memsetAsync(x.data_ptr(), 0, nbytes, c.cuda.get_current_stream().ptr)
+
+
+def zeros(shape, dtype, device=None):
+    x = empty(shape, dtype, device)
+    memset0(x)
+    return x
+
+
+def as_cupy(x):
+    """A zero-copy cupy.ndarray over ember GPU array x (it keeps x alive)."""
+    if not is_gpu(x):
+        raise TypeError(f"as_cupy: expected an ember array on a CUDA device, got "
+                        f"{type(x).__name__}" + (f" on {x.device}" if isinstance(x, ndarray) else ""))
+    c = cp()
+    st = x.storage
+    base = st.data_ptr
+    mem = c.cuda.UnownedMemory(base, st.nbytes, x, x.get_device())
+    ptr = c.cuda.MemoryPointer(mem, x.data_ptr() - base)
+    return c.ndarray(x.shape, x.dtype, ptr, strides=x.strides)
+
+
+def from_cupy(c_arr):
+    """An ember array over cupy array c_arr's memory, without copying.
+
+    When c_arr views an ember array's memory (made by as_cupy), the result is a
+    view of that array's Storage, so views keep sharing one version counter."""
+    mem = c_arr.data.mem
+    owner = getattr(mem, "_owner", None)
+    if isinstance(owner, ndarray) and owner.is_cuda:
+        off = c_arr.data.ptr - owner.storage.data_ptr
+        return _array._as_strided(owner, c_arr.shape, c_arr.strides, off, c_arr.dtype)
+    # the whole allocation is the storage: offsets stay valid for negative strides
+    base = mem.ptr
+    return _array._wrap_device_memory(base, mem.size, c_arr, c_arr.device.id, c_arr.shape,
+                                      c_arr.strides, c_arr.data.ptr - base, c_arr.dtype)
+
+
+def to_numpy(x):
+    """A host copy of GPU array x (waits for the GPU)."""
+    return cp().asnumpy(as_cupy(x))
+
+
+def from_host(arr, idx):
+    """A GPU copy of NumPy array arr on device idx."""
+    arr = np.asarray(arr)
+    out = empty(arr.shape, arr.dtype, idx)
+    if arr.size:
+        src = np.ascontiguousarray(arr)
+        with _on(idx):
+            as_cupy(out).set(src)
+    return out
+
+
+def from_host_on(arr, idx):
+    """Unpickling a GPU array: back on device idx when it exists, else on the host."""
+    try:
+        if cp().cuda.runtime.getDeviceCount() > idx:
+            return from_host(arr, idx)
+    except Exception:
+        pass
+    return _array._from_numpy(arr)
+
+
+def transfer(x, d):
+    """x copied to Device d (host <-> GPU, or GPU -> another GPU)."""
+    if d.type == "cpu":
+        return _array._wrap(to_numpy(x))
+    idx = device_index(d)
+    if not x.is_cuda:
+        return from_host(_array._numpy(x), idx)
+    out = empty(x.shape, x.dtype, idx)
+    with _on(idx):
+        as_cupy(out)[...] = as_cupy(x)
+    return out
+
+
+def astype(x, dtype):
+    """A C-contiguous copy of GPU array x in dtype."""
+    return from_cupy(as_cupy(x).astype(np_dtype(dtype), order="C", copy=True))
+
+
+def flags(x):
+    return as_cupy(x).flags
+
+
+def dlpack(x, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """DLPack export of GPU array x (zero-copy unless copy=True)."""
+    if dl_device is not None and tuple(dl_device) != (2, x.get_device()):
+        raise BufferError(f"__dlpack__: cannot export a {x.device} array to device {dl_device}")
+    c = as_cupy(x)
+    if copy:
+        c = c.copy()
+    kw = {}
+    if stream is not None:
+        kw["stream"] = stream
+    if max_version is not None:
+        kw["max_version"] = max_version
+    try:
+        return c.__dlpack__(**kw)
+    except TypeError:
+        kw.pop("max_version", None)
+        return c.__dlpack__(**kw)
+
+
+def suffix(dtype):
+    """Kernel-name suffix for dtype ('f32', 'f64', 'f16'), None where ember has no kernel."""
+    return _SUFFIX.get(np.dtype(dtype).name)
+
+
+_SUFFIX = {"float32": "f32", "float64": "f64", "float16": "f16"}
+
+
+def blocks(n, threads=256):
+    """Grid size for a grid-stride loop over n items (a few waves; the loop does the rest)."""
+    return max(1, min((n + threads - 1) // threads, 65535 * 4))
+
+
+def launch(name, grid, block, args, shmem=0):
+    from ember.cuda._kernels import launch as _launch
+    _launch(name, grid, block, args, shmem)

@@ -1,0 +1,244 @@
+"""Reductions on GPU arrays.
+
+``sum``, ``mean``, ``max``/``amax`` and ``min``/``amin`` of float16/32/64 arrays over
+any set of adjacent axes (all axes included) run ember's kernels (reduce.cu):
+the input is viewed as (outer, n, inner) with the reduced axes in the middle;
+``inner == 1`` reduces each row with one block (warp shuffles + shared memory),
+otherwise one thread per output column walks the n values with coalesced
+loads; a whole-array reduction is two deterministic passes.  ``argmax`` /
+``argmin`` of one axis use the arg kernels.  Every other case (other dtypes,
+``where=``, scattered axes, the statistics long tail) runs CuPy's reduction of
+the same name, and the result takes the dtype the host function gives, so both
+devices agree.
+"""
+import builtins
+import functools
+import math
+import warnings
+
+import numpy as np
+
+from ember._api import reductions as _host
+from ember._api._util import normalize_axis_tuple, pick_axis
+from ember._core.array import ndarray
+from ember.cuda import _runtime as R
+from ember.cuda._dispatch import gpu_op, cupy_call, host_context
+
+_THREADS = 256
+_KERNEL_RED = {"sum": "sum", "mean": "mean", "max": "max", "amax": "max", "min": "min",
+               "amin": "min"}
+
+
+def _axes(x, axis, dim, name):
+    axis = pick_axis(axis, dim, name)
+    return () if x.ndim == 0 else normalize_axis_tuple(axis, x.ndim, name)
+
+
+def _keepdims(keepdims, keepdim):
+    return bool(keepdims if keepdim is None else keepdim)
+
+
+def _split(shape, axes):
+    """(outer, n, inner) when the reduced axes are adjacent, else None."""
+    axes = sorted(axes)
+    if axes != list(range(axes[0], axes[-1] + 1)):
+        return None
+    outer = math.prod(shape[:axes[0]])
+    n = math.prod(shape[axes[0]:axes[-1] + 1])
+    inner = math.prod(shape[axes[-1] + 1:])
+    return outer, n, inner
+
+
+def _out_shape(shape, axes, keep):
+    if keep:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _kernel_reduce(kind, x, axes, keep):
+    """ember's reduction kernel `kind` over `axes` (x float, non-empty), or None."""
+    sfx = R.suffix(x.dtype)
+    if sfx is None or x.size == 0 or not axes:
+        return None
+    parts = _split(x.shape, axes)
+    if parts is None:
+        return None
+    if not x.is_contiguous():
+        x = x.copy()
+    outer, n, inner = parts
+    dev = x.get_device()
+    y = R.empty(_out_shape(x.shape, axes, keep), x.dtype, dev)
+    if outer * inner == 1:
+        grid = builtins.min(R.blocks(n, _THREADS), 1024)
+        acc = np.float64 if x.dtype == np.float64 else np.float32
+        partial = R.empty((grid,), acc, dev)
+        R.launch(f"ember_{kind}_{sfx}_full_pass1", grid, _THREADS, (x, partial, n))
+        R.launch(f"ember_{kind}_{sfx}_full_pass2", 1, _THREADS, (partial, y, grid, n))
+    elif inner == 1:
+        R.launch(f"ember_{kind}_{sfx}_inner", builtins.min(outer, 65535), _THREADS,
+                 (x, y, outer, n))
+    else:
+        R.launch(f"ember_{kind}_{sfx}_outer", R.blocks(outer * inner, _THREADS), _THREADS,
+                 (x, y, outer, n, inner))
+    return y
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_dtype(name, dtype, ndim, frozen_kwargs):
+    """The dtype the host function gives for this input dtype and these options
+    (run once on a tiny host array and cached)."""
+    probe = _host_module_fn(name)(np.ones((2,) * ndim, dtype=dtype) if ndim else
+                                  np.ones((), dtype=dtype), **dict(frozen_kwargs))
+    res = probe[0] if isinstance(probe, tuple) else probe
+    return np.dtype(res.dtype) if hasattr(res, "dtype") else None
+
+
+def _host_module_fn(name):
+    import ember
+    raw = getattr(_host, name)
+    fn = getattr(raw, "__wrapped__", raw)
+
+    def call(arr, **kw):
+        with warnings.catch_warnings(), host_context():
+            warnings.simplefilter("ignore")
+            with ember.no_grad():
+                return fn(ember.asarray(arr, device="cpu"), **kw)
+    return call
+
+
+def _frozen(kwargs):
+    items = []
+    for k, v in kwargs.items():
+        if isinstance(v, ndarray) or k == "out":
+            continue
+        if isinstance(v, list):
+            v = tuple(v)
+        try:
+            hash(v)
+        except TypeError:
+            return None
+        items.append((k, v))
+    return tuple(sorted(items))
+
+
+def _generic(name, x, kwargs):
+    """CuPy's reduction `name`, cast to the dtype the host function returns."""
+    if isinstance(x, ndarray) and x.is_cuda:
+        fz = _frozen(kwargs)
+        want = _host_dtype(name, x.dtype, x.ndim, fz) if fz is not None else None
+    else:
+        want = None
+    if "correction" in kwargs:          # the array API's name for ddof
+        corr = kwargs.pop("correction")
+        if corr is not None:
+            kwargs["ddof"] = corr
+    if "mean" in kwargs and kwargs["mean"] is None:
+        kwargs.pop("mean")
+    out = kwargs.pop("out", None)
+    res = cupy_call(name, (x,), kwargs)
+    if want is not None and isinstance(res, ndarray) and res.dtype != want:
+        res = R.astype(res, want)
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
+def _register_generic(name):
+    def impl(x, *args, **kwargs):
+        if args:
+            import inspect
+            params = list(inspect.signature(getattr(_host, name)).parameters)[1:]
+            kwargs.update(zip(params, args))
+        return _generic(name, x, kwargs)
+    impl.__name__ = name
+    gpu_op(name)(impl)
+
+
+for _name in _host.__all__:
+    _register_generic(_name)
+
+
+def _make_fast(name):
+    kind = _KERNEL_RED[name]
+
+    def impl(x, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None,
+             initial=None, where=None):
+        if dtype is None and out is None and initial is None and where is None \
+                and isinstance(x, ndarray) and x.is_cuda:
+            axes = _axes(x, axis, dim, name)
+            res = _kernel_reduce(kind, x, axes, _keepdims(keepdims, keepdim))
+            if res is not None:
+                return res
+        kw = {"axis": axis, "keepdims": keepdims, "dim": dim, "keepdim": keepdim}
+        if name in ("sum", "mean"):
+            kw["dtype"] = dtype
+        elif dtype is not None:
+            raise TypeError(f"{name}() got an unexpected keyword argument 'dtype'")
+        if initial is not None:
+            kw["initial"] = initial
+        if where is not None:
+            kw["where"] = where
+        if out is not None:
+            kw["out"] = out
+        kw = {k: v for k, v in kw.items() if not (k in ("dim", "keepdim") and v is None)}
+        if "dim" in kw:
+            kw["axis"] = kw.pop("dim")
+        if "keepdim" in kw:
+            kw["keepdims"] = kw.pop("keepdim")
+        return _generic(name, x, kw)
+    impl.__name__ = name
+    gpu_op(name)(impl)
+
+
+for _name in _KERNEL_RED:
+    if _name in _host.__all__:
+        _make_fast(_name)
+
+
+def _make_arg(name, is_max):
+    def impl(x, axis=None, out=None, *, keepdims=False, dim=None, keepdim=None):
+        axis = pick_axis(axis, dim, name)
+        keep = _keepdims(keepdims, keepdim)
+        sfx = R.suffix(x.dtype)
+        if sfx is not None and out is None and axis is not None and x.ndim > 0 and x.size > 0:
+            ax = normalize_axis_tuple(axis, x.ndim, name)[0]
+            xc = x if x.is_contiguous() else x.copy()
+            outer, n, inner = _split(x.shape, (ax,))
+            y = R.empty(_out_shape(x.shape, (ax,), keep), np.int64, x.get_device())
+            if inner == 1:
+                R.launch(f"ember_{name}_{sfx}_inner", builtins.min(outer, 65535), _THREADS,
+                         (xc, y, outer, n))
+            else:
+                R.launch(f"ember_{name}_{sfx}_outer", R.blocks(outer * inner, _THREADS),
+                         _THREADS, (xc, y, outer, n, inner))
+            return y
+        kw = {"axis": axis, "keepdims": keep}
+        if out is not None:
+            kw["out"] = out
+        return _generic(name, x, kw)
+    impl.__name__ = name
+    gpu_op(name)(impl)
+
+
+_make_arg("argmax", True)
+_make_arg("argmin", False)
+
+
+@gpu_op("logsumexp")
+def logsumexp(x, axis=None, keepdims=False, *, dim=None, keepdim=None):
+    """log(sum(exp(x))) with the max subtracted first, from GPU ops."""
+    import ember
+    axes = _axes(x, axis, dim, "logsumexp")
+    keep = _keepdims(keepdims, keepdim)
+    if not ember.isdtype(x.dtype, ("real floating", "complex floating")):
+        x = x.astype(ember.get_default_dtype())
+    if x.size == 0 or not axes:
+        return ember.log(ember.sum(ember.exp(x), axis=axes, keepdims=keep))
+    m = ember.max(x, axis=axes, keepdims=True)
+    m = ember.where(ember.isfinite(m), m, ember.zeros_like(m))
+    s = ember.sum(ember.exp(x - m), axis=axes, keepdims=True)
+    res = ember.log(s) + m
+    if not keep:
+        res = ember.squeeze(res, axis=axes)
+    return res
