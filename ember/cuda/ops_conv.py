@@ -1,0 +1,177 @@
+"""The convolution ops of ``ember.nn.functional.conv`` on CUDA arrays.
+
+Same lowering as the CPU: im2col (``ember_im2col_<dt>`` in pool_conv.cu) and one
+batched GEMM through cuBLAS (``cupy.matmul``); the input gradient (the transposed
+convolution) is a GEMM followed by col2im, a deterministic gather.  A 1x1
+convolution with stride 1 and no padding skips im2col.
+
+The geometry arguments are conv.py's canonical ones: ``stride`` and ``dilation``
+are (h, w) pairs, ``padding`` is (top, bottom, left, right), and 1-d arrays
+(N, C, L) run as 2-d ones of unit height.  Asymmetric padding needs no kernel
+support: the output size carries the bottom/right padding, and the kernels read
+positions past the input as zero.
+"""
+import struct
+
+from ember.cuda._dispatch import gpu_op
+from ember.cuda import _runtime as R
+
+__all__ = ["geom"]
+
+# struct Conv2dGeom { i64 C, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw; }:
+# thirteen 8-byte fields, so no padding anywhere.
+_GEOM = struct.Struct("<13q")
+
+
+def geom(C, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw):
+    """The Conv2dGeom struct of pool_conv.cu, packed for passing by value."""
+    return _GEOM.pack(int(C), int(H), int(W), int(KH), int(KW), int(OH), int(OW), int(sh),
+                      int(sw), int(ph), int(pw), int(dh), int(dw))
+
+
+def _out_len(n, p0, p1, d, k, s):
+    return (n + p0 + p1 - d * (k - 1) - 1) // s + 1
+
+
+def _c4(x):
+    """A C-contiguous cupy view (or copy) of ember GPU array x, 3-d (N, C, L) seen as
+    (N, C, 1, L)."""
+    c = R.cp().ascontiguousarray(R.as_cupy(x))
+    if c.ndim == 3:
+        c = c.reshape(c.shape[0], c.shape[1], 1, c.shape[2])
+    return c
+
+
+def _kernel(stem, dtype):
+    sfx = R.suffix(dtype)
+    if sfx is None:
+        raise TypeError(f"conv (cuda): no {stem} kernel for dtype {dtype}")
+    return f"ember_{stem}_{sfx}"
+
+
+def _pointwise(kh, kw, stride, pad, H, W, OH, OW):
+    """A 1x1 kernel with stride 1 and no padding: the columns are the input itself."""
+    return (kh == 1 and kw == 1 and tuple(stride) == (1, 1) and OH == H and OW == W
+            and pad[0] == 0 and pad[2] == 0)
+
+
+def _columns(xc, kh, kw, stride, pad, dil, OH, OW):
+    """im2col of cupy xc (N, C, H, W) -> (N, C*kh*kw, OH*OW) (cupy)."""
+    cp = R.cp()
+    N, C, H, W = xc.shape
+    L = OH * OW
+    if _pointwise(kh, kw, stride, pad, H, W, OH, OW):
+        return xc.reshape(N, C, H * W)
+    col = cp.empty((N, C * kh * kw, L), dtype=xc.dtype)
+    total = col.size
+    if total:
+        g = geom(C, H, W, kh, kw, OH, OW, stride[0], stride[1], pad[0], pad[2], dil[0], dil[1])
+        R.launch(_kernel("im2col", xc.dtype), R.blocks(total), 256,
+                 (R.from_cupy(xc), R.from_cupy(col), N, g))
+    return col
+
+
+def _col2im(dcol, N, C, H, W, kh, kw, stride, pad, dil, OH, OW):
+    """col2im (the adjoint of im2col) of cupy dcol (N, C*kh*kw, OH*OW) -> (N, C, H, W)."""
+    cp = R.cp()
+    out = cp.empty((N, C, H, W), dtype=dcol.dtype)
+    if out.size == 0:
+        return out
+    if dcol.size == 0:                # no output positions: nothing reads the input
+        out.fill(0)
+        return out
+    g = geom(C, H, W, kh, kw, OH, OW, stride[0], stride[1], pad[0], pad[2], dil[0], dil[1])
+    R.launch(_kernel("col2im", dcol.dtype), R.blocks(out.size), 256,
+             (R.from_cupy(cp.ascontiguousarray(dcol)), R.from_cupy(out), N, g))
+    return out
+
+
+def _add_bias(out, b):
+    """out (N, O, ...) cupy += b[:, None...] in place."""
+    if b is None:
+        return
+    O = out.shape[1]
+    out += R.as_cupy(b).astype(out.dtype, copy=False).reshape((1, O) + (1,) * (out.ndim - 2))
+
+
+def _result(c, ndim):
+    """cupy (N, O, H, W) -> the ember result, (N, O, W) when the input was 1-d."""
+    if ndim == 3:
+        c = c.reshape(c.shape[0], c.shape[1], c.shape[3])
+    return R.from_cupy(c)
+
+
+@gpu_op("nn.functional.conv._conv")
+def _conv(x, w, b, stride, pad, dil, groups):
+    """The convolution of x (N, C, [H,] W) with w (O, C/groups, [kh,] kw), plus b (O,)."""
+    cp = R.cp()
+    xc = _c4(x)
+    wc = _c4(w)
+    N, C, H, W = xc.shape
+    O, Cg, kh, kw = wc.shape
+    G = groups
+    OH = _out_len(H, pad[0], pad[1], dil[0], kh, stride[0])
+    OW = _out_len(W, pad[2], pad[3], dil[1], kw, stride[1])
+    L = OH * OW
+    CKg = Cg * kh * kw
+    col = _columns(xc, kh, kw, stride, pad, dil, OH, OW)
+    if G == 1:
+        out = cp.matmul(wc.reshape(O, CKg), col)                         # (N, O, L)
+    else:
+        out = cp.matmul(wc.reshape(G, O // G, CKg), col.reshape(N, G, CKg, L))
+    out = cp.ascontiguousarray(out).reshape(N, O, OH, OW)
+    _add_bias(out, b)
+    return _result(out, x.ndim)
+
+
+@gpu_op("nn.functional.conv._conv_transpose")
+def _conv_transpose(x, w, b, out_hw, stride, pad, dil, groups):
+    """The adjoint of ``_conv`` in its input: x (N, O, [OH,] OW) and w (O, C/groups, [kh,]
+    kw) give (N, C, *out_hw), plus b (C,)."""
+    cp = R.cp()
+    xc = _c4(x)
+    wc = _c4(w)
+    N, O, OH, OW = xc.shape
+    _, Cg, kh, kw = wc.shape
+    G = groups
+    C = Cg * G
+    H, W = (1, out_hw[0]) if len(out_hw) == 1 else tuple(out_hw)
+    L = OH * OW
+    CKg = Cg * kh * kw
+    wt = wc.reshape(G, O // G, CKg).transpose(0, 2, 1)                   # (G, CKg, Og)
+    gv = xc.reshape(N, G, O // G, L)
+    if G == 1:
+        dcol = cp.matmul(wt[0], gv[:, 0])                                # (N, CKg, L)
+    else:
+        dcol = cp.matmul(wt, gv)                                         # (N, G, CKg, L)
+    dcol = cp.ascontiguousarray(dcol).reshape(N, C * kh * kw, L)
+    if _pointwise(kh, kw, stride, pad, H, W, OH, OW):
+        out = dcol.reshape(N, C, H, W)
+    else:
+        out = _col2im(dcol, N, C, H, W, kh, kw, stride, pad, dil, OH, OW)
+    _add_bias(out, b)
+    return _result(out, x.ndim)
+
+
+@gpu_op("nn.functional.conv._conv_weight")
+def _conv_weight(x, g, wshape, stride, pad, dil, groups):
+    """The adjoint of ``_conv`` in its weight: the gradient of w (shape `wshape`) for
+    input x (N, C, [H,] W) and output gradient g (N, O, [OH,] OW)."""
+    cp = R.cp()
+    xc = _c4(x)
+    gc = _c4(g)
+    N, O, OH, OW = gc.shape
+    kh, kw = (1, wshape[2]) if len(wshape) == 3 else tuple(wshape[2:])
+    G = groups
+    Og = O // G
+    CKg = wshape[1] * kh * kw
+    L = OH * OW
+    if N == 0 or L == 0:
+        return R.from_cupy(cp.zeros(tuple(wshape), dtype=xc.dtype))
+    col = _columns(xc, kh, kw, stride, pad, dil, OH, OW).reshape(N, G, CKg, L)
+    # One GEMM per group over all N*L output positions at once (the CPU sums per-image
+    # GEMMs): (G, Og, N*L) @ (G, N*L, CKg).
+    gm = gc.reshape(N, G, Og, L).transpose(1, 2, 0, 3).reshape(G, Og, N * L)
+    cm = col.transpose(1, 0, 3, 2).reshape(G, N * L, CKg)
+    out = cp.ascontiguousarray(cp.matmul(gm, cm)).reshape(tuple(wshape))
+    return R.from_cupy(out)

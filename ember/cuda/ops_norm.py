@@ -1,0 +1,348 @@
+"""The normalization ops of ``ember.nn.functional.normalization`` on CUDA arrays.
+
+Two layers:
+
+* the CUDA twins of the CPU kernel functions that normalization.py calls
+  (``ember._kernels.cpu.norm``): same names, arguments and results, so its
+  gradient rules and the running-statistics update pick this module for GPU arrays
+  (``new_stats`` also takes the input, for its device and dtype);
+* the ``@gpu_op`` registrations of the four defops, written with them.
+
+Kernels (norm.cu): layer norm forward / input gradient (one block per row), batch
+norm statistics, apply and backward (one block per channel for the reductions).
+Group norm is layer norm over (N*G) rows of C/G*S values followed by the
+per-channel affine, and its input gradient is the layer-norm input gradient of
+``g * weight``.  Parameter gradients that are sums over rows use cuBLAS (a
+ones-vector GEMV) or CuPy reductions.
+
+Saved statistics live on the GPU in the accumulator type of the kernels (float64
+for float64 input, float32 otherwise); the CPU keeps float64.  They never leave
+normalization.py's rules.
+"""
+import math
+
+import numpy as np
+
+from ember.cuda._dispatch import gpu_op
+from ember.cuda import _runtime as R
+
+_F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+_GRID_CAP = 65535            # the row/channel kernels loop over rows, so any grid works
+
+
+# ------------------------------------------------------------------ helpers
+
+def _acc(dtype):
+    """The kernels' accumulator dtype for data of `dtype`."""
+    return _F64 if np.dtype(dtype) == _F64 else _F32
+
+
+def _kernel(stem, dtype):
+    sfx = R.suffix(dtype)
+    if sfx is None:
+        raise TypeError(f"{stem} (cuda): no kernel for dtype {dtype}")
+    return f"ember_{stem}_{sfx}"
+
+
+def _threads(n):
+    """Block size for a one-block-per-row kernel over rows of n values (a multiple of
+    32, at most 512)."""
+    t = 32
+    while t < n and t < 512:
+        t *= 2
+    return t
+
+
+def _grid(rows):
+    return max(1, min(int(rows), _GRID_CAP))
+
+
+def _c(x, dtype=None):
+    """A C-contiguous cupy array of ember GPU array x (a view when it already is one)."""
+    return R.cp().ascontiguousarray(R.as_cupy(x), dtype=dtype)
+
+
+def _e(c):
+    """cupy array -> ember array for a kernel argument; None -> a null pointer."""
+    return 0 if c is None else R.from_cupy(c)
+
+
+def _param(p, dtype):
+    """An optional weight/bias as a flat contiguous cupy array of `dtype`, or None."""
+    if p is None:
+        return None
+    return _c(p, dtype).reshape(-1)
+
+
+def _stats(stats, rows, n, dtype, opname):
+    """The cupy view of a statistics array from new_stats, checked."""
+    if not R.is_gpu(stats):
+        raise ValueError(f"{opname}: internal error: the statistics array is not on the GPU "
+                         f"(make it with ember.cuda.ops_norm.new_stats)")
+    st = R.as_cupy(stats)
+    if st.shape != (rows, n) or st.dtype != _acc(dtype) or not st.flags.c_contiguous:
+        raise ValueError(f"{opname}: internal error: bad statistics array "
+                         f"({st.shape}, {st.dtype}; expected ({rows}, {n}), {_acc(dtype)})")
+    return st
+
+
+def _ncs(shape):
+    """(N, C, S): batch, channels and the product of the spatial sizes."""
+    return shape[0], shape[1], math.prod(shape[2:])
+
+
+def _device_index(x):
+    return getattr(getattr(x, "device", None), "index", None)
+
+
+# ------------------------------------------------------------------ the kernel twins
+
+def new_stats(rows, n, like):
+    """An uninitialised (rows, n) statistics array on like's device, in the accumulator
+    type of like's dtype."""
+    return R.empty((int(rows), int(n)), _acc(like.dtype), device=_device_index(like))
+
+
+def contig(x):
+    """x itself when C-contiguous, else a C-contiguous copy (device-agnostic)."""
+    return x if x.is_contiguous() else x.copy()
+
+
+def _ln_rows(x):
+    """(M, N): x seen as rows over its last axis, as the CPU kernel sees it."""
+    N = x.shape[-1] if x.ndim else 1
+    return (x.size // N if N else 0), N
+
+
+def layer_norm_forward(x, weight, bias, eps, stats):
+    """Layer norm over the last axis of x; fills stats (2, M): mean, 1/std; returns y."""
+    M, N = _ln_rows(x)
+    xc = _c(x)
+    st = _stats(stats, 2, M, xc.dtype, "layer_norm")
+    y = R.cp().empty(xc.shape, dtype=xc.dtype)
+    if xc.size:
+        R.launch(_kernel("layer_norm_fwd", xc.dtype), _grid(M), _threads(N),
+                 (_e(xc), _e(_param(weight, xc.dtype)), _e(_param(bias, xc.dtype)), _e(y),
+                  _e(st[0]), _e(st[1]), M, N, float(eps)))
+    return R.from_cupy(y)
+
+
+def _row_sums(a):
+    """Column sums of cupy a (M, N) through cuBLAS (a ones-vector GEMV)."""
+    cp = R.cp()
+    return cp.matmul(cp.ones((a.shape[0],), dtype=a.dtype), a)
+
+
+def layer_norm_backward(g, x, weight, stats, need_x, need_wb):
+    """(gx, gw, gb) of layer norm; None where not needed; gw/gb are the row sums of
+    g * xhat and g (also without weight/bias: the caller picks)."""
+    cp = R.cp()
+    M, N = _ln_rows(x)
+    xc = _c(x)
+    gc = _c(g, xc.dtype)
+    st = _stats(stats, 2, M, xc.dtype, "layer_norm backward")
+    gx = gw = gb = None
+    if need_x:
+        gxc = cp.empty(xc.shape, dtype=xc.dtype)
+        if xc.size:
+            R.launch(_kernel("layer_norm_bwd_input", xc.dtype), _grid(M), _threads(N),
+                     (_e(gc), _e(xc), _e(_param(weight, xc.dtype)), _e(st[0]), _e(st[1]),
+                      _e(gxc), M, N))
+        gx = R.from_cupy(gxc)
+    if need_wb:
+        if xc.size:
+            x2 = xc.reshape(M, N).astype(st.dtype, copy=False)
+            g2 = gc.reshape(M, N).astype(st.dtype, copy=False)
+            xhat = (x2 - st[0][:, None]) * st[1][:, None]
+            gwc = _row_sums(g2 * xhat).astype(xc.dtype)
+            gbc = _row_sums(g2).astype(xc.dtype)
+        else:
+            gwc = cp.zeros((N,), dtype=xc.dtype)
+            gbc = cp.zeros((N,), dtype=xc.dtype)
+        gw, gb = R.from_cupy(gwc), R.from_cupy(gbc)
+    return gx, gw, gb
+
+
+def _bn_apply(xc, mean, invstd, w, b, N, C, S):
+    y = R.cp().empty(xc.shape, dtype=xc.dtype)
+    if xc.size:
+        R.launch(_kernel("batch_norm_apply", xc.dtype), R.blocks(xc.size), 256,
+                 (_e(xc), _e(mean), _e(invstd), _e(_param(w, xc.dtype)), _e(_param(b, xc.dtype)),
+                  _e(y), N, C, S))
+    return y
+
+
+def batch_norm_train_forward(x, weight, bias, eps, stats):
+    """Batch norm with batch statistics; fills stats (3, C): mean, 1/std, biased
+    variance; returns y."""
+    cp = R.cp()
+    xc = _c(x)
+    N, C, S = _ncs(xc.shape)
+    st = _stats(stats, 3, C, xc.dtype, "batch_norm")
+    if xc.size == 0:
+        return R.from_cupy(cp.empty(xc.shape, dtype=xc.dtype))
+    # The kernel computes 1/sqrt(var + eps); with eps = 0 its result gives the variance
+    # back exactly enough (var = 1/r**2) for the running update, and 1/std with the real
+    # eps follows from it.
+    R.launch(_kernel("batch_norm_stats", xc.dtype), _grid(C), _threads(N * S),
+             (_e(xc), _e(st[0]), _e(st[2]), 0, 0, N, C, S, 0.0, 0.0))
+    r = st[2]
+    cp.reciprocal(r * r, out=st[2])                      # biased variance
+    cp.reciprocal(cp.sqrt(st[2] + st.dtype.type(eps)), out=st[1])
+    return R.from_cupy(_bn_apply(xc, st[0], st[1], weight, bias, N, C, S))
+
+
+def batch_norm_update_running(running_mean, running_var, stats, momentum, count):
+    """running = (1 - momentum) * running + momentum * batch statistic, in place on the
+    GPU arrays; the variance enters unbiased, as in PyTorch.  (The caller bumps their
+    versions, as for the CPU kernel.)"""
+    cp = R.cp()
+    st = R.as_cupy(stats)
+    C = st.shape[1]
+    unb = count / (count - 1) if count > 1 else float("nan")
+    for name, a, row, scale in (("running_mean", running_mean, 0, 1.0),
+                                ("running_var", running_var, 2, unb)):
+        if not R.is_gpu(a):
+            raise ValueError(f"batch_norm: {name} is on {a.device} but the input is on the "
+                             f"GPU: running statistics must be on the input's device")
+        if not a.is_contiguous() or a.size != C:
+            raise ValueError(f"batch_norm: {name} must be a contiguous array of {C} values, "
+                             f"got shape {tuple(a.shape)}")
+        ac = R.as_cupy(a).reshape(C)
+        new = (1.0 - momentum) * ac.astype(_F64) + momentum * (st[row].astype(_F64) * scale)
+        ac[...] = new.astype(ac.dtype)
+
+
+def batch_norm_eval_forward(x, running_mean, running_var, weight, bias, eps):
+    """Batch norm with running statistics; returns (y, mean, 1/std), the last two
+    float64 (C,) arrays as on the CPU."""
+    cp = R.cp()
+    xc = _c(x)
+    N, C, S = _ncs(xc.shape)
+    mean64 = _c(running_mean, _F64).reshape(C)
+    rstd64 = 1.0 / cp.sqrt(_c(running_var, _F64).reshape(C) + eps)
+    acc = _acc(xc.dtype)
+    y = _bn_apply(xc, mean64.astype(acc), rstd64.astype(acc), weight, bias, N, C, S)
+    return R.from_cupy(y), R.from_cupy(mean64), R.from_cupy(rstd64)
+
+
+def batch_norm_backward(g, x, weight, stats, running, need_x):
+    """(gx, gw, gb) of batch norm.  Training (running None): stats is the forward's
+    (3, C) array.  Evaluation: running = (mean, 1/std) (C,) arrays and gx = g * w / std.
+    gw, gb are the per-channel sums of g * xhat and g."""
+    cp = R.cp()
+    xc = _c(x)
+    gc = _c(g, xc.dtype)
+    N, C, S = _ncs(xc.shape)
+    acc = _acc(xc.dtype)
+    if running is None:
+        st = _stats(stats, 3, C, xc.dtype, "batch_norm backward")
+        mean, invstd = st[0], st[1]
+    else:
+        mean = _c(running[0], acc).reshape(C)
+        invstd = _c(running[1], acc).reshape(C)
+    w = _param(weight, xc.dtype)
+    if xc.size == 0:
+        gx = R.from_cupy(cp.empty(xc.shape, dtype=xc.dtype)) if need_x else None
+        return (gx, R.from_cupy(cp.zeros((C,), dtype=xc.dtype)),
+                R.from_cupy(cp.zeros((C,), dtype=xc.dtype)))
+    sum_dy = cp.empty((C,), dtype=acc)
+    sum_dy_xhat = cp.empty((C,), dtype=acc)
+    gw = cp.empty((C,), dtype=xc.dtype)
+    gb = cp.empty((C,), dtype=xc.dtype)
+    R.launch(_kernel("batch_norm_bwd_reduce", xc.dtype), _grid(C), _threads(N * S),
+             (_e(gc), _e(xc), _e(mean), _e(invstd), _e(sum_dy), _e(sum_dy_xhat), _e(gw),
+              _e(gb), N, C, S))
+    gx = None
+    if need_x:
+        if running is None:
+            gxc = cp.empty(xc.shape, dtype=xc.dtype)
+            R.launch(_kernel("batch_norm_bwd_input", xc.dtype), R.blocks(xc.size), 256,
+                     (_e(gc), _e(xc), _e(mean), _e(invstd), _e(w), _e(sum_dy),
+                      _e(sum_dy_xhat), _e(gxc), N, C, S))
+        else:
+            # evaluation: the statistics are constants, gx = g * w / std per channel
+            scale = invstd.astype(_F64) * (1.0 if w is None else w.astype(_F64))
+            gxc = gc * scale.astype(xc.dtype).reshape((1, C) + (1,) * (xc.ndim - 2))
+        gx = R.from_cupy(cp.ascontiguousarray(gxc))
+    return gx, R.from_cupy(gw), R.from_cupy(gb)
+
+
+def group_norm_forward(x, G, weight, bias, eps, stats):
+    """Group norm of x (N, C, ...) with G groups; fills stats (2, N*G): mean, 1/std per
+    sample and group; returns y."""
+    xc = _c(x)
+    N, C, S = _ncs(xc.shape)
+    rows, L = N * G, (C // G) * S
+    st = _stats(stats, 2, rows, xc.dtype, "group_norm")
+    y = R.cp().empty(xc.shape, dtype=xc.dtype)
+    if xc.size == 0:
+        return R.from_cupy(y)
+    # layer norm of the (N*G, C/G*S) rows without affine, then the per-channel affine
+    R.launch(_kernel("layer_norm_fwd", xc.dtype), _grid(rows), _threads(L),
+             (_e(xc), 0, 0, _e(y), _e(st[0]), _e(st[1]), rows, L, float(eps)))
+    w, b = _param(weight, xc.dtype), _param(bias, xc.dtype)
+    y3 = y.reshape(N, C, S)
+    if w is not None:
+        y3 *= w[:, None]
+    if b is not None:
+        y3 += b[:, None]
+    return R.from_cupy(y)
+
+
+def group_norm_backward(g, x, G, weight, stats, need_x):
+    """(gx, gw, gb) of group norm; gw, gb are the per-channel sums of g * xhat and g."""
+    cp = R.cp()
+    xc = _c(x)
+    gc = _c(g, xc.dtype)
+    N, C, S = _ncs(xc.shape)
+    rows, L = N * G, (C // G) * S
+    st = _stats(stats, 2, rows, xc.dtype, "group_norm backward")
+    if xc.size == 0:
+        gx = R.from_cupy(cp.empty(xc.shape, dtype=xc.dtype)) if need_x else None
+        return (gx, R.from_cupy(cp.zeros((C,), dtype=xc.dtype)),
+                R.from_cupy(cp.zeros((C,), dtype=xc.dtype)))
+    w = _param(weight, xc.dtype)
+    x3 = xc.reshape(N, G, L).astype(st.dtype, copy=False)
+    xhat = ((x3 - st[0].reshape(N, G, 1)) * st[1].reshape(N, G, 1)).reshape(N, C, S)
+    g3 = gc.reshape(N, C, S)
+    gw = (g3 * xhat).sum(axis=(0, 2)).astype(xc.dtype)
+    gb = g3.sum(axis=(0, 2), dtype=st.dtype).astype(xc.dtype)
+    gx = None
+    if need_x:
+        # per (sample, group) row this is the layer-norm input gradient of g * weight
+        gh = cp.ascontiguousarray(g3 * w[:, None] if w is not None else g3)
+        gxc = cp.empty(xc.shape, dtype=xc.dtype)
+        R.launch(_kernel("layer_norm_bwd_input", xc.dtype), _grid(rows), _threads(L),
+                 (_e(gh), _e(xc), 0, _e(st[0]), _e(st[1]), _e(gxc), rows, L))
+        gx = R.from_cupy(gxc)
+    return gx, R.from_cupy(gw), R.from_cupy(gb)
+
+
+# ------------------------------------------------------------------ the defops on the GPU
+
+@gpu_op("nn.functional.normalization._layer_norm")
+def _layer_norm(x, weight, bias, normalized_shape, eps, stats):
+    N = math.prod(normalized_shape)
+    if len(normalized_shape) == 1:
+        return layer_norm_forward(x, weight, bias, eps, stats)
+    xr = R.from_cupy(_c(x).reshape(x.size // N if N else 0, N))
+    y = layer_norm_forward(xr, weight, bias, eps, stats)
+    return R.from_cupy(R.as_cupy(y).reshape(tuple(x.shape)))
+
+
+@gpu_op("nn.functional.normalization._batch_norm_train")
+def _batch_norm_train(x, weight, bias, eps, stats):
+    return batch_norm_train_forward(x, weight, bias, eps, stats)
+
+
+@gpu_op("nn.functional.normalization._batch_norm_eval")
+def _batch_norm_eval(x, running_mean, running_var, weight, bias, eps):
+    y, _, _ = batch_norm_eval_forward(x, running_mean, running_var, weight, bias, eps)
+    return y
+
+
+@gpu_op("nn.functional.normalization._group_norm")
+def _group_norm(x, weight, bias, num_groups, eps, stats):
+    return group_norm_forward(x, num_groups, weight, bias, eps, stats)
