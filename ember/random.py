@@ -12,6 +12,8 @@ directly (NumPy supports it), the other distributions draw float64 and cast.
 >>> bool((a == b).all()), a.dtype
 (True, dtype('float32'))
 """
+import sys
+
 import numpy as np
 
 from ember._core.dtypes import default_float_dtype
@@ -113,18 +115,37 @@ def default_rng(seed=None):
 
 
 _global = Generator(None)
+_cuda_seed = None       # the last seed(s): CUDA generators (ember.cuda.ops_random) start from it
+
+
+def _gpu(device):
+    """The CUDA Device a draw runs on when `device` (None: the default device, as for
+    ember.zeros) is one, else None (the host generator draws)."""
+    from ember._core.array import Device, _get_default_device
+    d = Device(_get_default_device() if device is None else device)
+    return d if d.type == "cuda" else None
+
+
+def _cuda():
+    from ember.cuda import ops_random
+    return ops_random
 
 
 def seed(s=None):
-    """Reseed the global generator (the module functions draw from it).
+    """Reseed the global generator (the module functions draw from it), and the CUDA
+    devices' generators when the GPU backend is loaded.
 
     >>> import ember
     >>> ember.random.seed(0); a = ember.random.rand(2); ember.random.seed(0)
     >>> bool((a == ember.random.rand(2)).all())
     True
     """
-    global _global
+    global _global, _cuda_seed
     _global = Generator(s)
+    _cuda_seed = s
+    gpu = sys.modules.get("ember.cuda.ops_random")
+    if gpu is not None:
+        gpu.manual_seed_all(s)
 
 
 manual_seed = seed
@@ -151,27 +172,33 @@ def set_state(state):
     _global._g.bit_generator.state = state
 
 
-def rand(*shape, dtype=None):
-    """Uniform [0, 1) samples of the given shape.
+def rand(*shape, dtype=None, device=None):
+    """Uniform [0, 1) samples of the given shape (on `device`; None: the default device).
 
     >>> import ember
     >>> ember.random.rand(2, 3).shape
     (2, 3)
     """
+    d = _gpu(device)
+    if d is not None:
+        return _cuda().rand(*shape, dtype=dtype, device=d)
     return _global.random(shape if shape else None, dtype=dtype)
 
 
-def randn(*shape, dtype=None):
-    """Standard normal samples of the given shape.
+def randn(*shape, dtype=None, device=None):
+    """Standard normal samples of the given shape (on `device`; None: the default device).
 
     >>> import ember
     >>> ember.random.randn(4).shape
     (4,)
     """
+    d = _gpu(device)
+    if d is not None:
+        return _cuda().randn(*shape, dtype=dtype, device=d)
     return _global.standard_normal(shape if shape else None, dtype=dtype)
 
 
-def randint(low, high=None, size=None, dtype=np.int64):
+def randint(low, high=None, size=None, dtype=np.int64, device=None):
     """Integers in [low, high) (or [0, low) when high is None).
 
     >>> import ember
@@ -180,20 +207,26 @@ def randint(low, high=None, size=None, dtype=np.int64):
     """
     if high is None:
         low, high = 0, low
+    d = _gpu(device)
+    if d is not None:
+        return _cuda().integers(low, high, size, dtype, device=d)
     return _global.integers(low, high, size=size, dtype=dtype)
 
 
-def integers(low, high=None, size=None, dtype=np.int64, endpoint=False):
+def integers(low, high=None, size=None, dtype=np.int64, endpoint=False, device=None):
     """Module-level ``integers`` on the global generator (see ``Generator.integers``).
 
     >>> import ember
     >>> int(ember.random.integers(0, 3, size=5).max()) < 3
     True
     """
+    d = _gpu(device)
+    if d is not None:
+        return _cuda().integers(low, high, size, dtype, endpoint, device=d)
     return _global.integers(low, high, size=size, dtype=dtype, endpoint=endpoint)
 
 
-def random(size=None, dtype=None):
+def random(size=None, dtype=None, device=None):
     """Uniform [0, 1) samples.
 
     >>> import ember
@@ -204,23 +237,29 @@ def random(size=None, dtype=None):
     >>> int(ember.random.integers(0, 3, size=5).max()) < 3
     True
     """
+    d = _gpu(device)
+    if d is not None:
+        return _cuda().random(size, dtype, device=d)
     return _global.random(size, dtype=dtype)
 
 
 random_sample = random
 
 
-def standard_normal(size=None, dtype=None):
+def standard_normal(size=None, dtype=None, device=None):
     """Module-level ``standard_normal`` on the global generator (see ``Generator.standard_normal``).
 
     >>> import ember
     >>> ember.random.standard_normal((2,)).dtype
     dtype('float32')
     """
+    d = _gpu(device)
+    if d is not None:
+        return _cuda().standard_normal(size, dtype, device=d)
     return _global.standard_normal(size, dtype=dtype)
 
 
-def normal(loc=0.0, scale=1.0, size=None, dtype=None):
+def normal(loc=0.0, scale=1.0, size=None, dtype=None, device=None):
     """Normal samples with mean `loc` and standard deviation `scale`.
 
     >>> import ember
@@ -231,16 +270,22 @@ def normal(loc=0.0, scale=1.0, size=None, dtype=None):
     >>> ember.random.standard_normal((2,)).dtype
     dtype('float32')
     """
+    d = _gpu(device)
+    if d is not None:
+        return _cuda().normal(loc, scale, size, dtype, device=d)
     return _global.normal(loc, scale, size, dtype=dtype)
 
 
-def uniform(low=0.0, high=1.0, size=None, dtype=None):
+def uniform(low=0.0, high=1.0, size=None, dtype=None, device=None):
     """Uniform samples in [low, high).
 
     >>> import ember
     >>> float(ember.random.uniform(2, 3, size=5).min()) >= 2
     True
     """
+    d = _gpu(device)
+    if d is not None:
+        return _cuda().uniform(low, high, size, dtype, device=d)
     return _global.uniform(low, high, size, dtype=dtype)
 
 
@@ -254,13 +299,16 @@ def exponential(scale=1.0, size=None, dtype=None):
     return _global.exponential(scale, size, dtype=dtype)
 
 
-def bernoulli(p, size=None, dtype=None):
+def bernoulli(p, size=None, dtype=None, device=None):
     """Module-level ``bernoulli`` on the global generator (see ``Generator.bernoulli``).
 
     >>> import ember
     >>> ember.random.bernoulli(0.5, size=(3,)).shape
     (3,)
     """
+    d = _gpu(device)
+    if d is not None:
+        return _cuda().bernoulli(p, size, dtype, device=d)
     return _global.bernoulli(p, size, dtype=dtype)
 
 

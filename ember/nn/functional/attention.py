@@ -31,23 +31,25 @@ def _F():
     return F
 
 
-def _causal_bias(L, S, dtype):
-    """The (L, S) additive causal mask (0 where j <= i, -inf above), cached."""
-    key = (L, S, str(dtype))
+def _causal_bias(L, S, dtype, device=None):
+    """The (L, S) additive causal mask (0 where j <= i, -inf above) on `device`, cached."""
+    key = (L, S, str(dtype), str(device))
     b = _CAUSAL.get(key)
     if b is None:
         if len(_CAUSAL) > 64:
             _CAUSAL.clear()
-        b = E.triu(E.full((L, S), -math.inf, dtype=dtype), 1)
+        b = E.triu(E.full((L, S), -math.inf, dtype=dtype, device=device), 1)
         _CAUSAL[key] = b
     return b
 
 
 def _bool_to_bias(mask, dtype, true_means_keep):
     """A boolean mask as an additive float mask of `dtype` (0 kept, -inf masked)."""
+    zero = E.zeros((), dtype=dtype, device=mask.device)
+    ninf = E.full((), -math.inf, dtype=dtype, device=mask.device)
     if true_means_keep:
-        return E.where(mask, E.zeros((), dtype=dtype), E.full((), -math.inf, dtype=dtype))
-    return E.where(mask, E.full((), -math.inf, dtype=dtype), E.zeros((), dtype=dtype))
+        return E.where(mask, zero, ninf)
+    return E.where(mask, ninf, zero)
 
 
 def _check_float(x, what, op):
@@ -155,6 +157,9 @@ def _sdpa_grad(g, res, query, key, value, bias, scale):
         dq, dk, dv, ds = _em_attention_grad(g_out, g_p, p, query, key, value, scale)
         return dq, dk, dv, (ds if bias_grad else None), None
     p = res[1]
+    if p.is_cuda:                   # the NumPy branch below cannot read GPU memory
+        from ember.cuda.ops_attention import sdpa_grad
+        return sdpa_grad(g_out, g_p, p, query, key, value, bias_grad, scale)
     qn, kn, vn = numpy_view(query), numpy_view(key), numpy_view(value)
     bs = tuple(p.shape[:-2])
     dq = empty_raw(bs + tuple(query.shape[-2:]), query.dtype)
@@ -222,6 +227,9 @@ def _core_grad(g, res, qkv, bias, num_heads, scale, bf):
         st = E.stack([dq, dk, dv], axis=0)                  # (3, N, H, L, D)
         dqkv = st.permute(1, 3, 0, 2, 4) if bf else st.permute(3, 1, 0, 2, 4)
         return dqkv.reshape(qkv.shape), (ds if bias_grad else None), None, None, None
+    if qkv.is_cuda:                 # the NumPy branch below cannot read GPU memory
+        from ember.cuda.ops_attention import core_grad
+        return core_grad(g_out, g_p, res[1], qkv, num_heads, scale, bf, bias_grad)
     q, k, v = _qkv_views(numpy_view(qkv), n, num_heads, d, bf)
     dqkv = empty_raw(tuple(qkv.shape), qkv.dtype)
     dq, dk, dv = _qkv_views(numpy_view(dqkv), n, num_heads, d, bf)
@@ -297,7 +305,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if attn_mask is not None:
             raise ValueError(f"{op}: an explicit attn_mask should not be set when "
                              f"is_causal=True")
-        bias = _causal_bias(L, S, query.dtype)
+        bias = _causal_bias(L, S, query.dtype, query.device)
     elif attn_mask is not None:
         if not isinstance(attn_mask, ndarray):
             attn_mask = E.asarray(attn_mask)
@@ -340,7 +348,7 @@ def _canonical_mask(mask, name, dtype, op):
 
 def _pad_last(mask):
     """Append one zero column (an unmasked position) to a float mask."""
-    z = E.zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype)
+    z = E.zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype, device=mask.device)
     return E.concatenate([mask, z], axis=-1)
 
 
@@ -470,7 +478,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                     and not add_zero_attn and dropout_p == 0.0 and dtype in _FUSED_DTYPES):
                 # self-attention: the fused core on the packed projection
                 bias = _mha_bias(attn_mask, key_padding_mask, is_causal, bsz, num_heads,
-                                 tgt_len, src_len, dtype, op)
+                                 tgt_len, src_len, dtype, op, device=query.device)
                 if not qkv.is_contiguous():
                     qkv = E.ascontiguousarray(qkv)
                 out, w = _self_attention_core(qkv, bias, num_heads, scale, bf)
@@ -527,14 +535,16 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if static_v is not None:
         v = static_v.reshape(bsz, num_heads, -1, head_dim)
     if add_zero_attn:
-        k = E.concatenate([k, E.zeros((bsz, num_heads, 1, head_dim), dtype=k.dtype)], axis=2)
-        v = E.concatenate([v, E.zeros((bsz, num_heads, 1, head_dim), dtype=v.dtype)], axis=2)
+        k = E.concatenate([k, E.zeros((bsz, num_heads, 1, head_dim), dtype=k.dtype,
+                                      device=k.device)], axis=2)
+        v = E.concatenate([v, E.zeros((bsz, num_heads, 1, head_dim), dtype=v.dtype,
+                                      device=v.device)], axis=2)
         if attn_mask is not None:
             attn_mask = _pad_last(attn_mask)
         if key_padding_mask is not None:
             key_padding_mask = _pad_last(key_padding_mask)
     bias = _mha_bias(attn_mask, key_padding_mask, is_causal, bsz, num_heads, tgt_len,
-                     k.shape[2], dtype, op, checked=True)
+                     k.shape[2], dtype, op, checked=True, device=query.device)
     if need_weights:
         out, w = _attend(q, k, v, bias, float(dropout_p), scale, need_weights=True)
     else:
@@ -568,8 +578,9 @@ def _check_attn_mask(attn_mask, bsz, num_heads, tgt_len, src_len, op):
 
 
 def _mha_bias(attn_mask, key_padding_mask, is_causal, bsz, num_heads, tgt_len, src_len, dtype,
-              op, checked=False):
-    """The float masks merged into one additive bias broadcastable to (N, H, L, S)."""
+              op, checked=False, device=None):
+    """The float masks merged into one additive bias broadcastable to (N, H, L, S)
+    (a causal one made on `device`)."""
     if not checked:
         attn_mask = _check_attn_mask(attn_mask, bsz, num_heads, tgt_len, src_len, op)
     bias = None
@@ -583,7 +594,7 @@ def _mha_bias(attn_mask, key_padding_mask, is_causal, bsz, num_heads, tgt_len, s
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
         bias = kpm if bias is None else bias + kpm
     if is_causal and bias is None:
-        bias = _causal_bias(tgt_len, src_len, dtype)
+        bias = _causal_bias(tgt_len, src_len, dtype, device)
     return bias
 
 

@@ -24,9 +24,12 @@ def _check_p(p, opname):
         raise ValueError(f"{opname}: dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _mask(shape, dtype, p, scaled=True):
+def _mask(shape, dtype, p, scaled=True, device=None):
     """An array of `shape` with 0 (probability p) or 1 / (1 - p) elsewhere (1 when not
-    `scaled`)."""
+    `scaled`), on `device` (a CUDA device draws from its own Philox generator)."""
+    if device is not None and device.type == "cuda":
+        from ember.cuda.ops_random import dropout_mask
+        return dropout_mask(shape, dtype, p, scaled, device)
     import ember.random
     draw = dtype if dtype in (np.float32, np.float64) else np.float32
     u = ember.random._global._g.random(shape, dtype=draw)
@@ -51,7 +54,7 @@ def _apply(input, p, training, inplace, mask_shape, opname):
         mask = input.dtype.type(0)
         out = input * mask
     else:
-        mask = _mask(mask_shape, input.dtype, p)
+        mask = _mask(mask_shape, input.dtype, p, device=input.device)
         out = input * mask
     if inplace:
         input[...] = out
@@ -136,7 +139,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
         out = input * input.dtype.type(0)
     else:
         alpha = 1.7580993408473766          # selu scale * alpha (PyTorch's constant)
-        keep = _mask(input.shape, input.dtype, p, scaled=False)       # 0 / 1
+        keep = _mask(input.shape, input.dtype, p, scaled=False, device=input.device)  # 0 / 1
         a = 1.0 / ((alpha * alpha * p + 1) * (1 - p)) ** 0.5
         b = (keep - 1) * (alpha * a) + alpha * a * p
         out = input * (keep * a) + b

@@ -433,6 +433,10 @@ def _coef(g, red, t, ignore_index, weight):
 
 
 def _ce_nc_grad(g, res, x, target, weight, ignore_index, reduction, label_smoothing, scratch):
+    if x.is_cuda:                   # the kernels below read host memory
+        from ember.cuda.ops_loss import cross_entropy_nc_grad
+        return cross_entropy_nc_grad(g, x, target, weight, ignore_index, reduction,
+                                     label_smoothing)
     if _grad_on():
         # create_graph: gx = coef * (softmax(x) * rowsum(Q) - Q), written with ember ops
         Q, _ = _k.smoothed_targets(x.detach(), target, weight, ignore_index, label_smoothing)
@@ -447,6 +451,12 @@ def _ce_nc_grad(g, res, x, target, weight, ignore_index, reduction, label_smooth
                                       label_smoothing, scratch),)
 
 
+def _scratch(x):
+    """The host scratch of the CPU kernels for (N, C) logits x (None on a GPU, whose
+    kernels keep nothing between forward and backward)."""
+    return None if x.is_cuda else _k.new_scratch(x.shape[0] + 1)
+
+
 @defop("nn.functional.loss._cross_entropy_nc", grad=_ce_nc_grad)
 def _cross_entropy_nc(x, target, weight, ignore_index, reduction, label_smoothing, scratch):
     """Fused cross-entropy of (N, C) logits against (N,) int64 class indices."""
@@ -455,6 +465,9 @@ def _cross_entropy_nc(x, target, weight, ignore_index, reduction, label_smoothin
 
 
 def _nll_nc_grad(g, res, x, target, weight, ignore_index, reduction):
+    if x.is_cuda:                   # the kernels below read host memory
+        from ember.cuda.ops_loss import nll_nc_grad
+        return nll_nc_grad(g, x, target, weight, ignore_index, reduction)
     if _grad_on():
         Q, _ = _k.smoothed_targets(x.detach(), target, weight, ignore_index, 0.0)
         return (-(_coef(g, reduction, target, ignore_index, weight) * Q.astype(x.dtype)),)
@@ -516,7 +529,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         _reduction("cross_entropy", reduction)
     if _k.fast_nc_ok(input, target, weight) and 0.0 <= label_smoothing <= 1.0:
         return _cross_entropy_nc(input, target, weight, ignore_index, red, label_smoothing,
-                                 _k.new_scratch(input.shape[0] + 1))
+                                 _scratch(input))
     x = _float_input("cross_entropy", input)
     ls = float(label_smoothing)
     if not 0.0 <= ls <= 1.0:
@@ -533,8 +546,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         x2 = x2.astype(np.float32)
         if w is not None:
             w = w.astype(np.float32)
-    loss = _cross_entropy_nc(_k.contig(x2), t1, w, int(ignore_index), red, ls,
-                             _k.new_scratch(x2.shape[0] + 1))
+    loss = _cross_entropy_nc(_k.contig(x2), t1, w, int(ignore_index), red, ls, _scratch(x2))
     if red == 0 and loss.shape != out_shape:
         loss = loss.reshape(out_shape)
     return loss.astype(x.dtype) if loss.dtype != x.dtype else loss

@@ -76,6 +76,9 @@ def _backward(g, res, ndim, dim, axis, log):
         if log:
             return g - _E.exp(res) * g.sum(axis=d, keepdims=True)
         return res * (g - (g * res).sum(axis=d, keepdims=True))
+    if res.is_cuda:                     # the CPU kernel below cannot read GPU memory
+        from ember.cuda.ops_softmax import softmax_backward
+        return softmax_backward(g, res, d, log)
     y = res
     if y.dtype == _F16:
         y = y.astype(_F32)

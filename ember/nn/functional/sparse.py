@@ -112,7 +112,10 @@ def _gather_op(weight, indices):
 def _embedding_grad(g, res, input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
                     scale_grad_by_freq=False, sparse=False):
     scale = None
-    if scale_grad_by_freq:
+    if scale_grad_by_freq and getattr(input, "is_cuda", False):     # counted on the device
+        from ember.cuda.ops_sparse import inverse_counts
+        scale = inverse_counts(input, weight)
+    elif scale_grad_by_freq:
         idx = _flat_indices(input, "embedding")
         counts = np.zeros(weight.shape[0], dtype=np.int64)
         _K().count_rows(idx, counts)
@@ -173,7 +176,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         import ember
         with ember.no_grad():
-            _renorm_(weight, input, max_norm, norm_type)
+            if weight.is_cuda:
+                from ember.cuda.ops_sparse import renorm_
+                renorm_(weight, input, max_norm, norm_type)
+            else:
+                _renorm_(weight, input, max_norm, norm_type)
     if padding_idx is None and not scale_grad_by_freq:
         return _embedding(input, weight)
     return _embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq,

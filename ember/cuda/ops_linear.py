@@ -1,0 +1,64 @@
+"""linear and bilinear (ember.nn.functional.linear) on CUDA arrays: cuBLAS GEMMs through
+``cupy.matmul``.  Argument checks and their messages are the CPU's (``_linear_error``).
+The gradient rules are ember ops (matmul, transpose, sum, einsum), so they need nothing here.
+"""
+import importlib
+
+from ember.cuda._dispatch import gpu_op
+from ember.cuda import _runtime as R
+
+__all__ = ["linear", "bilinear"]
+
+
+def _lin():
+    return importlib.import_module("ember.nn.functional.linear")
+
+
+@gpu_op("nn.functional.linear")
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` on CUDA (see ember.nn.functional.linear)."""
+    from ember._core.array import ndarray
+    if isinstance(input, ndarray) and isinstance(weight, ndarray):
+        xs, ws, dt = tuple(input.shape), tuple(weight.shape), input.dtype
+        if len(ws) == 2 and xs and xs[-1] == ws[1] and dt == weight.dtype and dt.kind in "fc":
+            n_out = ws[0]
+            if bias is not None and (not isinstance(bias, ndarray) or bias.dtype != dt
+                                     or tuple(bias.shape) not in ((n_out,), (), (1,))):
+                _lin()._linear_error(input, weight, bias)
+            cp = R.cp()
+            x = R.as_cupy(input)
+            wt = R.as_cupy(weight).T
+            if len(xs) > 2:
+                # one 2-d GEMM over all leading rows (reshape copies only a strided input)
+                out = cp.matmul(x.reshape(-1, xs[-1]), wt).reshape(xs[:-1] + (n_out,))
+            else:
+                out = cp.matmul(x, wt)
+            if bias is not None:
+                out += R.as_cupy(bias)
+            return R.from_cupy(out)
+    _lin()._linear_error(input, weight, bias)
+
+
+@gpu_op("nn.functional.bilinear")
+def bilinear(input1, input2, weight, bias=None):
+    """``y_o = x1 . W_o . x2 + b_o`` on CUDA: one GEMM of x1 with W, then a row-wise
+    product with x2 (see ember.nn.functional.bilinear)."""
+    from ember._api._util import shape_str
+    if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or \
+            input2.shape[-1] != weight.shape[2] or input1.shape[:-1] != input2.shape[:-1]:
+        raise ValueError(f"bilinear: shapes do not match: input1 {shape_str(input1.shape)}, "
+                         f"input2 {shape_str(input2.shape)}, weight {shape_str(weight.shape)} "
+                         f"(expected (..., in1), (..., in2), (out, in1, in2))")
+    cp = R.cp()
+    O, I1, I2 = weight.shape
+    lead = tuple(input1.shape[:-1])
+    x1 = R.as_cupy(input1).reshape(-1, I1)
+    x2 = R.as_cupy(input2).reshape(-1, I2)
+    w = R.as_cupy(weight)
+    # t[m, o, j] = sum_i x1[m, i] W[o, i, j]
+    t = cp.matmul(x1, w.transpose(1, 0, 2).reshape(I1, O * I2)).reshape(-1, O, I2)
+    out = cp.matmul(t, x2[:, :, None])[:, :, 0]          # (M, O): sum_j t[m, o, j] x2[m, j]
+    out = R.from_cupy(cp.ascontiguousarray(out).reshape(lead + (O,)))
+    if bias is not None:
+        out = out + bias
+    return out

@@ -1,0 +1,294 @@
+"""The losses of ember.nn.functional.loss on CUDA arrays.
+
+* ``_cross_entropy_nc``: the fused kernels of softmax.cu (``cross_entropy_fwd`` /
+  ``cross_entropy_bwd``) compute each row's loss (label smoothing included) and
+  log-sum-exp; with class weights the loss and gradient are CuPy formulas on that
+  log-sum-exp (the kernels know no weights).  The CPU's float64 ``scratch``
+  argument is host memory and is not used: the backward recomputes the
+  log-sum-exp with the forward kernel (one pass over the logits).
+* ``_nll_nc``: CuPy gathers and scatters.
+* The elementwise losses run their CPU bodies, which are ember ops and so run on
+  the GPU; binary_cross_entropy checks its input range on the device.
+
+Bad class indices raise the CPU's IndexError; finding one costs a device sync.
+The gradient rules in loss.py call ``cross_entropy_nc_grad`` / ``nll_nc_grad``
+for GPU arrays (their CPU branches read host memory).
+"""
+import importlib
+
+import numpy as np
+
+from ember.cuda._dispatch import gpu_op
+from ember.cuda import _runtime as R
+from ember.cuda.ops_softmax import launch, row_grid, row_threads
+
+__all__ = ["cross_entropy_nc_grad", "nll_nc_grad", "smoothed_targets", "coef"]
+
+_F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+
+
+def _L():
+    return importlib.import_module("ember.nn.functional.loss")
+
+
+def _acc(dt):
+    """The kernels' accumulator dtype: float64 for float64, float32 otherwise."""
+    return _F64 if dt == _F64 else _F32
+
+
+def _cp(a):
+    return None if a is None else R.as_cupy(a)
+
+
+def _raise_bad_target(tc, C, ignore_index, opname):
+    """Raise the CPU's IndexError for the first target outside [0, C) (not ignored)."""
+    cp = R.cp()
+    bad = ((tc < 0) | (tc >= C)) & (tc != ignore_index)
+    pos = int(cp.argmax(bad))
+    v = int(tc[pos])
+    raise IndexError(f"{opname}: target {v} (at position {pos}) is out of bounds for "
+                     f"{C} classes (expected 0 <= target < {C}, or ignore_index="
+                     f"{ignore_index})")
+
+
+def _check_targets(tc, C, ignore_index, opname):
+    cp = R.cp()
+    if tc.size and bool(cp.any(((tc < 0) | (tc >= C)) & (tc != ignore_index))):
+        _raise_bad_target(tc, C, ignore_index, opname)
+
+
+def _row_lse(xc, tc, ignore_index, eps, opname=None):
+    """(per-row unweighted loss, per-row log-sum-exp) of (N, C) cupy logits from the fused
+    kernel, both in the accumulator dtype.  With `opname`, a bad target raises."""
+    cp = R.cp()
+    N, C = xc.shape
+    acc = _acc(xc.dtype)
+    loss = cp.empty(N, dtype=acc)
+    lse = cp.empty(N, dtype=acc)
+    if N == 0:
+        return loss, lse
+    bad = cp.zeros(1, dtype=cp.int32)
+    launch(f"ember_cross_entropy_fwd_{R.suffix(xc.dtype)}", row_grid(N), row_threads(C),
+           (xc, tc, loss, lse, int(N), int(C), int(ignore_index), float(eps), bad))
+    if opname is not None and int(bad[0]):
+        _raise_bad_target(tc, C, ignore_index, opname)
+    return loss, lse
+
+
+def _weights(wc, tc, keep):
+    """(safe targets (ignored -> 0), float64 weight of each row's target, 0 where ignored)."""
+    cp = R.cp()
+    ts = cp.where(keep, tc, 0)
+    if wc is None:
+        return ts, keep.astype(_F64)
+    return ts, cp.where(keep, wc.astype(_F64)[ts], 0.0)
+
+
+def _reduced(li, denom, reduction, dtype):
+    """The CPU's reductions of float64 per-row losses li: none, mean (over denom), sum."""
+    if reduction == 0:
+        return R.from_cupy(li.astype(dtype))
+    total = li.sum(dtype=_F64)
+    if reduction == 1:
+        total = total / denom           # 0 / 0 is NaN: every target ignored, as the CPU
+    return R.from_cupy(total.astype(dtype))
+
+
+# ---------------------------------------------------------------- cross-entropy
+
+@gpu_op("nn.functional.loss._cross_entropy_nc")
+def _cross_entropy_nc(x, target, weight, ignore_index, reduction, label_smoothing, scratch):
+    """Fused cross-entropy of (N, C) logits against (N,) int64 class indices (GPU)."""
+    cp = R.cp()
+    xc = cp.ascontiguousarray(R.as_cupy(x))
+    tc = R.as_cupy(target)
+    wc = _cp(weight)
+    N, C = xc.shape
+    eps = float(label_smoothing)
+    loss, lse = _row_lse(xc, tc, ignore_index, eps, "cross_entropy")
+    keep = tc != ignore_index
+    ts, wt = _weights(wc, tc, keep)
+    if wc is None:
+        li = loss.astype(_F64)
+    else:
+        lse64 = lse.astype(_F64)
+        x64 = xc.astype(_F64)
+        xt = x64[cp.arange(N), ts]
+        li = (1.0 - eps) * wt * (lse64 - xt)
+        if eps != 0.0:
+            w64 = wc.astype(_F64)
+            li = li + (eps / C) * (w64.sum() * lse64 - x64 @ w64)
+        li = cp.where(keep, li, 0.0)
+    return _reduced(li, wt.sum(), reduction, xc.dtype)
+
+
+def _ce_backward(g, x, target, weight, ignore_index, reduction, label_smoothing):
+    """First-order gradient of _cross_entropy_nc w.r.t. the logits (GPU)."""
+    cp = R.cp()
+    xc = cp.ascontiguousarray(R.as_cupy(x))
+    tc = R.as_cupy(target)
+    wc = _cp(weight)
+    N, C = xc.shape
+    eps = float(label_smoothing)
+    dx = cp.empty((N, C), dtype=xc.dtype)
+    if N == 0 or C == 0:
+        return R.from_cupy(dx)
+    _, lse = _row_lse(xc, tc, ignore_index, eps)
+    keep = tc != ignore_index
+    ts, wt = _weights(wc, tc, keep)
+    gc = R.as_cupy(g)
+    if wc is None:
+        acc = _acc(xc.dtype)
+        if reduction == 0:
+            grad, stride = cp.ascontiguousarray(gc.reshape(N).astype(acc)), 1
+        else:
+            grad = gc.reshape(1).astype(_F64)
+            if reduction == 1:
+                grad = grad / wt.sum()
+            grad, stride = grad.astype(acc), 0
+        launch(f"ember_cross_entropy_bwd_{R.suffix(xc.dtype)}", R.blocks(N * C), 256,
+               (xc, tc, lse, grad, stride, dx, int(N), int(C), int(ignore_index), eps))
+        return R.from_cupy(dx)
+    # class weights: gx = coef * (a * p - (eps / C) * w) - coef * (1 - eps) * wt * onehot(t)
+    w64 = wc.astype(_F64)
+    if reduction == 0:
+        c = gc.reshape(N).astype(_F64)
+    else:
+        c = cp.broadcast_to(gc.reshape(1).astype(_F64), (N,))
+        if reduction == 1:
+            c = c / wt.sum()
+    c = cp.where(keep, c, 0.0)
+    a = (1.0 - eps) * wt + eps * w64.sum() / C
+    p = cp.exp(xc.astype(_F64) - lse.astype(_F64)[:, None])
+    gx = c[:, None] * (a[:, None] * p - (eps / C) * w64[None, :])
+    rows = cp.arange(N)
+    gx[rows, ts] = gx[rows, ts] - c * (1.0 - eps) * wt
+    gx = cp.where(keep[:, None], gx, 0.0)       # ignored rows: exactly 0 (even for NaN logits)
+    return R.from_cupy(gx.astype(xc.dtype))
+
+
+def smoothed_targets(x, target, weight, ignore_index, label_smoothing):
+    """GPU twin of the CPU kernel module's smoothed_targets: the (N, C) float64 matrix Q
+    with loss_i = -sum_c Q[i, c] log_softmax(x)[i, c], and each row's target weight."""
+    cp = R.cp()
+    N, C = x.shape
+    tc = R.as_cupy(target)
+    wc = _cp(weight)
+    eps = float(label_smoothing)
+    keep = tc != ignore_index
+    ts, wt = _weights(wc, tc, keep)
+    base = wc.astype(_F64) if wc is not None else cp.ones(C, dtype=_F64)
+    Q = cp.where(keep[:, None], (eps / C) * base[None, :], 0.0)     # a new (N, C) array
+    rows = cp.arange(N)
+    Q[rows, ts] = Q[rows, ts] + (1.0 - eps) * wt
+    return R.from_cupy(Q), R.from_cupy(wt)
+
+
+def coef(g, reduction, target, ignore_index, weight):
+    """GPU twin of loss._coef: the per-row factor of the upstream gradient, (M, 1) or 0-d."""
+    cp = R.cp()
+    if reduction == 0:
+        return g.reshape(-1, 1)
+    if reduction == 1:
+        tc = R.as_cupy(target)
+        _, wt = _weights(_cp(weight), tc, tc != ignore_index)
+        denom = wt.sum()
+        factor = cp.where(denom != 0, 1.0 / cp.where(denom != 0, denom, 1.0), 0.0)
+        return g * R.from_cupy(factor.astype(g.dtype))
+    return g
+
+
+def cross_entropy_nc_grad(g, x, target, weight, ignore_index, reduction, label_smoothing):
+    """loss._ce_nc_grad for GPU arrays (both its create_graph and its kernel branch)."""
+    from ember._core.array import _is_grad_enabled
+    if _is_grad_enabled():
+        from ember.nn.functional.softmax import softmax
+        Q, _ = smoothed_targets(x.detach(), target, weight, ignore_index, label_smoothing)
+        Q = Q.astype(x.dtype)
+        a = Q.sum(axis=1, keepdims=True)
+        p = softmax(x, 1)
+        return (coef(g, reduction, target, ignore_index, weight) * (p * a - Q),)
+    if g.dtype != x.dtype:
+        g = g.astype(x.dtype)
+    return (_ce_backward(g, x, target, weight, ignore_index, reduction, label_smoothing),)
+
+
+# ---------------------------------------------------------------- nll
+
+@gpu_op("nn.functional.loss._nll_nc")
+def _nll_nc(x, target, weight, ignore_index, reduction):
+    """Negative log-likelihood of (N, C) log-probabilities at (N,) int64 indices (GPU)."""
+    cp = R.cp()
+    xc = R.as_cupy(x)
+    tc = R.as_cupy(target)
+    N, C = xc.shape
+    _check_targets(tc, C, ignore_index, "nll_loss")
+    keep = tc != ignore_index
+    ts, wt = _weights(_cp(weight), tc, keep)
+    xt = xc[cp.arange(N), ts].astype(_F64)
+    li = cp.where(keep, -wt * xt, 0.0)
+    return _reduced(li, wt.sum(), reduction, xc.dtype)
+
+
+def _nll_backward(g, x, target, weight, ignore_index, reduction):
+    cp = R.cp()
+    N, C = x.shape
+    tc = R.as_cupy(target)
+    dx = cp.zeros((N, C), dtype=x.dtype)
+    if N == 0 or C == 0:
+        return R.from_cupy(dx)
+    keep = tc != ignore_index
+    ts, wt = _weights(_cp(weight), tc, keep)
+    gc = R.as_cupy(g).astype(_F64)
+    if reduction == 0:
+        c = gc.reshape(N)
+    else:
+        c = cp.broadcast_to(gc.reshape(1), (N,))
+        if reduction == 1:
+            c = c / wt.sum()
+    vals = cp.where(keep, -wt * c, 0.0).astype(dx.dtype)
+    dx[cp.arange(N), ts] = vals             # one element per row: no collisions
+    return R.from_cupy(dx)
+
+
+def nll_nc_grad(g, x, target, weight, ignore_index, reduction):
+    """loss._nll_nc_grad for GPU arrays."""
+    from ember._core.array import _is_grad_enabled
+    if _is_grad_enabled():
+        Q, _ = smoothed_targets(x.detach(), target, weight, ignore_index, 0.0)
+        return (-(coef(g, reduction, target, ignore_index, weight) * Q.astype(x.dtype)),)
+    if g.dtype != x.dtype:
+        g = g.astype(x.dtype)
+    return (_nll_backward(g, x, target, weight, ignore_index, reduction),)
+
+
+# ---------------------------------------------------------------- elementwise losses
+
+@gpu_op("nn.functional.binary_cross_entropy")
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """binary_cross_entropy on CUDA: the CPU body, with the [0, 1] check on the device."""
+    L = _L()
+    cp = R.cp()
+    red = L._reduction("binary_cross_entropy", reduction, size_average, reduce)
+    x, t = L._pair("binary_cross_entropy", input, target, same_shape=True)
+    c = R.as_cupy(x)
+    if c.size and not bool(cp.all((c >= 0) & (c <= 1))):
+        raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1 "
+                         "(pass logits to binary_cross_entropy_with_logits instead)")
+    l = L._bce_terms(x, t)
+    if weight is not None:
+        l = l * L._float_input("binary_cross_entropy", weight, "weight")
+    return L._reduce(l, red)
+
+
+def _register_bodies():
+    """The losses whose CPU bodies are ember ops only: the same body serves the GPU."""
+    L = _L()
+    for op in (L.mse_loss, L.l1_loss, L.smooth_l1_loss, L.huber_loss,
+               L.binary_cross_entropy_with_logits, L.kl_div):
+        gpu_op(op.name)(op.__wrapped__)
+
+
+_register_bodies()
