@@ -26,6 +26,8 @@ import time
 
 import numpy as np
 
+from ember.distributed import _nccl
+
 __all__ = ["ReduceOp", "Work", "DistBackendError", "init_process_group", "destroy_process_group",
            "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
            "get_backend", "get_rank", "get_world_size", "barrier", "all_reduce", "broadcast",
@@ -96,6 +98,8 @@ class _Group:
         self.MPI = mpi
         self.dtypes = {}
         self.ranks = ranks
+        self.nccl = None            # backend 'nccl': the NcclCommunicator for GPU arrays
+        self.nccl_device = None     # ... and the CUDA device it drives
 
     def global_rank(self, group_rank):
         return group_rank if self.ranks is None else self.ranks[group_rank]
@@ -170,13 +174,14 @@ def is_mpi_available():
 
 
 def is_nccl_available():
-    """False: the NCCL backend needs GPU arrays, which ember does not have yet.
+    """Whether the ``'nccl'`` backend (GPU arrays) can be used: a usable GPU and CuPy
+    with NCCL.
 
     >>> import ember.distributed as dist
-    >>> dist.is_nccl_available()
-    False
+    >>> isinstance(dist.is_nccl_available(), bool)
+    True
     """
-    return False
+    return _nccl.is_available()
 
 
 def is_initialized():
@@ -220,8 +225,12 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     ``world_size=``/``rank=`` arguments and ``WORLD_SIZE``/``RANK`` environment
     variables, when given, must agree with it.  Without a launcher the group is the
     one process itself (world size 1; needs no MPI).  ``timeout`` (seconds or a
-    ``datetime.timedelta``) bounds every wait of every collective.  ``"nccl"`` is not
-    available yet (ember has no GPU arrays).
+    ``datetime.timedelta``) bounds every wait of every collective on host arrays.
+
+    ``backend="nccl"``: the same job set-up, plus an NCCL communicator on this
+    process's GPU (``device_id``, else ``LOCAL_RANK``, else the current device);
+    collectives on GPU arrays then run on NCCL (see ``_nccl.py``), those on host
+    arrays still on MPI.
 
     >>> import ember.distributed as dist
     >>> dist.init_process_group("mpi", timeout=60)
@@ -234,17 +243,20 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         raise RuntimeError("init_process_group: trying to initialize the default process group "
                            "twice (call destroy_process_group() first)")
     name = "mpi" if backend is None else str(backend).lower()
-    if name == "nccl" or name == "cuda:nccl":
-        raise RuntimeError("init_process_group: backend 'nccl' needs GPU arrays, and ember has "
-                           "no GPU arrays yet (only device='cpu'); use backend='mpi' for CPU "
-                           "arrays")
+    use_nccl = name in ("nccl", "cuda:nccl")
+    if use_nccl:
+        why = _nccl.unavailable_reason()
+        if why is not None:
+            raise RuntimeError(f"init_process_group: backend 'nccl' (for GPU arrays) is not "
+                               f"available: {why}; use backend='mpi' for CPU arrays")
+        name = "mpi"        # the job is set up as for MPI; NCCL is added on top below
     if name in ("gloo", "cpu:gloo", "ucc"):
         raise ValueError(f"init_process_group: backend {backend!r} is not available in ember; "
                          f"the CPU backend is 'mpi' (launch with mpiexec -n N or python -m "
                          f"ember.distributed.run --nproc N)")
     if name not in ("mpi", "cpu:mpi"):
         raise ValueError(f"init_process_group: unknown backend {backend!r}; expected 'mpi' "
-                         f"(or 'nccl', not available yet)")
+                         f"or 'nccl'")
     if init_method not in (None, "env://") and not str(init_method).startswith("mpi"):
         raise ValueError(f"init_process_group: init_method={init_method!r} is not supported: the "
                          f"'mpi' backend gets rank and world size from the MPI launcher")
@@ -263,6 +275,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
                 f"`mpiexec -n N python script.py` or `python -m ember.distributed.run --nproc N "
                 f"script.py` (backend 'mpi')")
         _GROUP = _Group("mpi", 0, 1, secs)
+        if use_nccl:
+            _add_nccl(_GROUP, device_id)
         return None
 
     try:
@@ -281,10 +295,37 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         raise RuntimeError(f"init_process_group: rank={want_rank} was asked for (argument or "
                            f"RANK) but MPI gives this process rank {r}")
     _GROUP = _Group("mpi", r, n, secs, comm, MPI)
+    if use_nccl:
+        try:
+            _add_nccl(_GROUP, device_id)
+        except BaseException:
+            _GROUP = None
+            comm.Free()
+            raise
     if n > 1 and _SAVED_EXCEPTHOOK is None:
         _SAVED_EXCEPTHOOK = sys.excepthook
         sys.excepthook = _abort_on_uncaught
     return None
+
+
+def _add_nccl(g, device_id):
+    """Give group `g` an NCCL communicator (every member calls this together)."""
+    dev = _nccl.pick_device(device_id) if device_id is not None or g.ranks is None \
+        else _GROUP.nccl_device
+    g.nccl = _nccl.make_comm(g.size, g.rank, g.comm, dev)
+    g.nccl_device = dev
+    g.backend = "nccl"
+
+
+def _on_gpu(g, x, opname):
+    """Whether the collective on array `x` runs on NCCL (x lives on a GPU)."""
+    if not _nccl.is_gpu(x):
+        return False
+    if g.nccl is None:
+        raise RuntimeError(f"{opname}: {_describe(x)} lives on {x.device}, but this group's "
+                           f"backend is {g.backend!r} (host arrays); GPU arrays need "
+                           f"init_process_group('nccl')")
+    return True
 
 
 def _abort_on_uncaught(exc_type, exc, tb):
@@ -320,6 +361,9 @@ def destroy_process_group(group=None):
     """
     global _GROUP, _SAVED_EXCEPTHOOK
     g = _group(group, "destroy_process_group")
+    if g.nccl is not None:
+        g.nccl.destroy()
+        g.nccl = None
     if g is not _GROUP:                     # a new_group(): free its communicator only
         if g.comm is not None:
             g.comm.Free()
@@ -398,13 +442,17 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     secs = w.timeout if timeout is None else _to_seconds(timeout, "new_group")
     me = w.rank
     if w.size == 1:
-        return _Group(w.backend, 0, 1, secs, None, None, tuple(members))
-    # a collective over the whole job: members get a communicator, the others COMM_NULL
-    key = members.index(me) if me in members else 0
-    comm = w.comm.Split(0 if me in members else w.MPI.UNDEFINED, key)
-    if me not in members:
-        return _NonMember(members)
-    return _Group(w.backend, key, len(members), secs, comm, w.MPI, tuple(members))
+        sub = _Group(w.backend, 0, 1, secs, None, None, tuple(members))
+    else:
+        # a collective over the whole job: members get a communicator, the others COMM_NULL
+        key = members.index(me) if me in members else 0
+        comm = w.comm.Split(0 if me in members else w.MPI.UNDEFINED, key)
+        if me not in members:
+            return _NonMember(members)
+        sub = _Group(w.backend, key, len(members), secs, comm, w.MPI, tuple(members))
+    if w.nccl is not None:
+        _add_nccl(sub, None)        # the members' own NCCL communicator, on the same GPU
+    return sub
 
 
 def get_process_group_ranks(group):
@@ -771,6 +819,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     >>> dist.destroy_process_group()
     """
     g = _group(group, "all_reduce")
+    if _on_gpu(g, tensor, "all_reduce"):
+        return _nccl.all_reduce(g, tensor, op, async_op)
     b = _Buf(tensor, "all_reduce", "tensor", True)
     mop, avg = _reduce_op(op, b.arr.dtype, g, "all_reduce")
     reqs = []
@@ -797,6 +847,8 @@ def broadcast(tensor, src, group=None, async_op=False):
     """
     g = _group(group, "broadcast")
     src = _check_rank(src, g, "broadcast", "src")
+    if _on_gpu(g, tensor, "broadcast"):
+        return _nccl.broadcast(g, tensor, src, async_op)
     b = _Buf(tensor, "broadcast", "tensor", g.rank != src)
     reqs = []
     if g.size > 1:
@@ -820,6 +872,8 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     g = _group(group, "reduce")
     dst = _check_rank(dst, g, "reduce", "dst")
     root = g.rank == dst
+    if _on_gpu(g, tensor, "reduce"):
+        return _nccl.reduce(g, tensor, dst, op, async_op)
     b = _Buf(tensor, "reduce", "tensor", root)
     mop, avg = _reduce_op(op, b.arr.dtype, g, "reduce")
     reqs = []
@@ -851,6 +905,10 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     >>> dist.destroy_process_group()
     """
     g = _group(group, "all_gather")
+    if _on_gpu(g, tensor, "all_gather"):
+        _check_list(tensor_list, g.size, "all_gather", "tensor_list")
+        _check_like(tensor_list, tensor, "all_gather", "tensor_list", "tensor")
+        return _nccl.all_gather(g, tensor_list, tensor, async_op)
     send = _Buf(tensor, "all_gather", "tensor", False)
     _check_list(tensor_list, g.size, "all_gather", "tensor_list")
     _check_like(tensor_list, send.arr, "all_gather", "tensor_list", "tensor")
@@ -881,6 +939,9 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     """
     op = "all_gather_into_tensor"
     g = _group(group, op)
+    if _on_gpu(g, input_tensor, op):
+        _check_split(output_tensor, input_tensor, g.size, op, "output_tensor", "input_tensor")
+        return _nccl.all_gather_into_tensor(g, output_tensor, input_tensor, async_op)
     send = _Buf(input_tensor, op, "input_tensor", False)
     recv = _Buf(output_tensor, op, "output_tensor", True)
     _check_split(recv.arr, send.arr, g.size, op, "output_tensor", "input_tensor")
@@ -914,6 +975,10 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     >>> dist.destroy_process_group()
     """
     g = _group(group, "reduce_scatter")
+    if _on_gpu(g, output, "reduce_scatter"):
+        _check_list(input_list, g.size, "reduce_scatter", "input_list")
+        _check_like(input_list, output, "reduce_scatter", "input_list", "output")
+        return _nccl.reduce_scatter(g, output, input_list, op, async_op)
     recv = _Buf(output, "reduce_scatter", "output", True)
     _check_list(input_list, g.size, "reduce_scatter", "input_list")
     _check_like(input_list, recv.arr, "reduce_scatter", "input_list", "output")
@@ -951,6 +1016,9 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     """
     opname = "reduce_scatter_tensor"
     g = _group(group, opname)
+    if _on_gpu(g, output, opname):
+        _check_split(input, output, g.size, opname, "input", "output")
+        return _nccl.reduce_scatter_tensor(g, output, input, op, async_op)
     recv = _Buf(output, opname, "output", True)
     send = _Buf(input, opname, "input", False)
     _check_split(send.arr, recv.arr, g.size, opname, "input", "output")
@@ -981,6 +1049,14 @@ def _root_list(lst, g, root, groot, like, opname, what, argname, role, writable)
     return None
 
 
+def _root_check(lst, g, like, opname, what):
+    if lst is None:
+        raise ValueError(f"{opname}: this rank is the root and needs a {what} (one array per "
+                         f"rank)")
+    _check_list(lst, g.size, opname, what)
+    _check_like(lst, like, opname, what, "tensor")
+
+
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """Every rank's `tensor` into ``gather_list[rank]`` on rank `dst` (the other ranks
     pass no `gather_list`).
@@ -995,6 +1071,13 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """
     g = _group(group, "gather")
     gdst, dst = dst, _check_rank(dst, g, "gather", "dst")
+    if _on_gpu(g, tensor, "gather"):
+        if g.rank == dst:
+            _root_check(gather_list, g, tensor, "gather", "gather_list")
+        elif gather_list:
+            raise ValueError(f"gather: gather_list must be empty on ranks other than "
+                             f"dst={gdst} (this is rank {g.global_rank(g.rank)})")
+        return _nccl.gather(g, tensor, gather_list, dst, async_op)
     send = _Buf(tensor, "gather", "tensor", False)
     recv = _root_list(gather_list, g, dst, gdst, send.arr, "gather", "gather_list",
                       "dst", "destination", True)
@@ -1022,6 +1105,13 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     """
     g = _group(group, "scatter")
     gsrc, src = src, _check_rank(src, g, "scatter", "src")
+    if _on_gpu(g, tensor, "scatter"):
+        if g.rank == src:
+            _root_check(scatter_list, g, tensor, "scatter", "scatter_list")
+        elif scatter_list:
+            raise ValueError(f"scatter: scatter_list must be empty on ranks other than "
+                             f"src={gsrc} (this is rank {g.global_rank(g.rank)})")
+        return _nccl.scatter(g, tensor, scatter_list, src, async_op)
     recv = _Buf(tensor, "scatter", "tensor", True)
     send = _root_list(scatter_list, g, src, gsrc, recv.arr, "scatter", "scatter_list",
                       "src", "source", False)
@@ -1042,6 +1132,8 @@ def barrier(group=None, async_op=False, device_ids=None):
     >>> dist.init_process_group(); dist.barrier(); dist.destroy_process_group()
     """
     g = _group(group, "barrier")
+    if g.nccl is not None:
+        return _nccl.barrier(g, async_op)
     reqs = [g.comm.Ibarrier()] if g.size > 1 else []
     return _run(g, "barrier", reqs, None, async_op, "barrier")
 
@@ -1059,6 +1151,8 @@ def isend(tensor, dst, group=None, tag=0):
     modifying `tensor`)."""
     g = _group(group, "isend")
     dst = _p2p_peer(dst, g, "isend", "dst")
+    if _on_gpu(g, tensor, "isend"):
+        return _nccl.send(g, tensor, dst, async_op=True)
     b = _Buf(tensor, "isend", "tensor", False)
     reqs = [g.comm.Isend(g.spec(b.arr), dest=dst, tag=int(tag))]
     return Work(g, "send", reqs, None, f"dst={dst}, tag={tag}, tensor: {_describe(b.arr)}")
@@ -1068,6 +1162,11 @@ def irecv(tensor, src=None, group=None, tag=0):
     """Start receiving into `tensor` from rank `src` (any rank when None); returns a
     :class:`Work` whose ``source_rank()`` tells who sent it."""
     g = _group(group, "irecv")
+    if _on_gpu(g, tensor, "irecv"):
+        if src is None:
+            raise ValueError("irecv: the NCCL backend cannot receive from any rank (src=None); "
+                             "name the sender")
+        return _nccl.recv(g, tensor, _p2p_peer(src, g, "irecv", "src"), async_op=True)
     source = g.MPI.ANY_SOURCE if g.MPI is not None and src is None else src
     if src is not None:
         src = _p2p_peer(src, g, "irecv", "src")
@@ -1104,6 +1203,8 @@ def recv(tensor, src=None, group=None, tag=0):
     rank."""
     w = irecv(tensor, src, group, tag)
     w.wait()
+    if isinstance(w, _nccl.GpuWork):
+        return src
     return w.source_rank()
 
 

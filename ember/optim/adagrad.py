@@ -1,6 +1,5 @@
 """Adagrad (PyTorch's numerics: lr decay, weight decay, initial accumulator, maximize)."""
-from ember._kernels.cpu import optim as _k
-from ember.optim.optimizer import Optimizer, _run_closure, _check_options
+from ember.optim.optimizer import Optimizer, _run_closure, _check_options, _kernels
 
 __all__ = ["Adagrad"]
 
@@ -56,7 +55,7 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:
-                _k.init_state_adagrad(p, self.state[p], initial_accumulator_value)
+                _kernels((p,)).init_state_adagrad(p, self.state[p], initial_accumulator_value)
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -76,6 +75,7 @@ class Adagrad(Optimizer):
             params = group["params"]
             if type(params) is not list:
                 params = list(params)
+            _k = _kernels(params)
             _k.adagrad_group(params, self.state, group["lr"], group["lr_decay"], group["eps"],
                              group["weight_decay"], init, group["maximize"], "Adagrad")
         return loss

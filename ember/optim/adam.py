@@ -1,6 +1,5 @@
 """Adam and AdamW (PyTorch's numerics, amsgrad, maximize, coupled/decoupled weight decay)."""
-from ember._kernels.cpu import optim as _k
-from ember.optim.optimizer import Optimizer, _run_closure, _check_options
+from ember.optim.optimizer import Optimizer, _run_closure, _check_options, _kernels
 
 __all__ = ["Adam", "AdamW"]
 
@@ -91,6 +90,7 @@ class Adam(Optimizer):
             if type(params) is not list:
                 params = list(params)
             beta1, beta2 = group["betas"]
+            _k = _kernels(params)
             _k.adam_group(params, state, group["lr"], beta1, beta2, group["eps"],
                           group["weight_decay"], group["amsgrad"], group["maximize"],
                           group["decoupled_weight_decay"], name)

@@ -2,6 +2,7 @@
 import copy
 import functools
 import itertools
+import sys
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, MutableMapping
@@ -9,6 +10,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 import numpy as np
 
 from ember._core.array import ndarray
+from ember._kernels.cpu import optim as _cpu_kernels
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -544,6 +546,18 @@ class Optimizer:
 
     def _groups_changed(self):
         """Subclass hook: a parameter group was added."""
+
+
+def _kernels(params):
+    """The fused-update functions for a parameter group: the CPU kernels, or
+    ``ember.cuda.ops_optim`` (same functions) when a parameter lives on a GPU.
+    No GPU array exists before the GPU runtime is loaded, so CPU programs pay
+    one dict lookup."""
+    if "ember.cuda._runtime" in sys.modules:
+        from ember.cuda import ops_optim
+        if ops_optim.any_on_gpu(params):
+            return ops_optim
+    return _cpu_kernels
 
 
 def _run_closure(closure):

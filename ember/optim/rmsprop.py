@@ -1,6 +1,5 @@
 """RMSprop (PyTorch's numerics: centered, momentum, weight decay, maximize)."""
-from ember._kernels.cpu import optim as _k
-from ember.optim.optimizer import Optimizer, _run_closure, _check_options
+from ember.optim.optimizer import Optimizer, _run_closure, _check_options, _kernels
 
 __all__ = ["RMSprop"]
 
@@ -75,6 +74,7 @@ class RMSprop(Optimizer):
             params = group["params"]
             if type(params) is not list:
                 params = list(params)
+            _k = _kernels(params)
             _k.rmsprop_group(params, self.state, group["lr"], group["alpha"], group["eps"],
                              group["weight_decay"], group["momentum"], group["centered"],
                              group["maximize"], "RMSprop")

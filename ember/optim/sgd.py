@@ -1,6 +1,5 @@
 """SGD with momentum, dampening, Nesterov momentum and weight decay (PyTorch's numerics)."""
-from ember._kernels.cpu import optim as _k
-from ember.optim.optimizer import Optimizer, _run_closure, _check_options
+from ember.optim.optimizer import Optimizer, _run_closure, _check_options, _kernels
 
 __all__ = ["SGD"]
 
@@ -74,6 +73,7 @@ class SGD(Optimizer):
             params = group["params"]
             if type(params) is not list:
                 params = list(params)
+            _k = _kernels(params)
             _k.sgd_group(params, self.state, group["lr"], group["momentum"],
                          group["dampening"], group["weight_decay"], group["nesterov"],
                          group["maximize"], "SGD")
