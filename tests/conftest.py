@@ -16,3 +16,7 @@ def _default_dtype_float32():
     ember.set_default_dtype(ember.float32 if hasattr(ember, "float32") else np.float32)
     yield
     ember.set_default_dtype(np.float32)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a CUDA device (skipped without one)")

@@ -1,0 +1,535 @@
+"""The GPU table: ember on CUDA against PyTorch on CUDA, same process, same run.
+
+    python benchmarks/bench_gpu.py            # full sizes (a few minutes on an H100)
+    python benchmarks/bench_gpu.py --quick    # tiny sizes: checks that everything runs
+    python benchmarks/bench_gpu.py --tf32     # let PyTorch use TF32 (its conv default)
+
+Cases (the GPU issue's "Performance on the GPU" targets):
+
+1. CPU-side launch cost of a small elementwise op: ``a + b`` on 1000 float32
+   elements, a loop of 10,000 calls with no synchronisation inside, time per
+   call of the loop (the device is synchronised before and after each batch,
+   outside the timed loop).  Target: ember <= 1.0x PyTorch's time.
+2. Bandwidth of a large elementwise add (2^26 float32): bytes of three arrays
+   per call over the time per call, synchronised.  Target: >= 0.9x PyTorch's.
+3. ResNet-50 training step (batch 64, 224x224, SGD with momentum), float32 and
+   under autocast float16 with a GradScaler.  Target: >= 0.6x PyTorch's images/s.
+4. GPT-2-small-shaped Transformer training step (12 pre-norm layers, d 768,
+   12 heads, causal, seq 1024, batch 8, vocab 50257, AdamW), float32 and under
+   autocast float16.  Target: >= 0.7x PyTorch's tokens/s.
+
+Each network is written ONCE as a function of a library's ``nn`` module (no
+torchvision), so both libraries run the same architecture; PyTorch builds it
+(its initialisation) and ember loads PyTorch's weights, and the first losses
+are compared before anything is timed.  Times are medians over repetitions
+that alternate between the libraries, each batch bracketed by a device
+synchronisation.  float32 rows run PyTorch without TF32 (the arithmetic ember's
+float32 kernels do) unless ``--tf32`` is given.  A case that fails prints
+``failed: <error>`` in its row and the run goes on.  Without a CUDA device the
+script says so and exits 0.
+"""
+import gc
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness  # noqa: E402
+from harness import _short_error, make_timer, torch  # noqa: E402
+
+
+# ------------------------------------------------------------------ devices
+
+def ember_gpu():
+    """The ember module when it has a usable CUDA device, else None."""
+    try:
+        import ember
+        import ember.cuda
+        return ember if ember.cuda.is_available() else None
+    except Exception:
+        return None
+
+
+def torch_gpu():
+    """torch when it has CUDA, else None."""
+    try:
+        return torch if torch is not None and torch.cuda.is_available() else None
+    except Exception:
+        return None
+
+
+def _sync(lib):
+    if lib == "torch":
+        return torch.cuda.synchronize
+    import ember.cuda
+    return ember.cuda.synchronize
+
+
+def _free():
+    gc.collect()
+    try:
+        import ember.cuda
+        ember.cuda.synchronize()
+        ember.cuda.empty_cache()
+    except Exception:
+        pass
+    if torch_gpu() is not None:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+# ------------------------------------------------------------------ timing
+
+def alternate(batches, repeat):
+    """``batches`` maps a library to ``f() -> seconds`` (one timed batch) or to an
+    error string.  Runs them in alternating order ``repeat`` times; returns
+    ({lib: median seconds or None}, {lib: error})."""
+    times, errors = {}, {}
+    samples = {lib: [] for lib, f in batches.items() if callable(f)}
+    for lib, f in batches.items():
+        if not callable(f):
+            errors[lib] = f
+    order = list(samples)
+    for rep in range(repeat):
+        k = rep % len(order) if order else 0
+        for lib in order[k:] + order[:k]:
+            if lib in errors:
+                continue
+            try:
+                samples[lib].append(batches[lib]())
+            except Exception as exc:
+                errors[lib] = _short_error(exc)
+    for lib in batches:
+        s = samples.get(lib)
+        times[lib] = statistics.median(s) if s and lib not in errors else None
+    return times, errors
+
+
+def loop_batch(stmt, ns, number, sync, include_sync):
+    """f() -> seconds per call of ``stmt`` run ``number`` times in a compiled loop.
+    ``include_sync``: the final synchronisation counts (device time), else only
+    the loop (CPU-side time, what launching costs)."""
+    run = make_timer(stmt, ns)
+    run(3)
+    sync()
+
+    def f():
+        sync()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            loop_ns = run(number)
+            sync()
+            t1 = time.perf_counter()
+        finally:
+            gc.enable()
+        return (t1 - t0) / number if include_sync else loop_ns * 1e-9 / number
+    return f
+
+
+# ------------------------------------------------------------------ rows
+
+def row(case, times, errors, higher_is_better, unit_fn, target, note=""):
+    """One table row; ratio is ember's speed over PyTorch's (>1: ember faster)."""
+    e, t = times.get("ember"), times.get("torch")
+    ratio = (t / e) if e and t else None     # times -> speed ratio ember/torch
+    met = None
+    if ratio is not None and "ember" not in errors:
+        met = ratio >= target
+    return {"case": case, "times": times, "errors": errors, "ratio": ratio, "target": target,
+            "met": met, "unit_fn": unit_fn, "note": note, "hib": higher_is_better}
+
+
+def failed_row(case, exc, target):
+    return {"case": case, "times": {}, "errors": {"ember": f"failed: {_short_error(exc)}"},
+            "ratio": None, "target": target, "met": None, "unit_fn": None, "note": "",
+            "hib": True}
+
+
+def _cell(r, lib):
+    t = r["times"].get(lib)
+    err = r["errors"].get(lib)
+    if t is None:
+        if err and str(err).startswith("failed"):
+            return str(err)
+        return f"failed: {err}" if err and err != "not available" else "n/a"
+    s = harness.fmt_time(t)
+    if r["unit_fn"]:
+        s += f" ({r['unit_fn'](t)})"
+    if err:
+        s += f" [{err}]"
+    return s
+
+
+def markdown(rows):
+    out = ["| case | ember | PyTorch | ember speed / PyTorch | target | met? |",
+           "|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        met = {True: "yes", False: "**no**", None: "n/a"}[r["met"]]
+        case = r["case"] + (f" ({r['note']})" if r["note"] else "")
+        out.append(f"| {case} | {_cell(r, 'ember')} | {_cell(r, 'torch')} | {ratio} | "
+                   f">= {r['target']:g}x | {met} |")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ 1, 2: elementwise
+
+def bench_launch(n=1000, number=10_000, repeat=15):
+    """CPU-side time per call of ``a + b`` (n float32), no sync inside the loop."""
+    case = f"launch: `a + b`, {n} float32, loop of {number:,} calls, CPU time per call"
+    batches = {}
+    a = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    E, T = ember_gpu(), torch_gpu()
+    try:
+        ns = {"a": E.asarray(a).to("cuda"), "b": E.asarray(a).to("cuda")}
+        batches["ember"] = loop_batch("a + b", ns, number, _sync("ember"), include_sync=False)
+    except Exception as exc:
+        batches["ember"] = _short_error(exc)
+    if T is not None:
+        tns = {"a": torch.from_numpy(a).cuda(), "b": torch.from_numpy(a).cuda()}
+        batches["torch"] = loop_batch("a + b", tns, number, _sync("torch"), include_sync=False)
+    else:
+        batches["torch"] = "not available"
+    times, errors = alternate(batches, repeat)
+    return [row(case, times, errors, False, None, 1.0, note="speed = 1 / time; target: time <= 1.0x")]
+
+
+def bench_bandwidth(n=1 << 26, number=20, repeat=11):
+    """GB/s of ``c = a + b`` on n float32 (three arrays of traffic), synchronised."""
+    nbytes = 3 * 4 * n
+    case = f"bandwidth: `a + b`, 2^{int(np.log2(n))} float32"
+    E, T = ember_gpu(), torch_gpu()
+    batches = {}
+    try:
+        a = E.ones(n, dtype=E.float32, device="cuda")
+        b = E.ones(n, dtype=E.float32, device="cuda")
+        c = a + b
+        if not bool((c == 2).all()):
+            raise AssertionError("ember's a + b is wrong")
+        del c
+        batches["ember"] = loop_batch("a + b", {"a": a, "b": b}, number, _sync("ember"), True)
+    except Exception as exc:
+        batches["ember"] = _short_error(exc)
+    if T is not None:
+        ta = torch.ones(n, dtype=torch.float32, device="cuda")
+        tb = torch.ones(n, dtype=torch.float32, device="cuda")
+        batches["torch"] = loop_batch("a + b", {"a": ta, "b": tb}, number, _sync("torch"), True)
+    else:
+        batches["torch"] = "not available"
+    times, errors = alternate(batches, repeat)
+    rows = [row(case, times, errors, True, lambda t: f"{nbytes / t / 1e9:.0f} GB/s", 0.9)]
+    del batches
+    _free()
+    return rows
+
+
+# ------------------------------------------------------------------ networks
+
+def resnet50(nn, num_classes=1000):
+    """ResNet-50 (He et al. 2016): bottleneck blocks [3, 4, 6, 3], widths 64-512,
+    expansion 4, stride on the 3x3 conv (torchvision's "v1.5")."""
+
+    class Bottleneck(nn.Module):
+        def __init__(self, cin, width, stride):
+            super().__init__()
+            cout = width * 4
+            self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(width)
+            self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(width)
+            self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+            self.bn3 = nn.BatchNorm2d(cout)
+            self.relu = nn.ReLU()
+            self.downsample = None
+            if stride != 1 or cin != cout:
+                self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
+                                                nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.relu(self.bn2(self.conv2(out)))
+            out = self.bn3(self.conv3(out))
+            identity = x if self.downsample is None else self.downsample(x)
+            return self.relu(out + identity)
+
+    layers = [nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+              nn.MaxPool2d(3, stride=2, padding=1)]
+    cin = 64
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for i in range(blocks):
+            layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
+            cin = width * 4
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, num_classes)]
+    return nn.Sequential(*layers)
+
+
+def gpt(nn, vocab, seq, d, heads, layers):
+    """A GPT-2-shaped decoder-only Transformer: token + position embeddings,
+    ``layers`` pre-norm blocks (GELU MLP of 4d, no dropout) with a causal mask,
+    a final LayerNorm and an (untied) vocabulary head."""
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, d)
+            self.pos = nn.Embedding(seq, d)
+            block = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, dropout=0.0,
+                                               activation="gelu", batch_first=True,
+                                               norm_first=True)
+            self.blocks = nn.TransformerEncoder(block, layers, enable_nested_tensor=False)
+            self.ln = nn.LayerNorm(d)
+            self.head = nn.Linear(d, vocab, bias=False)
+
+        def forward(self, idx, pos, mask):
+            h = self.tok(idx) + self.pos(pos)
+            h = self.blocks(h, mask=mask, is_causal=True)
+            return self.head(self.ln(h))
+
+    return GPT()
+
+
+def _lib(lib):
+    if lib == "torch":
+        import torch.nn.functional as F
+        return torch, torch.nn, F
+    import ember
+    import ember.amp  # noqa: F401
+    import ember.nn.functional as F
+    return ember, ember.nn, F
+
+
+def _to_ember(tmodel, build):
+    """ember copy of torch model ``tmodel`` (same weights), moved to cuda."""
+    E, enn, _ = _lib("ember")
+    model = build(enn)
+    state = {k: v.detach().cpu().numpy().copy() for k, v in tmodel.state_dict().items()}
+    model.load_state_dict({k: E.asarray(v) for k, v in state.items()})
+    return model.to("cuda")
+
+
+def _step_fn(lib, model, opt, inputs, target, amp, loss_fn):
+    """One training step as a closure: zero_grad, forward (under autocast when
+    ``amp``), loss, backward (scaled when ``amp``), step.  Returns the loss."""
+    mod, _, F = _lib(lib)
+    if amp:
+        if lib == "torch":
+            scaler = torch.amp.GradScaler("cuda")
+            ctx = lambda: torch.autocast("cuda", dtype=torch.float16)  # noqa: E731
+        else:
+            scaler = mod.amp.GradScaler("cuda")
+            ctx = lambda: mod.amp.autocast("cuda", dtype=mod.float16)  # noqa: E731
+
+    def step():
+        opt.zero_grad()
+        if amp:
+            with ctx():
+                loss = loss_fn(F, model(*inputs), target)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss = loss_fn(F, model(*inputs), target)
+            loss.backward()
+            opt.step()
+        return loss
+    return step
+
+
+def _train_case(case, target, build_torch, build, make_inputs, make_opt, loss_fn, amp, number,
+                repeat, work, unit, check_rtol):
+    """Time training steps of the same network in both libraries."""
+    T = torch_gpu()
+    batches, errors = {}, {}
+
+    def setup(lib, tmodel):
+        # the model, optimizer and batch live only in the step closure, so that
+        # dropping the closure frees the device memory of this case
+        model = _to_ember(tmodel, build) if lib == "ember" else tmodel.cuda()
+        inputs, target = make_inputs(lib)
+        return _step_fn(lib, model, make_opt(lib, model), inputs, target, amp, loss_fn)
+
+    torch.manual_seed(0)
+    tmodel = build_torch()
+    steps = {}
+    try:
+        steps["ember"] = setup("ember", tmodel)
+    except Exception as exc:
+        batches["ember"] = _short_error(exc)
+        harness.log(f"bench_gpu {case}: ember setup failed: {exc!r}")
+    if T is not None:
+        steps["torch"] = setup("torch", tmodel)
+    else:
+        batches["torch"] = "not available"
+    del tmodel
+    # same start, same batch: the first losses agree (untimed, also the warm-up)
+    first = {}
+    for lib, step in list(steps.items()):
+        try:
+            first[lib] = float(step().item())
+            for _ in range(2):
+                step()
+            _sync(lib)()
+        except Exception as exc:
+            batches[lib] = _short_error(exc)
+            harness.log(f"bench_gpu {case}: {lib} step failed: {exc!r}")
+            del steps[lib]
+    if "ember" in first and "torch" in first and not np.isclose(first["ember"], first["torch"],
+                                                               rtol=check_rtol, atol=check_rtol):
+        errors["ember"] = f"first loss {first['ember']:.5g} vs PyTorch's {first['torch']:.5g}"
+
+    def batch_of(step, sync):
+        def f():
+            sync()
+            t0 = time.perf_counter()
+            for _ in range(number):
+                step()
+            sync()
+            return (time.perf_counter() - t0) / number
+        return f
+
+    for lib, step in steps.items():
+        batches[lib] = batch_of(step, _sync(lib))
+    times, errs = alternate(batches, repeat)
+    errs.update(errors)
+    r = row(case, times, errs, True, lambda t: f"{work / t:,.0f} {unit}", target)
+    steps = batches = step = None      # free this case's device memory
+    _free()
+    return [r]
+
+
+def _cross_entropy(F, out, y):
+    return F.cross_entropy(out, y)
+
+
+def bench_resnet50(batch=64, size=224, amp=False, number=3, repeat=7):
+    case = (f"ResNet-50 training step, batch {batch}, {size}x{size}, SGD momentum, "
+            + ("autocast float16 + GradScaler" if amp else "float32"))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, 3, size, size), dtype=np.float32)
+    y = rng.integers(0, 1000, batch).astype(np.int64)
+
+    def inputs(lib):
+        if lib == "torch":
+            return (torch.from_numpy(x).cuda(),), torch.from_numpy(y).cuda()
+        E = _lib("ember")[0]
+        return (E.asarray(x).to("cuda"),), E.asarray(y).to("cuda")
+
+    def opt(lib, model):
+        mod = _lib(lib)[0]
+        return mod.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+
+    try:
+        return _train_case(case, 0.6, lambda: resnet50(torch.nn), resnet50, inputs, opt,
+                           _cross_entropy, amp, number, repeat, batch, "images/s",
+                           check_rtol=5e-2 if amp else 2e-3)
+    except Exception as exc:
+        harness.log(f"bench_gpu {case}: {exc!r}")
+        _free()
+        return [failed_row(case, exc, 0.6)]
+
+
+def bench_gpt(batch=8, seq=1024, d=768, heads=12, layers=12, vocab=50257, amp=False, number=2,
+              repeat=5):
+    case = (f"GPT-2-small-shaped training step ({layers} layers, d {d}, {heads} heads, seq {seq}, "
+            f"batch {batch}, vocab {vocab}), AdamW, " + ("autocast float16 + GradScaler" if amp
+                                                         else "float32"))
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, vocab, (batch, seq + 1)).astype(np.int64)
+    mask = np.triu(np.full((seq, seq), -np.inf, dtype=np.float32), 1)
+    pos = np.arange(seq, dtype=np.int64)
+
+    def inputs(lib):
+        if lib == "torch":
+            cu = lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda()  # noqa: E731
+        else:
+            E = _lib("ember")[0]
+            cu = lambda a: E.asarray(np.ascontiguousarray(a)).to("cuda")  # noqa: E731
+        return (cu(idx[:, :-1]), cu(pos), cu(mask)), cu(idx[:, 1:].reshape(-1))
+
+    def opt(lib, model):
+        mod = _lib(lib)[0]
+        return mod.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+
+    def loss_fn(F, logits, y):
+        return F.cross_entropy(logits.reshape(-1, vocab), y)
+
+    build = lambda nn: gpt(nn, vocab, seq, d, heads, layers)  # noqa: E731
+    try:
+        return _train_case(case, 0.7, lambda: build(torch.nn), build, inputs, opt, loss_fn, amp,
+                           number, repeat, batch * seq, "tokens/s",
+                           check_rtol=5e-2 if amp else 2e-3)
+    except Exception as exc:
+        harness.log(f"bench_gpu {case}: {exc!r}")
+        _free()
+        return [failed_row(case, exc, 0.7)]
+
+
+# ------------------------------------------------------------------ main
+
+def run(quick=False):
+    if quick:
+        cases = [lambda: bench_launch(number=1000, repeat=3),
+                 lambda: bench_bandwidth(n=1 << 20, number=5, repeat=3),
+                 lambda: bench_resnet50(batch=4, size=64, number=1, repeat=2),
+                 lambda: bench_resnet50(batch=4, size=64, amp=True, number=1, repeat=2),
+                 lambda: bench_gpt(batch=2, seq=64, d=128, heads=4, layers=2, vocab=1000,
+                                   number=1, repeat=2),
+                 lambda: bench_gpt(batch=2, seq=64, d=128, heads=4, layers=2, vocab=1000,
+                                   amp=True, number=1, repeat=2)]
+    else:
+        cases = [bench_launch, bench_bandwidth,
+                 bench_resnet50, lambda: bench_resnet50(amp=True),
+                 bench_gpt, lambda: bench_gpt(amp=True)]
+    rows = []
+    for f in cases:
+        try:
+            rows += f()
+        except Exception as exc:            # never let one case stop the table
+            rows.append(failed_row(getattr(f, "__name__", "case"), exc, 1.0))
+        harness.log(f"bench_gpu: {rows[-1]['case']} done")
+    return rows
+
+
+def gpu_environment():
+    parts = []
+    try:
+        import cupy
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        parts.append(f"GPU: {name}; CuPy {cupy.__version__}; CUDA runtime "
+                     f"{cupy.cuda.runtime.runtimeGetVersion()}")
+    except Exception:
+        pass
+    if torch_gpu() is not None:
+        parts.append(f"PyTorch {torch.__version__} CUDA {torch.version.cuda}, "
+                     f"TF32 {'on' if torch.backends.cudnn.allow_tf32 else 'off'}")
+    else:
+        parts.append("PyTorch CUDA: not available (its column reads n/a)")
+    return "- " + "; ".join(parts)
+
+
+def main():
+    quick = "--quick" in sys.argv
+    if ember_gpu() is None:
+        print("bench_gpu: no CUDA device (ember.cuda.is_available() is False); "
+              "nothing to benchmark.")
+        return 0
+    if torch_gpu() is not None:
+        tf32 = "--tf32" in sys.argv
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.set_num_threads(max(1, os.cpu_count() or 1))
+    print(harness.environment_markdown(harness.environment()))
+    print(gpu_environment())
+    print()
+    print(markdown(run(quick=quick)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
