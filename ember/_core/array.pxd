@@ -33,6 +33,8 @@ cdef ndarray new_empty(int tcode, int ndim, const Py_ssize_t* shape)
 cdef ndarray new_view(ndarray base, int ndim, const Py_ssize_t* shape,
                       const Py_ssize_t* strides, Py_ssize_t offset, int tcode)
 cdef ndarray wrap_numpy(object arr)
+cdef ndarray new_device_array(int tcode, int ndim, const Py_ssize_t* shape, size_t ptr,
+                              Py_ssize_t nbytes, object owner, int device_index)
 cdef object numpy_view(ndarray x)
 cdef ndarray as_ndarray(object obj)
 cdef void update_flags(ndarray x) noexcept

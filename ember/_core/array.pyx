@@ -215,7 +215,7 @@ def check_device(device, opname="ember"):
         import ember.cuda
         if not ember.cuda.is_available():
             raise RuntimeError(
-                f"{opname}: device {d} is not available: "
+                f"{opname}: device {d} is not available, CUDA is not usable here: "
                 f"{ember.cuda._unavailable_reason()}")
         ember.cuda._init()
     return _G.check_device(d, opname)
@@ -402,6 +402,29 @@ cdef object host_values(ndarray x):
 
 def _host_values(ndarray x):
     return host_values(x)
+
+
+cdef ndarray new_device_array(int tcode, int ndim, const Py_ssize_t* shape, size_t ptr,
+                              Py_ssize_t nbytes, object owner, int device_index):
+    """A C-contiguous array over CUDA memory at ptr owned by `owner` (the launch fast path)."""
+    cdef ndarray x = ndarray.__new__(ndarray)
+    cdef Py_ssize_t itemsize = ITEMSIZE[tcode]
+    cdef Py_ssize_t n = 1, stride = itemsize
+    cdef int i
+    for i in range(ndim - 1, -1, -1):
+        x.shape[i] = shape[i]
+        x.strides[i] = stride
+        stride *= shape[i] if shape[i] > 0 else 1
+        n *= shape[i]
+    x.ndim = ndim
+    x.tcode = tcode
+    x.itemsize = itemsize
+    x.size = n
+    x.c_contig = True
+    x.storage = wrap_device_pointer(<char*>ptr, nbytes, owner, device_index)
+    x.offset = 0
+    x.data = x.storage.ptr
+    return x
 
 
 def _wrap_device_memory(size_t ptr, Py_ssize_t nbytes, owner, int device_index, shape,
@@ -986,6 +1009,19 @@ cdef class ndarray:
             return arr.__dlpack__(**kw)
         except TypeError:
             return arr.__dlpack__()
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface (v3) of a GPU array, so CuPy, Numba and PyTorch can
+        use its memory without a copy; host arrays do not have it."""
+        if not on_gpu(self):
+            raise AttributeError("__cuda_array_interface__: only CUDA arrays have it "
+                                 "(this array is on cpu)")
+        return {"shape": shape_tuple(self), "typestr": DTYPE_OBJS[self.tcode].str,
+                "data": (<size_t>self.data, bool(self.storage.readonly)), "version": 3,
+                "strides": None if self.c_contig else
+                tuple([self.strides[i] for i in range(self.ndim)]),
+                "stream": None}
 
     def __dlpack_device__(self):
         if on_gpu(self):

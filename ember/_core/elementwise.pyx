@@ -601,8 +601,12 @@ def binary_types(int op, a, b):
     cdef int tloop, tout
     cdef ndarray x = a if isinstance(a, ndarray) else None
     cdef ndarray y = b if isinstance(b, ndarray) else None
-    if _resolve_binary(op, x, y, None if y is not None else b if x is not None else a,
-                       &tloop, &tout):
+    scalar = None
+    if x is None:
+        scalar = a
+    elif y is None:
+        scalar = b
+    if _resolve_binary(op, x, y, scalar, &tloop, &tout):
         return None
     return tloop, tout
 

@@ -94,13 +94,15 @@ cdef class DiffOp:
     cdef public object fn
     cdef public Rule rule
     cdef public str name
+    cdef public bint nondiff        # results are constants for autograd: never recorded
     cdef object _sig
     cdef dict __dict__
 
-    def __init__(self, fn, name, rule=None):
+    def __init__(self, fn, name, rule=None, nondiff=False):
         self.fn = fn
         self.name = name
         self.rule = rule
+        self.nondiff = nondiff
         self._sig = None
         for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
             if hasattr(fn, attr):
@@ -121,7 +123,7 @@ cdef class DiffOp:
             gpu = True
         if not gpu and not alloc_is_cpu():
             return self._on_host(args, kwargs)
-        if not grad_enabled() or not _any_tracked(args, kwargs):
+        if self.nondiff or not grad_enabled() or not _any_tracked(args, kwargs):
             if gpu:
                 return _gpu_call(self, args, kwargs)
             return self.fn(*args, **kwargs)

@@ -195,8 +195,19 @@ def _np_key(key):
     return conv(key)
 
 
+def _gpu_key(key):
+    return isinstance(key, ndarray) and key.is_cuda or isinstance(key, tuple) and any(
+        isinstance(k, ndarray) and k.is_cuda for k in key)
+
+
 def _owned_key(key):
     """The key with index arrays copied: the graph must not see later writes to them."""
+    if _gpu_key(key):
+        # GPU index arrays stay on the GPU (copied there); host ones become NumPy
+        if isinstance(key, ndarray):
+            return key.copy()
+        return tuple(k.copy() if isinstance(k, ndarray) and k.is_cuda else
+                     (_np_key(k) if isinstance(k, ndarray) else k) for k in key)
     key = _np_key(key)
     if isinstance(key, np.ndarray):
         return key.copy()

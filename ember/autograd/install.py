@@ -85,12 +85,13 @@ def _wrap(fn, name):
     if name in ("asarray", "array", "tensor", "asanyarray"):
         return _conversion(fn, name)
     if name in _WRITES_IN_PLACE:
-        return _refuse_tracked(fn, name)
+        # still a DiffOp underneath, so GPU arrays reach their GPU implementation
+        return _refuse_tracked(DiffOp(fn, name, None, nondiff=True), name)
     rule = registry.RULES.get(name) or registry.RULES.get(getattr(fn, "__name__", ""))
     if rule is not None and rule.forward is None:
         rule.forward = fn
     if rule is None and name in registry.NONDIFF:
-        return fn
+        return DiffOp(fn, name, None, nondiff=True)     # constants: routed, never recorded
     return DiffOp(fn, name, rule)
 
 

@@ -68,6 +68,8 @@ def _init():
     from ember.autograd import dispatch as _dispatch_ops
     from ember.cuda import _runtime, _elementwise, _dispatch, _launch
     _launch.load_driver()
+    import cupy
+    _launch.set_runtime(cupy.cuda.alloc, cupy.cuda.get_current_stream)
     _array._set_gpu_backend(_runtime)
     _ew._set_gpu_elementwise(_elementwise)
     _dispatch.load_ops()

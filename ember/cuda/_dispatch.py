@@ -176,9 +176,21 @@ def cupy_call(name, args, kwargs):
     return _from_cupy(res)
 
 
+LOAD_ERRORS = {}        # module name -> the exception that stopped it loading
+
+
 def load_ops():
-    """Import every ``ember/cuda/ops_*.py`` module (each registers its GPU ops)."""
+    """Import every ``ember/cuda/ops_*.py`` module (each registers its GPU ops).
+
+    A module that fails to import is reported with a warning and recorded in
+    LOAD_ERRORS; its ops then fall back to CuPy or raise NotImplementedError."""
+    import warnings
     import ember.cuda as pkg
     for info in pkgutil.iter_modules(pkg.__path__):
         if info.name.startswith("ops_"):
-            importlib.import_module(f"ember.cuda.{info.name}")
+            try:
+                importlib.import_module(f"ember.cuda.{info.name}")
+            except Exception as err:            # keep the rest of the backend usable
+                LOAD_ERRORS[info.name] = err
+                warnings.warn(f"ember.cuda: {info.name} did not load "
+                              f"({type(err).__name__}: {err})", RuntimeWarning)

@@ -16,6 +16,8 @@ from ember._core import elementwise as _ew
 from ember._core.array import ndarray
 from ember._core.dtypes import dtype_from_code
 from ember.cuda import _runtime as R
+from ember.cuda import _launch
+from ember.cuda._kernels import function as _function
 
 OPNAMES = _ew.op_names()
 _BINARY_KERNEL = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
@@ -99,6 +101,10 @@ def _overlaps(o, v):
 
 
 def binary(op, a, b, out):
+    if out is None and type(a) is ndarray and type(b) is ndarray:
+        y = _launch.binary_contig(op, a, b)
+        if y is not None:
+            return y
     name = OPNAMES[op]
     dev = _device_of(a, b, out)
     a = _operand(a, dev, name)
@@ -123,7 +129,7 @@ def binary(op, a, b, out):
         and not _overlaps(out, b) else R.empty(shape, tout, dev.index)
     n = y.size
     if n:
-        _binary_kernel(kname, sfx, a, b, y, shape, n)
+        _binary_kernel(op, kname, sfx, a, b, y, shape, n)
     if y is not out and out is not None:
         assign(out, y)
         y = out
@@ -132,13 +138,16 @@ def binary(op, a, b, out):
     return y
 
 
-def _binary_kernel(kname, sfx, a, b, y, shape, n):
+def _binary_kernel(op, kname, sfx, a, b, y, shape, n):
     grid = R.blocks(n, _THREADS)
     a_arr, b_arr = isinstance(a, ndarray), isinstance(b, ndarray)
     if a_arr and b_arr:
         if a.shape == shape and b.shape == shape and a.is_contiguous() and b.is_contiguous() \
                 and y.is_contiguous():
-            R.launch(f"ember_{kname}_{sfx}_contig", grid, _THREADS, (a, b, y, n))
+            kernel = f"ember_{kname}_{sfx}_contig"
+            R.launch(kernel, grid, _THREADS, (a, b, y, n))
+            if a.dtype == b.dtype == y.dtype:
+                _launch.register_contig(op, _code_of(y.dtype), y.get_device(), _function(kernel))
             return
         if _kernel_ok(y, a, b):
             R.launch(f"ember_{kname}_{sfx}_strided", grid, _THREADS,
@@ -160,6 +169,10 @@ _OP_INDEX = {v: OPNAMES.index(k) for k, v in _BINARY_KERNEL.items() if k in OPNA
 
 
 def unary(op, a, out):
+    if out is None and type(a) is ndarray:
+        y = _launch.unary_contig(op, a)
+        if y is not None:
+            return y
     name = OPNAMES[op]
     dev = _device_of(a, out)
     a = _operand(a, dev, name)
@@ -182,7 +195,10 @@ def unary(op, a, out):
     if n:
         grid = R.blocks(n, _THREADS)
         if a.is_contiguous() and y.is_contiguous():
-            R.launch(f"ember_{kname}_{sfx}_contig", grid, _THREADS, (a, y, n))
+            kernel = f"ember_{kname}_{sfx}_contig"
+            R.launch(kernel, grid, _THREADS, (a, y, n))
+            if a.dtype == y.dtype:
+                _launch.register_contig(op, _code_of(y.dtype), y.get_device(), _function(kernel))
         elif _kernel_ok(y, a):
             R.launch(f"ember_{kname}_{sfx}_strided", grid, _THREADS,
                      (a, y, n, _strided_args(a.shape, y, a)))

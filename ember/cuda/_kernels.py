@@ -28,8 +28,9 @@ def function(name):
         family = _FAMILY_OF.get(name)
         if family is None:
             raise KeyError(f"ember.cuda: no kernel named {name!r} in ember/cuda/kernels")
-        fn = module(family, dev).get_function(name)
-        entry = (fn.ptr, fn)
+        kernel = module(family, dev).get_function(name)      # a cupy RawKernel
+        fn = getattr(kernel, "kernel", kernel)                # its compiled Function
+        entry = (fn.ptr, kernel)
         _functions[(dev, name)] = entry
     return entry[0]
 

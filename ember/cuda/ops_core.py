@@ -62,8 +62,9 @@ def _check_range(idx, n, axis, shape):
 
 def getitem_advanced(x, key):
     """x[key] with integer / boolean index arrays (a copy), on x's GPU."""
+    k = _key(key, x)
     try:
-        res = R.as_cupy(x)[_key(key, x)]
+        res = R.as_cupy(x)[k]
     except IndexError as e:
         raise IndexError(f"index: {e} (array shape {tuple(x.shape)})") from None
     return R.from_cupy(res)
@@ -76,8 +77,9 @@ def setitem_advanced(x, key, value):
         value = R.as_cupy(value) if value.is_cuda else c.asarray(R._array._numpy(value))
     elif not isinstance(value, (bool, int, float, complex)):
         value = c.asarray(np.asarray(value))
+    k = _key(key, x)
     try:
-        R.as_cupy(x)[_key(key, x)] = value
+        R.as_cupy(x)[k] = value
     except (IndexError, ValueError) as e:
         raise type(e)(f"index assignment: {e} (array shape {tuple(x.shape)})") from None
 

@@ -44,7 +44,14 @@ def _check(tensor, opname):
 
 
 def _fill(tensor, values):
-    """Write `values` (a NumPy array or scalar) into `tensor` in place, unrecorded."""
+    """Write `values` (a NumPy array or scalar) into `tensor` in place, unrecorded.
+    A GPU tensor gets the same values, drawn on the host and copied over once, so a
+    model initialises identically on every device for a given seed."""
+    if tensor.is_cuda:
+        from ember._core.elementwise import _assign
+        _assign(tensor, values)
+        tensor._bump_version()
+        return tensor
     numpy_view(tensor)[...] = values
     tensor._bump_version()
     return tensor

@@ -41,7 +41,7 @@ class _ConvNd(Module):
                  dtype=None):
         super().__init__()
         name = type(self).__name__
-        _check_cuda(device, name)
+        dev = _check_cuda(device, name)
         nd = self._nd
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -94,6 +94,8 @@ class _ConvNd(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+        if dev is not None:
+            self.to(dev)
 
     def reset_parameters(self):
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))

@@ -47,7 +47,7 @@ class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         from ember.nn.modules.module import _check_cuda
-        _check_cuda(device, "Linear")
+        dev = _check_cuda(device, "Linear")
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(ember.empty((out_features, in_features), dtype=dtype))
@@ -56,6 +56,8 @@ class Linear(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+        if dev is not None:
+            self.to(dev)
 
     def reset_parameters(self):
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))

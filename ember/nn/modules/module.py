@@ -82,16 +82,17 @@ def _addindent(s, num_spaces):
 
 
 def _check_cuda(device, opname):
-    """'cpu' (or None) is fine; anything else is a clear error (no GPU backend yet)."""
+    """A ``device=`` argument of a module: None for the host, else the checked CUDA
+    Device (a clear error when CUDA is unavailable or the device is unknown)."""
     if device is None:
-        return
+        return None
     name = str(device)
     if name == "cpu" or name.startswith("cpu:"):
-        return
-    if name.startswith("cuda") or name.startswith("mps") or name.startswith("xpu"):
-        raise RuntimeError(f"{opname}: device {name!r} is not available: CUDA / GPU support is "
-                           f"not implemented in ember yet; only device='cpu' is supported")
-    raise RuntimeError(f"{opname}: unknown device {device!r}; expected 'cpu'")
+        return None
+    if not (isinstance(device, (Device, int)) or name.startswith("cuda")):
+        raise RuntimeError(f"{opname}: unknown device {device!r}; expected 'cpu' or 'cuda'")
+    from ember._core.array import check_device
+    return check_device(device, opname)
 
 
 def _as_value(v):
@@ -704,9 +705,10 @@ class Module:
             self._buffers[key] = new
 
     def to(self, *args, **kwargs):
-        """Convert parameters and buffers: ``to(dtype)``, ``to('cpu')``,
-        ``to(device, dtype)``, ``to(array)`` (its dtype).  Only floating-point values
-        change dtype.  CUDA devices are not supported yet (a clear error).
+        """Convert parameters and buffers in place: ``to(dtype)``, ``to('cuda')``,
+        ``to(device, dtype)``, ``to(array)`` (its dtype and device).  Only
+        floating-point values change dtype; parameters stay the same Parameter
+        objects' successors (optimizers should be built after moving the model).
 
         >>> import ember
         >>> from ember import nn
@@ -723,13 +725,17 @@ class Module:
         for a in args:
             if isinstance(a, ndarray):
                 dtype = a.dtype
+                device = a.device
             elif isinstance(a, (str, Device)):
                 device = a
             elif isinstance(a, bool):       # non_blocking passed positionally
                 continue
             elif a is not None:
                 dtype = a
-        _check_cuda(device, f"{type(self).__name__}.to")
+        from ember._core.array import check_device
+        dev = None if device is None else check_device(device, f"{type(self).__name__}.to")
+        if dev is not None:
+            self._apply(lambda t: t.to(dev))
         if dtype is None:
             return self
         dt = np.dtype(dtype)
@@ -746,17 +752,17 @@ class Module:
         return self._apply(convert)
 
     def cpu(self):
-        """No-op (arrays live on the CPU); returns self.
+        """Move parameters and buffers to host memory; returns self.
 
         >>> from ember import nn
         >>> m = nn.ReLU(); m.cpu() is m
         True
         """
-        return self
+        return self.to("cpu")
 
     def cuda(self, device=None):
-        """Not supported yet: raises a RuntimeError (no GPU backend)."""
-        _check_cuda("cuda" if device is None else f"cuda:{device}", f"{type(self).__name__}.cuda")
+        """Move parameters and buffers to a CUDA device; returns self."""
+        return self.to("cuda" if device is None else f"cuda:{device}")
 
     def type(self, dst_type):
         """Cast floating parameters and buffers to `dst_type`; returns self."""

@@ -30,7 +30,7 @@ class Embedding(Module):
                  _freeze=False, device=None, dtype=None):
         super().__init__()
         from ember.nn.modules.module import _check_cuda
-        _check_cuda(device, "Embedding")
+        dev = _check_cuda(device, "Embedding")
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         if padding_idx is not None:
@@ -55,6 +55,8 @@ class Embedding(Module):
                 raise AssertionError("Shape of weight does not match num_embeddings and "
                                      "embedding_dim")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
+        if dev is not None:
+            self.to(dev)
 
     def reset_parameters(self):
         init.normal_(self.weight)
