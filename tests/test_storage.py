@@ -115,6 +115,31 @@ def test_wraps_buffer_protocol_objects():
     assert y.dtype == np.float64 and y.tolist() == [1.5, 2.5]
 
 
+def test_foreign_memory_in_a_reference_cycle_never_reaches_the_allocator():
+    # A view kept alive only by a reference cycle: the GC collects it and may clear
+    # the Storage before the view lets go of it.  Foreign memory (NumPy's) must
+    # still go back to its owner, never to ember's free lists (from there a later
+    # ember array got NumPy's memory: heap corruption, seen as random aborts).
+    keep = [np.zeros(8, np.uint8) for _ in range(20)]
+    foreign = {k.ctypes.data for k in keep}
+    gc.collect()                            # the Storages below are the youngest objects
+    for k in keep:
+        x = ember.asarray(k)
+        assert x.storage.is_foreign and x.storage.data_ptr == k.ctypes.data
+        cycle = [x[:]]                      # a view created after the Storage...
+        cycle.append(cycle)                 # ...reachable only from a cycle
+        del x, cycle
+    gc.collect()
+    got = [ember.empty((8,), dtype="uint8") for _ in range(2 * len(keep))]
+    stolen = [g for g in got if g.storage.data_ptr in foreign]
+    if stolen:                              # leave the broken blocks alone, then fail
+        _LEAKED.append((keep, stolen))
+    assert not stolen, f"{len(stolen)} NumPy buffers were recycled as ember storage"
+
+
+_LEAKED = []
+
+
 def test_readonly_foreign_memory_refuses_writes():
     x = ember.asarray(b"abc")
     with pytest.raises(ValueError, match="read-only"):

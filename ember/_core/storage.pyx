@@ -163,6 +163,11 @@ cdef Py_ssize_t _class_capacity(int cls) noexcept:
 
 # ---------------------------------------------------------------- Storage
 
+# no_gc_clear: __dealloc__ tells owned memory from foreign memory by `owner` and
+# releases `buffer`; a GC tp_clear (a reference cycle through a view) would reset
+# both first, and __dealloc__ would then hand NumPy's (or CuPy's) memory to the
+# allocator's free lists.
+@cython.no_gc_clear
 @cython.freelist(64)
 @cython.final
 cdef class Storage:
