@@ -220,9 +220,6 @@ def test_training_step_under_cpu_autocast():
 
 
 @needs_hook
-@pytest.mark.xfail(strict=True, reason="layer_norm / cross_entropy / nll_loss cast their "
-                   "float32 result back to a float16 input's dtype; they should keep float32 "
-                   "when ember.amp.autocast.casts_to_float32(input) (PyTorch's autocast)")
 def test_float32_wrappers_keep_float32():
     F = ember.nn.functional
     y = ember.ones((4, 3), dtype=ember.float16)

@@ -58,7 +58,12 @@ def _placed(fn):
         if d.type == "cpu":
             if name in _KEEPS_DEVICE and args and isinstance(args[0], ndarray) and args[0].is_cuda:
                 args = (args[0].cpu(),) + args[1:]      # asarray(gpu_x, device='cpu')
-            return fn(*args, device=d, **kwargs)
+            # host memory even when called from inside a GPU op (zeros_like(x, device='cpu'))
+            prev = _array._swap_alloc_device(None)
+            try:
+                return fn(*args, device=d, **kwargs)
+            finally:
+                _array._swap_alloc_device(prev)
         from ember.cuda import _creation
         return _creation.create(name, fn, d, args, kwargs)
     return placed

@@ -1060,7 +1060,7 @@ cdef class ndarray:
                 device = a
             else:
                 dtype = a
-        x = self
+        cdef ndarray x = self
         if device is not None:
             x = x._moved(check_device(device, "to"), copy and dtype is None)
             if x is not self:

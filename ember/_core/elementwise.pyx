@@ -635,6 +635,8 @@ cdef object binary(int op, object a, object b, object out):
     cdef object scalar = None
     cdef bint scalar_first = False
 
+    if _gpu_ew is not None and (_on_dev(a) or _on_dev(b) or _on_dev(out)):
+        return _gpu_ew.binary(op, a, b, out)
     if not a_arr and not _is_scalar(a):
         a = as_ndarray(a)
         a_arr = True
@@ -655,8 +657,6 @@ cdef object binary(int op, object a, object b, object out):
         y = <ndarray>b
         scalar = a
         scalar_first = True
-    if _gpu_ew is not None and (_on_dev(x) or _on_dev(y) or _on_dev(out)):
-        return _gpu_ew.binary(op, a, b, out)
     if _resolve_binary(op, x, y, scalar, &tloop, &tout):
         # the scalar does not fit the array's dtype: NumPy decides
         return _fallback(op, [x, b] if y is None else [a, y], (x if x is not None else y).tcode,

@@ -46,7 +46,7 @@ def _root_grads(outputs, grad_outputs, opname):
                 raise RuntimeError(f"{opname}: grad can be implicitly created only for outputs "
                                    f"with one element; output {i} has shape "
                                    f"{tuple(y.shape)}: pass a gradient of that shape")
-            g = _E.ones(y.shape, dtype=y.dtype)
+            g = _E.ones(y.shape, dtype=y.dtype, device=y.device)
         else:
             g = g if isinstance(g, ndarray) else _E.asarray(g, dtype=y.dtype)
             if tuple(g.shape) != tuple(y.shape):
@@ -122,7 +122,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, (x, g) in enumerate(zip(ins, res)):
         if g is None:
             if materialize_grads:
-                g = _E.zeros(x.shape, dtype=x.dtype)
+                g = _E.zeros(x.shape, dtype=x.dtype, device=x.device)
             elif not allow_unused:
                 raise RuntimeError(f"grad: inputs[{i}] (shape {tuple(x.shape)}) was not used to "
                                    f"compute the outputs; pass allow_unused=True to get None")

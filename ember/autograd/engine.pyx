@@ -833,10 +833,15 @@ def run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
     """run_backward on the device of the gradients: for a GPU graph, the constants
     that rules create (zeros, ones, index arrays) default to that GPU."""
     dev = None
-    for g in grads:
+    for i in range(len(grads)):
+        g = grads[i]
+        o = outputs[i]
+        if isinstance(g, ndarray) and isinstance(o, ndarray) and \
+                (<ndarray>g).storage.device_index != (<ndarray>o).storage.device_index:
+            raise RuntimeError(f"backward: the gradient for output {i} is on {g.device} but "
+                               f"the output is on {o.device}; move it with .to('{o.device}')")
         if isinstance(g, ndarray) and (<ndarray>g).storage.device_index >= 0:
             dev = g.device
-            break
     if dev is None:
         return _run_backward(outputs, grads, keep_graph, create_graph, inputs, accumulate,
                              allow_unused)

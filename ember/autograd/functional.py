@@ -178,7 +178,7 @@ def _fill_zeros(grads, refs, strict, create_graph, stage):
         if g is None:
             if strict:
                 raise RuntimeError(_ZERO_MSG[stage].format(i=i))
-            g = E.zeros(tuple(refs[i].shape), dtype=refs[i].dtype)
+            g = E.zeros(tuple(refs[i].shape), dtype=refs[i].dtype, device=refs[i].device)
         elif strict and create_graph and not g.requires_grad:
             what = "hessian" if "double" in stage else "jacobian"
             raise RuntimeError(f"The {what} of the user-provided function is independent of "
@@ -347,13 +347,13 @@ def _jacobian_forward(func, inputs, strict, vectorize):
                     t = (None,) * len(outputs)
                 for i, o in enumerate(outputs):
                     cols[i].append(t[i] if t[i] is not None
-                                   else E.zeros(tuple(o.shape), dtype=o.dtype))
+                                   else E.zeros(tuple(o.shape), dtype=o.dtype, device=o.device))
             for i, o in enumerate(outputs):
                 shape = tuple(o.shape) + tuple(x.shape)
                 if cols[i]:
                     jac[i][j] = E.reshape(E.stack(cols[i], axis=-1), shape)
                 else:
-                    jac[i][j] = E.zeros(shape, dtype=o.dtype)
+                    jac[i][j] = E.zeros(shape, dtype=o.dtype, device=o.device)
     res = _finish(tuple(tuple(r) for r in jac), False)
     return _unpack(res, (out_tuple, in_tuple))
 
@@ -420,7 +420,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                             raise RuntimeError(f"Output {i} of the user-provided function is "
                                                f"independent of input {j}. This is not allowed "
                                                f"in strict mode.")
-                        rows[j].append(E.zeros(tuple(x.shape), dtype=x.dtype))
+                        rows[j].append(E.zeros(tuple(x.shape), dtype=x.dtype, device=x.device))
             jac.append(tuple(_stack(r, tuple(out.shape) + tuple(x.shape), x.dtype)
                              for r, x in zip(rows, inputs)))
         jac = _finish(tuple(jac), create_graph)

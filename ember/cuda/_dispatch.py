@@ -18,6 +18,8 @@ The order of resolution:
 import importlib
 import pkgutil
 
+import numpy as np
+
 from ember._core import array as _array
 from ember._core.array import ndarray, HostOnlyError
 from ember.cuda import _runtime as R
@@ -28,7 +30,7 @@ _IMPLS = {}
 # touches array data without going through numpy_view, which refuses GPU arrays)
 _GENERIC_MODULES = {"ember._api.manipulation", "ember._api.indexing", "ember._api.creation",
                     "ember._api.misc", "ember._api.sorting", "ember._api.dtype_funcs",
-                    "ember._api.interop"}
+                    "ember._api.interop", "ember.nn.modules.rnn"}
 
 # ember keyword spellings CuPy does not know
 _KW_ALIASES = {"dim": "axis", "keepdim": "keepdims"}
@@ -94,6 +96,26 @@ class host_context:
         return False
 
 
+def _has_numpy(args, kwargs):
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, np.ndarray) or (isinstance(a, (list, tuple)) and
+                                         any(isinstance(e, np.ndarray) for e in a)):
+            return True
+    return False
+
+
+def _upload(a, dev):
+    """NumPy arrays given to an op on GPU arrays are copied to that GPU (host data has no
+    device, like a Python scalar); ember arrays on another device stay an error."""
+    if isinstance(a, np.ndarray):
+        return R.from_host(a, dev.index)
+    if isinstance(a, tuple):
+        return tuple(_upload(e, dev) for e in a)
+    if isinstance(a, list):
+        return [_upload(e, dev) for e in a]
+    return a
+
+
 def call(op, args, kwargs):
     """Run public op `op` (a DiffOp) on GPU arguments."""
     name = op.name
@@ -102,6 +124,8 @@ def call(op, args, kwargs):
         raise RuntimeError(f"ember.{name}: expected all arrays on one device, got arrays on "
                            f"{dev} and on {other} (shape {tuple(other_shape)}); move them "
                            f"with .to('{dev}') or .cpu()")
+    if _has_numpy(args, kwargs):
+        args, kwargs = _upload(args, dev), {k: _upload(v, dev) for k, v in kwargs.items()}
     prev = _array._swap_default_device(dev)
     prev_alloc = _array._swap_alloc_device(dev)
     try:

@@ -52,8 +52,12 @@ def _operand(v, dev, name):
                            f"(shape {v.shape}); move the array with .to('{dev}')")
     if type(v) in _SCALARS:
         return v
-    if isinstance(v, np.generic):
+    if isinstance(v, (np.generic, np.ndarray)):
+        # host data has no device: it is copied to the GPU, like a Python scalar
         return R.from_host(np.asarray(v), dev.index)
+    if isinstance(v, (list, tuple)):
+        # a nested sequence: ember's dtype rules on the host, then one copy to the GPU
+        return R.from_host(R._array._numpy(R._array._wrap(v)), dev.index)
     raise RuntimeError(f"{name}: expected all operands on {dev}, got host data of type "
                        f"{type(v).__name__}; convert it with ember.asarray(..., device='{dev}')")
 
@@ -217,9 +221,43 @@ def _code_of(dt):
     return _code(dt)
 
 
+_HOST_VERDICT = {}     # (name, operand dtypes/types) -> None, or (exception type, message)
+
+
+def _same_errors_as_host(name, operands):
+    """Raise what the host raises for this op on these operand dtypes (an op NumPy has
+    no loop for, such as sign of bool), and NumPy's value checks CuPy skips (an
+    integer to a negative integer power); the dtype verdict is cached."""
+    key = (name,) + tuple(o.dtype if isinstance(o, ndarray) else type(o) for o in operands)
+    verdict = _HOST_VERDICT.get(key, False)
+    if verdict is False:
+        probe = [np.zeros(0, o.dtype) if isinstance(o, ndarray) else o for o in operands]
+        try:
+            import ember
+            fn = getattr(ember, name)
+            fn(*[R._array._wrap(p) if isinstance(p, np.ndarray) else p for p in probe])
+            verdict = None
+        except Exception as err:
+            verdict = (type(err), str(err))
+        _HOST_VERDICT[key] = verdict
+    if verdict is not None:
+        raise verdict[0](verdict[1])
+    if name in ("power", "float_power") or len(operands) != 2:
+        base, expo = (operands + [None])[:2]
+        if name == "power" and expo is not None and (
+                (isinstance(expo, ndarray) and expo.dtype.kind in "iu" and
+                 isinstance(base, ndarray) and base.dtype.kind in "iub") or
+                (type(expo) is int and isinstance(base, ndarray) and base.dtype.kind in "iub")):
+            negative = expo < 0 if type(expo) is int else bool(
+                R.as_cupy(expo).min() < 0) if expo.size else False
+            if negative:
+                raise ValueError("Integers to negative integer powers are not allowed.")
+
+
 def _cupy_ufunc(name, operands, out, tout):
     """CuPy's ufunc `name` on operands (GPU arrays or scalars) already in the loop
     dtype; the result cast to tout (None: CuPy's dtype)."""
+    _same_errors_as_host(name, operands)
     c = R.cp()
     fn = getattr(c, name, None)
     if fn is None:

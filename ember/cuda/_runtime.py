@@ -169,7 +169,7 @@ def from_host(arr, idx):
     arr = np.asarray(arr)
     out = empty(arr.shape, arr.dtype, idx)
     if arr.size:
-        src = np.ascontiguousarray(arr)
+        src = arr if arr.flags.c_contiguous else arr.copy()     # (keeps 0-d arrays 0-d)
         with _on(idx):
             as_cupy(out).set(src)
     return out

@@ -24,8 +24,9 @@ def _key(key, x):
     for k in key:
         if isinstance(k, ndarray):
             ck = R.as_cupy(k) if k.is_cuda else c.asarray(R._array._numpy(k))
-        elif isinstance(k, (list, np.ndarray)):
-            arr = np.asarray(k)
+        elif isinstance(k, (list, np.ndarray, np.bool_)):
+            arr = np.asarray([e.item() if isinstance(e, ndarray) else e for e in k]
+                             if isinstance(k, list) else k)
             ck = c.asarray(arr) if arr.dtype.kind in "biu" else k
         else:
             ck = k
@@ -91,7 +92,6 @@ gpu_op("_setitem_value")(_inplace._setitem_value)
 @gpu_op("_index_add_into")
 def _index_add_into(g, key, shape, dtype):
     """zeros(shape)[key] += g with repeated indices accumulating (atomics)."""
-    import cupyx
     z = R.zeros(shape, dtype, g.get_device())
     cz = R.as_cupy(z)
     cg = R.as_cupy(g) if isinstance(g, ndarray) else g
@@ -99,7 +99,7 @@ def _index_add_into(g, key, shape, dtype):
     if all(not isinstance(e, R.cp().ndarray) for e in k):
         cz[k] += cg                 # basic indexing: no repeats possible
     else:
-        cupyx.scatter_add(cz, k, cg)
+        R.cp().add.at(cz, k, cg)    # atomics: repeated indices accumulate
     return z
 
 

@@ -242,3 +242,24 @@ def logsumexp(x, axis=None, keepdims=False, *, dim=None, keepdim=None):
     if not keep:
         res = ember.squeeze(res, axis=axes)
     return res
+
+
+@gpu_op("linalg.vector_norm")
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """Vector p-norm over the axes, from GPU reductions (the host's dtype rules)."""
+    import ember
+    if x.dtype.kind in "biu":
+        x = x.astype(ember.get_default_dtype())
+    a = ember.abs(x)
+    ax = axis if axis is None or isinstance(axis, (tuple, list)) else (axis,)
+    if ord == float("inf"):
+        return ember.max(a, axis=ax, keepdims=keepdims)
+    if ord == float("-inf"):
+        return ember.min(a, axis=ax, keepdims=keepdims)
+    if ord == 0:
+        return ember.sum((a != 0).astype(a.dtype), axis=ax, keepdims=keepdims)
+    if ord == 1:
+        return ember.sum(a, axis=ax, keepdims=keepdims)
+    if ord == 2:
+        return ember.sqrt(ember.sum(a * a, axis=ax, keepdims=keepdims))
+    return ember.sum(a ** ord, axis=ax, keepdims=keepdims) ** (1.0 / ord)

@@ -36,9 +36,10 @@ def _tracked(a):
 
 
 def _np(a):
-    """Non-differentiable data (an index array, a mask, values to sort) as NumPy."""
+    """Non-differentiable data (an index array, a mask, values to sort) as NumPy
+    (a host copy for a GPU array; GPU ops take NumPy arguments back as uploads)."""
     if isinstance(a, E.ndarray):
-        return np.asarray(a.detach())
+        return np.asarray(a.detach().cpu())
     return np.asarray(a)
 
 

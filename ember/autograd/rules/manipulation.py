@@ -130,7 +130,7 @@ def _(g, res, x, new_shape):
 @defgrad("trim_zeros")
 def _(g, res, filt, trim="fb"):
     # the result is filt[lo:hi]; find lo again from the (non-differentiable) values
-    nz = np.flatnonzero(np.asarray(filt.detach()))
+    nz = np.flatnonzero(np.asarray(filt.detach().cpu()))
     lo = int(nz[0]) if nz.size and "f" in trim.lower() else 0
     n = filt.shape[0]
     return (E.pad(g, [(lo, n - lo - g.shape[0])]),)
@@ -399,7 +399,7 @@ def _(g, res, x, repeats, /, *, axis=None, dim=None):
         shp, ax = shape, normalize_axis(axis, len(shape), "repeat")
     r = repeats
     if isinstance(r, E.ndarray):
-        r = np.asarray(r.detach())
+        r = np.asarray(r.detach().cpu())
     r = np.asarray(r)
     if r.size == 1:
         n = int(r.reshape(()))

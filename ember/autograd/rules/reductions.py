@@ -510,7 +510,7 @@ def _quantile_grad(g, x, q, axis, method, nan, opname, scale=1.0):
     last = xm.ndim - 1
     rank = E.argsort(E.argsort(xm, axis=last), axis=last)
     dt = _real_dtype(g.dtype)
-    qa = np.asarray(q.detach() if isinstance(q, E.ndarray) else q, dtype=np.float64) / scale
+    qa = np.asarray(q.detach().cpu() if isinstance(q, E.ndarray) else q, dtype=np.float64) / scale
     qf = E.asarray(qa.reshape((-1,) + (1,) * xm.ndim), dtype=np.float64)
     if nan:
         nv = E.sum(~E.isnan(xm), axis=last, keepdims=True).astype(np.float64)

@@ -99,7 +99,10 @@ def _bilinear_grad(g, res, input1, input2, weight, bias=None):
     if input2.requires_grad:
         g2 = ember.einsum("...o,oij,...i->...j", g, weight, input1)
     if weight.requires_grad:
-        gw = ember.einsum("...o,...i,...j->oij", g, input1, input2)
+        # batch axes flattened first: summing "..." away in the output is NumPy-only
+        gw = ember.einsum("no,ni,nj->oij", g.reshape((-1, g.shape[-1])),
+                          input1.reshape((-1, input1.shape[-1])),
+                          input2.reshape((-1, input2.shape[-1])))
     if bias is not None and bias.requires_grad:
         gb = g.reshape((-1, g.shape[-1])).sum(axis=0)
     return g1, g2, gw, gb

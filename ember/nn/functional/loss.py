@@ -549,7 +549,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     loss = _cross_entropy_nc(_k.contig(x2), t1, w, int(ignore_index), red, ls, _scratch(x2))
     if red == 0 and loss.shape != out_shape:
         loss = loss.reshape(out_shape)
-    return loss.astype(x.dtype) if loss.dtype != x.dtype else loss
+    return _back_to(loss, x)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -580,4 +580,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     loss = _nll_nc(_k.contig(x2), t1, w, int(ignore_index), red)
     if red == 0 and loss.shape != out_shape:
         loss = loss.reshape(out_shape)
-    return loss.astype(x.dtype) if loss.dtype != x.dtype else loss
+    return _back_to(loss, x)
+
+
+def _back_to(loss, x):
+    """The loss in the logits' dtype, except inside autocast, which keeps the float32 it
+    was computed in (as PyTorch's autocast does for its float32 ops)."""
+    if loss.dtype == x.dtype:
+        return loss
+    from ember.amp.autocast import casts_to_float32
+    return loss if casts_to_float32(x) else loss.astype(x.dtype)

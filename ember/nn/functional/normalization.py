@@ -144,8 +144,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     weight = _param("layer_norm", weight, "weight", ns, x.dtype)
     bias = _param("layer_norm", bias, "bias", ns, x.dtype)
     if x.dtype not in (_F32, _F64):
-        return layer_norm(x.astype(_F32), ns, None if weight is None else weight.astype(_F32),
-                          None if bias is None else bias.astype(_F32), eps).astype(x.dtype)
+        from ember.amp.autocast import casts_to_float32
+        y = layer_norm(x.astype(_F32), ns, None if weight is None else weight.astype(_F32),
+                       None if bias is None else bias.astype(_F32), eps)
+        return y if casts_to_float32(x) else y.astype(x.dtype)
     N = math.prod(ns)
     stats = _new_stats(x, 2, x.size // N if N else 0)
     return _layer_norm(x, weight, bias, ns, float(eps), stats)

@@ -85,7 +85,7 @@ class _EM:
 
     @staticmethod
     def zeros(shape, dtype):
-        return E.zeros(shape, dtype=dtype)
+        return E.zeros(shape, dtype=dtype)     # the default device: the op's GPU inside GPU ops
 
 
 # ------------------------------------------------------------------ one layer, one direction
@@ -253,7 +253,10 @@ def _np(a):
 
 def _rnn_layer_grad(g, res, mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, bf):
     arrays = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
-    if E.is_grad_enabled():
+    if not E.is_grad_enabled() and x.is_cuda:
+        # a GPU layer: the same backpropagation through time with ember ops on the GPU
+        grads = _backward(_EM, g, res, mode, *arrays, reverse, bf, need_dx=x.requires_grad)
+    elif E.is_grad_enabled():
         # create_graph: recompute the layer with recorded ember ops, then run the same
         # backpropagation through time with ember ops, so the gradients are differentiable
         res = _forward(_EM, mode, *arrays, reverse, bf)
@@ -272,6 +275,10 @@ def _rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, bf):
     """One recurrent layer in one direction as a single autograd node (see `_forward`)."""
     if x.shape[1 if bf else 0] == 0:
         raise ValueError(f"{mode}: the input sequence is empty (shape {tuple(x.shape)})")
+    if x.is_cuda:
+        # GPU arrays: the same recurrence with ember ops (each step runs on the GPU)
+        return tuple(E.ascontiguousarray(a) for a in
+                     _forward(_EM, mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, bf))
     res = _forward(_NP, mode, *(_np(a) for a in (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)),
                    reverse, bf)
     return tuple(wrap(np.ascontiguousarray(a)) for a in res)
@@ -456,7 +463,7 @@ class RNNBase(Module):
         n = input.shape[0 if self.batch_first else 1]
         expected = (self.num_layers * D, n, size)
         if hx is None:
-            return E.zeros(expected, dtype=input.dtype)
+            return E.zeros(expected, dtype=input.dtype, device=input.device)
         if not isinstance(hx, ndarray):
             hx = E.asarray(hx)
         if is_batched and hx.ndim != 3:
@@ -628,7 +635,7 @@ class RNNCellBase(Module):
         batched = input.ndim == 2
         if hx is None:
             shape = (input.shape[0], self.hidden_size) if batched else (self.hidden_size,)
-            return E.zeros(shape, dtype=input.dtype)
+            return E.zeros(shape, dtype=input.dtype, device=input.device)
         if not isinstance(hx, ndarray):
             hx = E.asarray(hx)
         if hx.ndim != input.ndim:

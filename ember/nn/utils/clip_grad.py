@@ -44,6 +44,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if not tensors:
         return ember.asarray(0.0)
     dtype = tensors[0].dtype
+    if tensors[0].is_cuda:
+        return _total_norm_on_device(tensors, norm_type, error_if_nonfinite, dtype)
     with ember.no_grad():
         if norm_type == math.inf:
             total = max(float(np.max(np.abs(numpy_view(t)))) if t.size else 0.0 for t in tensors)
@@ -75,6 +77,22 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     return ember.asarray(total, dtype=dtype)
 
 
+def _total_norm_on_device(tensors, norm_type, error_if_nonfinite, dtype):
+    """get_total_norm of GPU arrays: per-array norms on the GPU, one value read back
+    only when error_if_nonfinite asks for a check."""
+    import ember
+    with ember.no_grad():
+        norms = ember.stack([ember.linalg.vector_norm(t.astype(ember.float64), ord=norm_type)
+                             for t in tensors])
+        total = ember.linalg.vector_norm(norms, ord=norm_type)
+    if error_if_nonfinite and not math.isfinite(total.item()):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
+                           f"`parameters` is non-finite, so it cannot be clipped. To disable "
+                           f"this error and scale the gradients by the non-finite norm anyway, "
+                           f"set `error_if_nonfinite=False`")
+    return total.astype(dtype)
+
+
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Scale the gradients of `parameters` by ``max_norm / (total_norm + 1e-6)`` when that
     is below 1 (in place).
@@ -88,6 +106,15 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     import ember
     grads = _grads(parameters)
     if not grads:
+        return
+    if grads[0].is_cuda:
+        # no read-back: multiply by min(coef, 1) computed on the GPU, as PyTorch does
+        with ember.no_grad():
+            tn = total_norm if isinstance(total_norm, ember.ndarray) else \
+                ember.asarray(float(total_norm), device=grads[0].device)
+            coef = ember.minimum(float(max_norm) / (tn.astype(ember.float64) + 1e-6), 1.0)
+            for g in grads:
+                g *= coef.astype(g.dtype)
         return
     clip_coef = float(max_norm) / (float(total_norm) + 1e-6)
     if clip_coef >= 1.0:        # PyTorch multiplies by clamp(coef, max=1): a no-op then
