@@ -491,7 +491,7 @@ def run(quick=False):
             rows += f()
         except Exception as exc:            # never let one case stop the table
             rows.append(failed_row(getattr(f, "__name__", "case"), exc, 1.0))
-        harness.log(f"bench_gpu: {rows[-1]['case']} done")
+        harness.log(f"bench_gpu: {rows[-1]['case']} done: {rows[-1]}")
     return rows
 
 

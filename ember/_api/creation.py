@@ -221,7 +221,7 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, requires_grad
             if fv.ndim != 0:
                 raise ValueError(f"full: fill_value must be a scalar, got an array of shape {fv.shape}")
             dtype = fv.dtype
-    x = empty(shape, dtype, order)
+    x = empty(shape, dtype, order, device=device)
     if isinstance(fill_value, (int, float, complex)) and not isinstance(fill_value, np.generic):
         if x.dtype.kind in "iu" and isinstance(fill_value, int) and not isinstance(fill_value, builtins.bool):
             info = np.iinfo(x.dtype)
@@ -255,7 +255,7 @@ def ones(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     >>> ember.ones(3).tolist()
     [1.0, 1.0, 1.0]
     """
-    x = empty(shape, dtype, order)
+    x = empty(shape, dtype, order, device=device)
     x.fill(1)
     return _finish(x, requires_grad)
 

@@ -203,11 +203,15 @@ def _gpu_key(key):
 def _owned_key(key):
     """The key with index arrays copied: the graph must not see later writes to them."""
     if _gpu_key(key):
-        # GPU index arrays stay on the GPU (copied there); host ones become NumPy
-        if isinstance(key, ndarray):
-            return key.copy()
-        return tuple(k.copy() if isinstance(k, ndarray) and k.is_cuda else
-                     (_np_key(k) if isinstance(k, ndarray) else k) for k in key)
+        # GPU index arrays stay on the GPU, copied as CuPy arrays: the node keeps them
+        # whole (rules see ember array arguments only as shape and dtype)
+        from ember.cuda._runtime import as_cupy
+
+        def own(k):
+            if isinstance(k, ndarray):
+                return as_cupy(k).copy() if k.is_cuda else _np_key(k).copy()
+            return k
+        return own(key) if isinstance(key, ndarray) else tuple(own(k) for k in key)
     key = _np_key(key)
     if isinstance(key, np.ndarray):
         return key.copy()

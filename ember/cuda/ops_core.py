@@ -130,3 +130,70 @@ def matmul(a, b, /, *, out=None):
         out._bump_version()
         return out
     return R.from_cupy(c.matmul(ca, cb))
+
+
+def _index_arg(index, name, device):
+    import ember
+    idx = index if isinstance(index, ndarray) else ember.asarray(index)
+    if not idx.is_cuda:
+        idx = idx.to(device)
+    if idx.dtype.kind not in "iu" and idx.size:
+        raise IndexError(f"{name}: index must hold integers, got dtype {idx.dtype}")
+    return R.as_cupy(idx).astype(np.int64, copy=False)
+
+
+@gpu_op("index_add")
+def index_add(x, axis, index, source, *, alpha=1, dim=None):
+    """A copy of x with alpha * source added at index along axis (atomics on the GPU)."""
+    from ember._api._util import normalize_axis
+    if dim is not None:
+        axis = dim
+    ax = normalize_axis(axis, x.ndim, "index_add")
+    idx = _index_arg(index, "index_add", x.device)
+    if idx.ndim > 1:
+        raise ValueError(f"index_add: index must be 1-dimensional, got shape {tuple(idx.shape)}")
+    idx = idx.reshape(-1)
+    src = source if isinstance(source, ndarray) else R.from_host(np.asarray(source),
+                                                                 x.get_device())
+    expected = x.shape[:ax] + (idx.shape[0],) + x.shape[ax + 1:] if x.ndim else (idx.shape[0],)
+    if src.shape != expected and not (x.ndim == 0 and src.size == idx.shape[0]):
+        raise ValueError(f"index_add: source has shape {tuple(src.shape)}, expected "
+                         f"{expected} for x of shape {tuple(x.shape)} and {idx.shape[0]} "
+                         f"indices along axis {ax}")
+    if not np.can_cast(src.dtype, x.dtype, "same_kind"):
+        raise TypeError(f"index_add: cannot add source of dtype {src.dtype} into x of dtype "
+                        f"{x.dtype}")
+    n = x.shape[ax] if x.ndim else 1
+    _check_range(idx, n, ax, x.shape)
+    out = x.copy()
+    co = R.as_cupy(out)
+    cs = R.as_cupy(src)
+    if alpha != 1:
+        cs = cs * alpha
+    cs = cs.astype(x.dtype, copy=False)
+    if x.ndim == 0:
+        co, key, cs = co.reshape(1), idx, cs.reshape(-1)
+    else:
+        key = (slice(None),) * ax + (idx,)
+    R.cp().add.at(co, key, cs)
+    return out
+
+
+@gpu_op("scatter_add")
+def scatter_add(x, axis, index, src):
+    """A copy of x with src added at positions `index` along axis (atomics on the GPU)."""
+    from ember._api._util import normalize_axis
+    ax = normalize_axis(axis, x.ndim, "scatter_add")
+    idx = _index_arg(index, "scatter_add", x.device)
+    s = R.as_cupy(src) if isinstance(src, ndarray) else R.cp().asarray(np.asarray(src))
+    if idx.shape != s.shape:
+        raise ValueError(f"scatter_add: index shape {tuple(idx.shape)} must match src shape "
+                         f"{tuple(s.shape)}")
+    _check_range(idx, x.shape[ax], ax, x.shape)
+    c = R.cp()
+    out = x.copy()
+    grids = [c.arange(d).reshape((1,) * i + (d,) + (1,) * (idx.ndim - i - 1))
+             for i, d in enumerate(idx.shape)]
+    grids[ax] = idx
+    c.add.at(R.as_cupy(out), tuple(grids), s.astype(x.dtype, copy=False))
+    return out

@@ -95,8 +95,12 @@ class _BatchNorm(_NormBase):
         if self.training and self.track_running_stats:
             nbt = self.num_batches_tracked
             if nbt is not None:
-                numpy_view(nbt)[()] += 1
-                nbt._bump_version()
+                if nbt.is_cuda:
+                    with _E.no_grad():
+                        nbt += 1            # stays on the GPU (momentum=None reads it below)
+                else:
+                    numpy_view(nbt)[()] += 1
+                    nbt._bump_version()
                 momentum = 1.0 / float(nbt.item()) if self.momentum is None else self.momentum
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_running = not self.training or self.track_running_stats
