@@ -69,7 +69,8 @@ def _init():
     from ember.cuda import _runtime, _elementwise, _dispatch, _launch
     _launch.load_driver()
     import cupy
-    _launch.set_runtime(cupy.cuda.alloc, cupy.cuda.get_current_stream)
+    _launch.set_runtime(cupy.cuda.alloc, cupy.cuda.get_current_stream,
+                        _runtime.max_resident_blocks())
     _array._set_gpu_backend(_runtime)
     _ew._set_gpu_elementwise(_elementwise)
     _dispatch.load_ops()

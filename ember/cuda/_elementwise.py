@@ -149,7 +149,7 @@ def _binary_kernel(op, kname, sfx, a, b, y, shape, n):
         if a.shape == shape and b.shape == shape and a.is_contiguous() and b.is_contiguous() \
                 and y.is_contiguous():
             kernel = f"ember_{kname}_{sfx}_contig"
-            R.launch(kernel, grid, _THREADS, (a, b, y, n))
+            R.launch(kernel, R.vec_blocks(n, y.itemsize), _THREADS, (a, b, y, n))
             if a.dtype == b.dtype == y.dtype:
                 _launch.register_contig(op, _code_of(y.dtype), y.get_device(), _function(kernel))
             return
@@ -200,7 +200,7 @@ def unary(op, a, out):
         grid = R.blocks(n, _THREADS)
         if a.is_contiguous() and y.is_contiguous():
             kernel = f"ember_{kname}_{sfx}_contig"
-            R.launch(kernel, grid, _THREADS, (a, y, n))
+            R.launch(kernel, R.vec_blocks(n, y.itemsize), _THREADS, (a, y, n))
             if a.dtype == y.dtype:
                 _launch.register_contig(op, _code_of(y.dtype), y.get_device(), _function(kernel))
         elif _kernel_ok(y, a):

@@ -141,12 +141,14 @@ from ember._core.array cimport new_device_array
 cdef dict _contig = {}          # (op, tcode, device) -> CUfunction of the _contig kernel
 cdef object _alloc = None       # cupy.cuda.alloc
 cdef object _stream = None      # cupy.cuda.get_current_stream
+cdef Py_ssize_t _max_blocks = 65535
 
 
-def set_runtime(alloc, get_current_stream):
-    global _alloc, _stream
+def set_runtime(alloc, get_current_stream, Py_ssize_t max_blocks):
+    global _alloc, _stream, _max_blocks
     _alloc = alloc
     _stream = get_current_stream
+    _max_blocks = max_blocks
 
 
 def register_contig(int op, int tcode, int device, size_t func):
@@ -154,17 +156,18 @@ def register_contig(int op, int tcode, int device, size_t func):
     _contig[(op, tcode, device)] = func
 
 
-cdef inline unsigned _grid(Py_ssize_t n) noexcept:
-    cdef Py_ssize_t g = (n + 255) // 256
-    if g > 65535 * 4:
-        g = 65535 * 4
+cdef inline unsigned _grid(Py_ssize_t n, Py_ssize_t itemsize) noexcept:
+    # 16-byte vectors, 256 threads a block, at most _max_blocks (see runtime.vec_blocks)
+    cdef Py_ssize_t g = ((n * itemsize + 15) // 16 + 255) // 256
+    if g > _max_blocks:
+        g = _max_blocks
     return <unsigned>(g if g > 0 else 1)
 
 
-cdef object _run(size_t func, void** params, Py_ssize_t n):
+cdef object _run(size_t func, void** params, Py_ssize_t n, Py_ssize_t itemsize):
     cdef size_t stream = _stream().ptr
     cdef int rc
-    cdef unsigned g = _grid(n)
+    cdef unsigned g = _grid(n, itemsize)
     with nogil:
         rc = _launch(<void*>func, g, 1, 1, 256, 1, 1, 0, <void*>stream, params, NULL)
     if rc != 0:
@@ -198,7 +201,7 @@ def binary_contig(int op, ndarray a, ndarray b):
     params[1] = &pb
     params[2] = &py
     params[3] = &n
-    _run(func, params, n)
+    _run(func, params, n, a.itemsize)
     return y
 
 
@@ -223,5 +226,5 @@ def unary_contig(int op, ndarray a):
     params[0] = &pa
     params[1] = &py
     params[2] = &n
-    _run(func, params, n)
+    _run(func, params, n, a.itemsize)
     return y

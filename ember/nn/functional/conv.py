@@ -253,9 +253,9 @@ def _as_array(x, op, what):
 
 
 def _check_dtypes(op, x, w, b):
-    if x.dtype not in _FLOATS:
-        raise TypeError(f"{op}: only float32 and float64 inputs are supported, got input of "
-                        f"dtype {x.dtype}")
+    if x.dtype not in _FLOATS and not (x.is_cuda and x.dtype == np.float16):
+        raise TypeError(f"{op}: only float32 and float64 inputs are supported (and float16 "
+                        f"on a GPU), got input of dtype {x.dtype}")
     if w.dtype != x.dtype:
         raise TypeError(f"{op}: input type ({x.dtype}) and weight type ({w.dtype}) should be "
                         f"the same")

@@ -209,8 +209,9 @@ def _input(op, x, nd):
     if x.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"{op}: expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input, "
                            f"but got input of size: {_sz(x.shape)}")
-    if x.dtype not in _FLOATS:
-        raise TypeError(f"{op}: only float32 and float64 inputs are supported, got {x.dtype}")
+    if x.dtype not in _FLOATS and not (x.is_cuda and x.dtype == np.float16):
+        raise TypeError(f"{op}: only float32 and float64 inputs are supported (and float16 "
+                        f"on a GPU), got {x.dtype}")
     if any(n == 0 for n in x.shape[1:]):
         raise RuntimeError(f"{op}: expected input with non-zero sizes except for the batch "
                            f"dimension, but got input of size: {_sz(x.shape)}")
