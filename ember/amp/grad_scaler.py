@@ -338,6 +338,7 @@ def _unscale_on_gpu(grads, inv_scale):
     flag (an ember GPU bool array) per device."""
     from ember.cuda import _runtime as R
     cp = R.cp()
+    kernel = _unscale_kernel(cp)
     per_dev = {}
     for g in grads:
         per_dev.setdefault(g.get_device(), []).append(g)
@@ -345,13 +346,26 @@ def _unscale_on_gpu(grads, inv_scale):
     for dev, gs in per_dev.items():
         with cp.cuda.Device(dev):
             inv = R.as_cupy(inv_scale.to(gs[0].device) if inv_scale.get_device() != dev
-                            else inv_scale)
-            ok = []
+                            else inv_scale).astype(cp.float32).reshape(1)
+            found = cp.zeros(1, dtype=cp.int32)
             for g in gs:
-                c = R.as_cupy(g)
-                c *= inv.astype(c.dtype)
-                ok.append(cp.isfinite(c).all())
+                # one launch per gradient: scale in place and raise the shared flag
+                kernel(inv, R.as_cupy(g), found)
                 g._bump_version()
-            bad = ~cp.stack(ok).all()
+            bad = found.reshape(()) != 0
         out.append(R.from_cupy(bad))
     return out
+
+
+_UNSCALE = []
+
+
+def _unscale_kernel(cp):
+    """g *= inv in place, setting found[0] when a result is inf or NaN (no reduction
+    and no read-back per gradient: the flag is read once, in update())."""
+    if not _UNSCALE:
+        _UNSCALE.append(cp.ElementwiseKernel(
+            "raw float32 inv", "T g, raw int32 found",
+            "T v = (T)((double)g * (double)inv[0]); g = v; if (!isfinite((double)v)) found[0] = 1;",
+            "ember_unscale_and_check"))
+    return _UNSCALE[0]

@@ -252,14 +252,22 @@ def _as_array(x, op, what):
     return ember.asarray(x)
 
 
+def _autocasting(x):
+    """Inside CUDA autocast the convolution op casts input, weight and bias to one dtype
+    itself (CPU autocast leaves convolutions in float32, so the check stays there)."""
+    import sys
+    amp = sys.modules.get("ember.amp.autocast")
+    return x.is_cuda and amp is not None and amp.is_autocast_enabled("cuda")
+
+
 def _check_dtypes(op, x, w, b):
     if x.dtype not in _FLOATS and not (x.is_cuda and x.dtype == np.float16):
         raise TypeError(f"{op}: only float32 and float64 inputs are supported (and float16 "
                         f"on a GPU), got input of dtype {x.dtype}")
-    if w.dtype != x.dtype:
+    if w.dtype != x.dtype and not _autocasting(x):
         raise TypeError(f"{op}: input type ({x.dtype}) and weight type ({w.dtype}) should be "
                         f"the same")
-    if b is not None and b.dtype != x.dtype:
+    if b is not None and b.dtype != x.dtype and not _autocasting(x):
         raise TypeError(f"{op}: input type ({x.dtype}) and bias type ({b.dtype}) should be "
                         f"the same")
 
