@@ -366,6 +366,6 @@ def _unscale_kernel(cp):
     if not _UNSCALE:
         _UNSCALE.append(cp.ElementwiseKernel(
             "raw float32 inv", "T g, raw int32 found",
-            "T v = (T)((double)g * (double)inv[0]); g = v; if (!isfinite((double)v)) found[0] = 1;",
+            "T v = g * (T)inv[0]; g = v; if (!isfinite((double)v)) found[0] = 1;",
             "ember_unscale_and_check"))
     return _UNSCALE[0]
