@@ -758,3 +758,28 @@ def test_steady_state_does_not_allocate_from_the_driver():
     ec.synchronize()
     assert len(set(totals)) == 1, f"pool grew during the loop: {sorted(set(totals))}"
     assert len(set(reserved)) == 1, f"memory_reserved changed: {sorted(set(reserved))}"
+
+
+# ----------------------------------------------------------------- linalg long tail
+# (GPU implementations composed of other GPU ops; ember.cuda.ops_core)
+
+_LINALG_CASES = [
+    ("linalg.diagonal", lambda a, b: ember.linalg.diagonal(a, offset=1)),
+    ("linalg.trace", lambda a, b: ember.linalg.trace(a)),
+    ("linalg.outer", lambda a, b: ember.linalg.outer(a[0], b[1])),
+    ("linalg.tensordot", lambda a, b: ember.linalg.tensordot(a, b.T, axes=1)),
+    ("vecdot", lambda a, b: ember.vecdot(a, b)),
+    ("linalg.vecdot", lambda a, b: ember.linalg.vecdot(a, b, axis=0)),
+    ("linalg.multi_dot", lambda a, b: ember.linalg.multi_dot([a, b.T, a])),
+    ("linalg.matrix_norm", lambda a, b: ember.linalg.matrix_norm(a)),
+    ("linalg.matrix_norm_nuc", lambda a, b: ember.linalg.matrix_norm(a, ord="nuc")),
+    ("linalg.svdvals", lambda a, b: ember.linalg.svdvals(a)),
+    ("linalg.vector_norm", lambda a, b: ember.linalg.vector_norm(a, ord=3, axis=1)),
+]
+
+
+@pytest.mark.parametrize("name,fn", _LINALG_CASES, ids=[c[0] for c in _LINALG_CASES])
+def test_linalg_long_tail(name, fn):
+    a = random_array((4, 4), "float64")
+    b = random_array((4, 4), "float64")
+    check_like_cpu(fn, (ember.asarray(a), ember.asarray(b)), (gpu(a), gpu(b)), rtol=1e-10)

@@ -12,7 +12,7 @@ MODULES = ["ember", "ember._api.creation", "ember._api.dtype_funcs", "ember._api
            "ember.autograd.function", "ember.autograd.functional", "ember.autograd.gradcheck",
            "ember.autograd.anomaly", "ember.serialization"]
 # the training packages: every module in them
-PACKAGES = ["ember.nn", "ember.optim", "ember.data"]
+PACKAGES = ["ember.nn", "ember.optim", "ember.data", "ember.amp", "ember.cuda"]
 
 
 def _package_modules():

@@ -197,3 +197,63 @@ def scatter_add(x, axis, index, src):
     grids[ax] = idx
     c.add.at(R.as_cupy(out), tuple(grids), s.astype(x.dtype, copy=False))
     return out
+
+
+# ---------------------------------------------------------------- linalg long tail
+# Compositions of GPU ops that are themselves dispatched (each piece runs on the GPU).
+
+@gpu_op("linalg.diagonal")
+def linalg_diagonal(x, /, *, offset=0):
+    import ember
+    return ember.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+@gpu_op("linalg.trace")
+def linalg_trace(x, /, *, offset=0, dtype=None):
+    import ember
+    return ember.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+@gpu_op("linalg.outer")
+def linalg_outer(x1, x2, /):
+    import ember
+    return ember.outer(x1, x2)
+
+
+@gpu_op("linalg.tensordot")
+def linalg_tensordot(x1, x2, /, *, axes=2):
+    import ember
+    return ember.tensordot(x1, x2, axes=axes)
+
+
+@gpu_op("vecdot", "linalg.vecdot")
+def vecdot(x1, x2, /, *, axis=-1):
+    """sum(conj(x1) * x2) over `axis`, after broadcasting (the array API's vecdot)."""
+    import ember
+    if x1.shape[axis] != x2.shape[axis]:
+        raise ValueError(f"vecdot: x1 and x2 must have the same size along axis {axis}, got "
+                         f"shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
+    return ember.sum(ember.conj(x1) * x2, axis=axis)
+
+
+@gpu_op("linalg.multi_dot")
+def multi_dot(arrays):
+    import ember
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError("multi_dot: expecting at least two arrays")
+    res = arrays[0]
+    for a in arrays[1:]:
+        res = ember.matmul(res, a)
+    return res
+
+
+@gpu_op("linalg.matrix_norm")
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    res = R.cp().linalg.norm(R.as_cupy(x), ord=ord, axis=(-2, -1), keepdims=keepdims)
+    return R.from_cupy(res)
+
+
+@gpu_op("linalg.svdvals")
+def svdvals(x, /):
+    return R.from_cupy(R.cp().linalg.svd(R.as_cupy(x), compute_uv=False))

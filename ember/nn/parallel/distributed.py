@@ -129,8 +129,16 @@ class DistributedDataParallel(Module):
                             f"{type(module).__name__}")
         for what, v in (("device_ids", device_ids), ("output_device", output_device)):
             if v is not None and not (isinstance(v, (list, tuple)) and len(v) == 0):
-                raise ValueError(f"DistributedDataParallel: {what}={v!r}: ember has only CPU "
-                                 f"arrays, so {what} must be None")
+                raise ValueError(f"DistributedDataParallel: {what}={v!r}: ember's data-parallel "
+                                 f"wrapper runs host models only, so {what} must be None")
+        on_gpu = [n for n, p in module.named_parameters() if getattr(p, "is_cuda", False)]
+        if on_gpu:
+            raise NotImplementedError(
+                f"DistributedDataParallel: the model has parameters on a GPU ({on_gpu[0]!r} "
+                f"and {len(on_gpu) - 1} more); data-parallel training of GPU models is not "
+                f"implemented yet (its gradient buckets are host memory). The collectives "
+                f"themselves work on GPU arrays with backend='nccl': all-reduce the gradients "
+                f"with ember.distributed.all_reduce after backward()")
         if bucket_cap_mb is None:
             bucket_cap_mb = 25
         if not bucket_cap_mb > 0:
