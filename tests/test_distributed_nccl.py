@@ -57,3 +57,10 @@ def test_non_contiguous_all_reduce(nccl_group):
     x = _gpu(a)[:, ::2]
     dist.all_reduce(x, op="sum")
     np.testing.assert_array_equal(np.asarray(x.cpu()), a[:, ::2])
+
+
+def test_ddp_of_a_gpu_model_is_a_clear_error(nccl_group):
+    from ember import nn
+    model = nn.Linear(3, 2).to("cuda")
+    with pytest.raises(NotImplementedError, match="GPU"):
+        nn.parallel.DistributedDataParallel(model)
