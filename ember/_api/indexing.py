@@ -238,6 +238,23 @@ def put(x, indices, values, mode="raise"):
     x._bump_version()
 
 
+def _check_index_add(x, ax, idx, src):
+    """index_add's argument checks (idx: the index array of either device)."""
+    if idx.ndim > 1:
+        raise ValueError(f"index_add: index must be 1-dimensional, got shape {shape_str(idx.shape)}")
+    if idx.dtype.kind not in "iu" and idx.size:
+        raise IndexError(f"index_add: index must hold integers, got dtype {idx.dtype}")
+    n = idx.size
+    expected = x.shape[:ax] + (n,) + x.shape[ax + 1:] if x.ndim else (n,)
+    if src.shape != expected and not (x.ndim == 0 and src.size == n):
+        raise ValueError(f"index_add: source has shape {shape_str(src.shape)}, expected "
+                         f"{shape_str(expected)} for x of shape {shape_str(x.shape)} and "
+                         f"{n} indices along axis {ax}")
+    if not np.can_cast(src.dtype, x.dtype, "same_kind"):
+        raise TypeError(f"index_add: cannot add source of dtype {src.dtype} into x of dtype "
+                        f"{x.dtype}")
+
+
 def index_add(x, axis, index, source, *, alpha=1, dim=None):
     """A copy of x with ``alpha * source`` added at ``index`` along ``axis``
     (PyTorch's ``index_add``; unbuffered like ``numpy.add.at``, so repeated
@@ -252,20 +269,9 @@ def index_add(x, axis, index, source, *, alpha=1, dim=None):
         axis = dim
     ax = normalize_axis(axis, x.ndim, "index_add")
     idx = numpy_view(as_array(index))
-    if idx.ndim > 1:
-        raise ValueError(f"index_add: index must be 1-dimensional, got shape {shape_str(idx.shape)}")
-    if idx.dtype.kind not in "iu" and idx.size:
-        raise IndexError(f"index_add: index must hold integers, got dtype {idx.dtype}")
-    idx = idx.reshape(-1).astype(np.intp, copy=False)
     src = as_array(source)
-    expected = x.shape[:ax] + (idx.shape[0],) + x.shape[ax + 1:] if x.ndim else (idx.shape[0],)
-    if src.shape != expected and not (x.ndim == 0 and src.size == idx.shape[0]):
-        raise ValueError(f"index_add: source has shape {shape_str(src.shape)}, expected "
-                         f"{shape_str(expected)} for x of shape {shape_str(x.shape)} and "
-                         f"{idx.shape[0]} indices along axis {ax}")
-    if not np.can_cast(src.dtype, x.dtype, "same_kind"):
-        raise TypeError(f"index_add: cannot add source of dtype {src.dtype} into x of dtype "
-                        f"{x.dtype}")
+    _check_index_add(x, ax, idx, src)
+    idx = idx.reshape(-1).astype(np.intp, copy=False)
     out = x.copy()
     sv = numpy_view(src)
     if alpha != 1:

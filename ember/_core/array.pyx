@@ -281,8 +281,9 @@ cdef object parse_shape(object shape, str opname):
     return shape
 
 
-cdef ndarray new_empty(int tcode, int ndim, const Py_ssize_t* shape):
-    """A fresh C-contiguous array from the caching allocator."""
+cdef ndarray _c_contiguous(int tcode, int ndim, const Py_ssize_t* shape):
+    """A new array object laid out C-contiguously (shape, strides, size, flags); the
+    caller gives it a storage."""
     cdef ndarray x = ndarray.__new__(ndarray)
     cdef Py_ssize_t itemsize = ITEMSIZE[tcode]
     cdef Py_ssize_t n = 1, stride = itemsize
@@ -299,7 +300,13 @@ cdef ndarray new_empty(int tcode, int ndim, const Py_ssize_t* shape):
     x.itemsize = itemsize
     x.size = n
     x.c_contig = True
-    x.storage = new_storage(n * itemsize)
+    return x
+
+
+cdef ndarray new_empty(int tcode, int ndim, const Py_ssize_t* shape):
+    """A fresh C-contiguous array from the caching allocator."""
+    cdef ndarray x = _c_contiguous(tcode, ndim, shape)
+    x.storage = new_storage(x.size * x.itemsize)
     x.offset = 0
     x.data = x.storage.ptr
     return x
@@ -407,20 +414,7 @@ def _host_values(ndarray x):
 cdef ndarray new_device_array(int tcode, int ndim, const Py_ssize_t* shape, size_t ptr,
                               Py_ssize_t nbytes, object owner, int device_index):
     """A C-contiguous array over CUDA memory at ptr owned by `owner` (the launch fast path)."""
-    cdef ndarray x = ndarray.__new__(ndarray)
-    cdef Py_ssize_t itemsize = ITEMSIZE[tcode]
-    cdef Py_ssize_t n = 1, stride = itemsize
-    cdef int i
-    for i in range(ndim - 1, -1, -1):
-        x.shape[i] = shape[i]
-        x.strides[i] = stride
-        stride *= shape[i] if shape[i] > 0 else 1
-        n *= shape[i]
-    x.ndim = ndim
-    x.tcode = tcode
-    x.itemsize = itemsize
-    x.size = n
-    x.c_contig = True
+    cdef ndarray x = _c_contiguous(tcode, ndim, shape)
     x.storage = wrap_device_pointer(<char*>ptr, nbytes, owner, device_index)
     x.offset = 0
     x.data = x.storage.ptr

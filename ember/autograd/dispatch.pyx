@@ -15,28 +15,44 @@ from ember.autograd.engine cimport Rule, record
 import inspect as _inspect
 
 
+ctypedef bint (*array_test)(object a) noexcept
+
+
 cdef inline bint _tracked(object a) noexcept:
     return isinstance(a, ndarray) and (<ndarray>a)._requires_grad
 
 
-cdef bint _any_tracked(tuple args, dict kwargs):
+cdef inline bint _dev(object a) noexcept:
+    return isinstance(a, ndarray) and (<ndarray>a).storage.device_index >= 0
+
+
+cdef bint _any_arg(tuple args, dict kwargs, array_test test):
+    """Whether test holds for an argument, or for an item of a list/tuple argument."""
     for a in args:
-        if isinstance(a, ndarray):
-            if (<ndarray>a)._requires_grad:
-                return True
-        elif isinstance(a, (list, tuple)):
+        if test(a):
+            return True
+        if isinstance(a, (list, tuple)):
             for e in a:
-                if _tracked(e):
+                if test(e):
                     return True
     if kwargs:
         for a in kwargs.values():
-            if _tracked(a):
+            if test(a):
                 return True
             if isinstance(a, (list, tuple)):
                 for e in a:
-                    if _tracked(e):
+                    if test(e):
                         return True
     return False
+
+
+cdef inline bint _any_tracked(tuple args, dict kwargs):
+    return _any_arg(args, kwargs, _tracked)
+
+
+cdef inline bint _any_on_gpu(tuple args, dict kwargs):
+    """Whether an array argument (also inside a list/tuple argument) is in GPU memory."""
+    return _any_arg(args, kwargs, _dev)
 
 
 cdef object _gpu_call = None     # ember.cuda._dispatch.call, once the GPU backend is up
@@ -53,31 +69,6 @@ def _set_autocast(fn):
     every public op calls first while autocast is on (zero cost while it is off)."""
     global _autocast
     _autocast = fn
-
-
-cdef inline bint _dev(object a) noexcept:
-    return isinstance(a, ndarray) and (<ndarray>a).storage.device_index >= 0
-
-
-cdef bint _any_on_gpu(tuple args, dict kwargs):
-    """Whether an array argument (also inside a list/tuple argument) is in GPU memory."""
-    for a in args:
-        if isinstance(a, ndarray):
-            if (<ndarray>a).storage.device_index >= 0:
-                return True
-        elif isinstance(a, (list, tuple)):
-            for e in a:
-                if _dev(e):
-                    return True
-    if kwargs:
-        for a in kwargs.values():
-            if _dev(a):
-                return True
-            if isinstance(a, (list, tuple)):
-                for e in a:
-                    if _dev(e):
-                        return True
-    return False
 
 
 cdef bint _has_float_output(object res):

@@ -9,14 +9,9 @@ import numpy as np
 from ember._core import array as _array
 from ember._core.array import ndarray
 from ember.cuda import _runtime as R
+from ember._api.creation import _finish
 
 _FILLED = {"empty": None, "zeros": 0, "ones": 1}
-
-
-def _finish(x, requires_grad):
-    if requires_grad:
-        x.requires_grad = True
-    return x
 
 
 def create(name, fn, d, args, kwargs):

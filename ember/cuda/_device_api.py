@@ -12,6 +12,8 @@ streams, events, memory statistics of the caching allocator, and seeding.
 ...     print(8.0)
 8.0
 """
+import contextlib
+
 _state = {"checked": False, "ok": False, "reason": "", "init": False}
 _peak = {}              # device -> most bytes in use seen (CuPy's pool keeps no peak)
 
@@ -145,15 +147,7 @@ def synchronize(device=None):
 
 
 def device_ctx(dev):
-    return device(dev) if dev is not None else _Null()
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+    return device(dev) if dev is not None else contextlib.nullcontext()
 
 
 class Stream:

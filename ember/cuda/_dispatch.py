@@ -16,6 +16,7 @@ The order of resolution:
 4. otherwise NotImplementedError naming the op and the device.
 """
 import importlib
+import itertools
 import pkgutil
 
 import numpy as np
@@ -65,20 +66,11 @@ def _devices(args, kwargs):
 
 
 def _iter_arrays(args, kwargs):
-    for a in args:
+    for a in itertools.chain(args, kwargs.values()):
         if isinstance(a, ndarray):
             yield a
         elif isinstance(a, (list, tuple)):
-            for e in a:
-                if isinstance(e, ndarray):
-                    yield e
-    for a in kwargs.values():
-        if isinstance(a, ndarray):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            for e in a:
-                if isinstance(e, ndarray):
-                    yield e
+            yield from (e for e in a if isinstance(e, ndarray))
 
 
 class host_context:

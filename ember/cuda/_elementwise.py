@@ -14,7 +14,7 @@ import numpy as np
 
 from ember._core import elementwise as _ew
 from ember._core.array import ndarray
-from ember._core.dtypes import dtype_from_code
+from ember._core.dtypes import _code, dtype_from_code
 from ember.cuda import _runtime as R
 from ember.cuda import _launch
 from ember.cuda._kernels import function as _function
@@ -134,12 +134,17 @@ def binary(op, a, b, out):
     n = y.size
     if n:
         _binary_kernel(op, kname, sfx, a, b, y, shape, n)
-    if y is not out and out is not None:
+    return _into(out, y)
+
+
+def _into(out, y):
+    """The result y, written into out= when one was given (and out's version bumped)."""
+    if out is None:
+        return y
+    if y is not out:
         assign(out, y)
-        y = out
-    if out is not None:
-        out._bump_version()
-    return y
+    out._bump_version()
+    return out
 
 
 def _binary_kernel(op, kname, sfx, a, b, y, shape, n):
@@ -151,7 +156,7 @@ def _binary_kernel(op, kname, sfx, a, b, y, shape, n):
             kernel = f"ember_{kname}_{sfx}_contig"
             R.launch(kernel, R.vec_blocks(n, y.itemsize), _THREADS, (a, b, y, n))
             if a.dtype == b.dtype == y.dtype:
-                _launch.register_contig(op, _code_of(y.dtype), y.get_device(), _function(kernel))
+                _launch.register_contig(op, _code(y.dtype), y.get_device(), _function(kernel))
             return
         if _kernel_ok(y, a, b):
             R.launch(f"ember_{kname}_{sfx}_strided", grid, _THREADS,
@@ -165,11 +170,8 @@ def _binary_kernel(op, kname, sfx, a, b, y, shape, n):
             R.launch(f"ember_{kname}_{sfx}_scalar", grid, _THREADS,
                      (arr, float(s), y, n, np.int32(swap)))
             return
-    res = _cupy_ufunc(OPNAMES[_OP_INDEX[kname]], [a, b], None, y.dtype)
+    res = _cupy_ufunc(OPNAMES[op], [a, b], None, y.dtype)
     R.as_cupy(y)[...] = R.as_cupy(res)
-
-
-_OP_INDEX = {v: OPNAMES.index(k) for k, v in _BINARY_KERNEL.items() if k in OPNAMES}
 
 
 def unary(op, a, out):
@@ -184,7 +186,7 @@ def unary(op, a, out):
         a = R.from_host(np.asarray(a), dev.index)
     if out is not None and not (isinstance(out, ndarray) and out.is_cuda and out.device == dev):
         raise RuntimeError(f"{name}: out= must be an array on {dev}")
-    tloop, tout = (dtype_from_code(t) for t in _ew.unary_types(op, _code_of(a.dtype)))
+    tloop, tout = (dtype_from_code(t) for t in _ew.unary_types(op, _code(a.dtype)))
     if out is not None and out.shape != a.shape:
         raise ValueError(f"{name}: output array has shape {out.shape}, but the input has "
                          f"shape {a.shape}")
@@ -202,23 +204,13 @@ def unary(op, a, out):
             kernel = f"ember_{kname}_{sfx}_contig"
             R.launch(kernel, R.vec_blocks(n, y.itemsize), _THREADS, (a, y, n))
             if a.dtype == y.dtype:
-                _launch.register_contig(op, _code_of(y.dtype), y.get_device(), _function(kernel))
+                _launch.register_contig(op, _code(y.dtype), y.get_device(), _function(kernel))
         elif _kernel_ok(y, a):
             R.launch(f"ember_{kname}_{sfx}_strided", grid, _THREADS,
                      (a, y, n, _strided_args(a.shape, y, a)))
         else:
             R.as_cupy(y)[...] = getattr(R.cp(), name)(R.as_cupy(a))
-    if y is not out and out is not None:
-        assign(out, y)
-        y = out
-    if out is not None:
-        out._bump_version()
-    return y
-
-
-def _code_of(dt):
-    from ember._core.dtypes import _code
-    return _code(dt)
+    return _into(out, y)
 
 
 _HOST_VERDICT = {}     # (name, operand dtypes/types) -> None, or (exception type, message)

@@ -20,6 +20,7 @@ import numpy as np
 from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._core.dtypes import _code, dtype_from_code
+from ember._api.manipulation import _c_strides
 
 _cp = None
 
@@ -79,15 +80,6 @@ class _on:
 
 def np_dtype(dtype):
     return dtype_from_code(_code(dtype))
-
-
-def _c_strides(shape, itemsize):
-    strides = [0] * len(shape)
-    st = itemsize
-    for i in range(len(shape) - 1, -1, -1):
-        strides[i] = st
-        st *= shape[i] if shape[i] > 0 else 1
-    return tuple(strides)
 
 
 def empty(shape, dtype, device=None):

@@ -8,6 +8,7 @@ error.  The check reads two numbers back from the GPU, so it waits for it.
 import numpy as np
 
 from ember._core.array import ndarray
+from ember._api.indexing import _check_index_add
 from ember.autograd import inplace as _inplace
 from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op
@@ -132,14 +133,11 @@ def matmul(a, b, /, *, out=None):
     return R.from_cupy(c.matmul(ca, cb))
 
 
-def _index_arg(index, name, device):
+def _index_arg(index, device):
+    """An index argument as a CuPy array on `device` (dtype unchecked)."""
     import ember
     idx = index if isinstance(index, ndarray) else ember.asarray(index)
-    if not idx.is_cuda:
-        idx = idx.to(device)
-    if idx.dtype.kind not in "iu" and idx.size:
-        raise IndexError(f"{name}: index must hold integers, got dtype {idx.dtype}")
-    return R.as_cupy(idx).astype(np.int64, copy=False)
+    return R.as_cupy(idx if idx.is_cuda else idx.to(device))
 
 
 @gpu_op("index_add")
@@ -149,20 +147,11 @@ def index_add(x, axis, index, source, *, alpha=1, dim=None):
     if dim is not None:
         axis = dim
     ax = normalize_axis(axis, x.ndim, "index_add")
-    idx = _index_arg(index, "index_add", x.device)
-    if idx.ndim > 1:
-        raise ValueError(f"index_add: index must be 1-dimensional, got shape {tuple(idx.shape)}")
-    idx = idx.reshape(-1)
+    idx = _index_arg(index, x.device)
     src = source if isinstance(source, ndarray) else R.from_host(np.asarray(source),
                                                                  x.get_device())
-    expected = x.shape[:ax] + (idx.shape[0],) + x.shape[ax + 1:] if x.ndim else (idx.shape[0],)
-    if src.shape != expected and not (x.ndim == 0 and src.size == idx.shape[0]):
-        raise ValueError(f"index_add: source has shape {tuple(src.shape)}, expected "
-                         f"{expected} for x of shape {tuple(x.shape)} and {idx.shape[0]} "
-                         f"indices along axis {ax}")
-    if not np.can_cast(src.dtype, x.dtype, "same_kind"):
-        raise TypeError(f"index_add: cannot add source of dtype {src.dtype} into x of dtype "
-                        f"{x.dtype}")
+    _check_index_add(x, ax, idx, src)
+    idx = idx.reshape(-1).astype(np.int64, copy=False)
     n = x.shape[ax] if x.ndim else 1
     _check_range(idx, n, ax, x.shape)
     out = x.copy()
@@ -184,7 +173,10 @@ def scatter_add(x, axis, index, src):
     """A copy of x with src added at positions `index` along axis (atomics on the GPU)."""
     from ember._api._util import normalize_axis
     ax = normalize_axis(axis, x.ndim, "scatter_add")
-    idx = _index_arg(index, "scatter_add", x.device)
+    idx = _index_arg(index, x.device)
+    if idx.dtype.kind not in "iu" and idx.size:
+        raise IndexError(f"scatter_add: index must hold integers, got dtype {idx.dtype}")
+    idx = idx.astype(np.int64, copy=False)
     s = R.as_cupy(src) if isinstance(src, ndarray) else R.cp().asarray(np.asarray(src))
     if idx.shape != s.shape:
         raise ValueError(f"scatter_add: index shape {tuple(idx.shape)} must match src shape "

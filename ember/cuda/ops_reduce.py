@@ -145,11 +145,11 @@ def _generic(name, x, kwargs):
 
 
 def _register_generic(name):
+    import inspect
+    params = list(inspect.signature(getattr(_host, name)).parameters)[1:]
+
     def impl(x, *args, **kwargs):
-        if args:
-            import inspect
-            params = list(inspect.signature(getattr(_host, name)).parameters)[1:]
-            kwargs.update(zip(params, args))
+        kwargs.update(zip(params, args))        # positional options by their host names
         return _generic(name, x, kwargs)
     impl.__name__ = name
     gpu_op(name)(impl)

@@ -93,15 +93,8 @@ def _along(fn, c, d, *rest):
 
 def _forward(opname, input, dim, axis, dtype, log, stacklevel=5):
     S = importlib.import_module("ember.nn.functional.softmax")
-    from ember._core.array import ndarray
-    from ember._api._util import as_array
-    x = input if type(input) is ndarray else as_array(input)
-    if dtype is not None:
-        x = x.astype(dtype)
+    x = S._float_input(opname, input, dtype)
     dt = x.dtype
-    if dt.kind != "f":
-        raise TypeError(f"{opname}: expected a floating-point input, got dtype {dt} "
-                        f"(pass dtype= to compute in a floating-point type)")
     d = S._resolve_dim(opname, x.ndim, dim, axis, stacklevel)
     c = R.as_cupy(x)
     if R.suffix(dt) is None:        # a float dtype without kernels: compute in float32

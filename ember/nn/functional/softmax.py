@@ -44,15 +44,21 @@ def _resolve_dim(opname, ndim, dim, axis, stacklevel):
     return d % n
 
 
-def _prepare(opname, input, dtype):
-    """(input as a float array of the computing dtype, dtype to hand back or None)."""
+def _float_input(opname, input, dtype):
+    """input as an ember array in `dtype` (if given), which must be floating-point."""
     x = input if type(input) is ndarray else as_array(input)
     if dtype is not None:
         x = x.astype(dtype)
-    dt = x.dtype
-    if dt.kind != "f":
-        raise TypeError(f"{opname}: expected a floating-point input, got dtype {dt} "
+    if x.dtype.kind != "f":
+        raise TypeError(f"{opname}: expected a floating-point input, got dtype {x.dtype} "
                         f"(pass dtype= to compute in a floating-point type)")
+    return x
+
+
+def _prepare(opname, input, dtype):
+    """(input as a float array of the computing dtype, dtype to hand back or None)."""
+    x = _float_input(opname, input, dtype)
+    dt = x.dtype
     if dt == _F16:                      # computed in float32, handed back as float16
         return _k.contig(x.astype(_F32)), _F16
     return _k.contig(x), None
