@@ -19,6 +19,7 @@ from ember._core.dtypes import default_float_dtype
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str
 from ember._api.linalg_ops import (matmul, tensordot, vecdot, matrix_transpose, diagonal,
                                    trace as _trace, outer, cross)
+from ember._core.dtypes import dtype_kind, is_half_dtype
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "solve", "det", "slogdet", "cholesky",
            "qr", "svd", "svdvals", "eigh", "eigvalsh", "eig", "eigvals", "pinv", "matrix_rank",
@@ -37,9 +38,9 @@ LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singu
 
 def _float_view(x, opname, min_ndim=2, square=False):
     x = as_array(x)
-    if x.dtype.kind in "biu":
+    if dtype_kind(x.dtype) in "biu":
         x = x.astype(default_float_dtype())
-    if x.dtype == np.float16:
+    if is_half_dtype(x.dtype):
         x = x.astype(np.float32)
     if x.ndim < min_ndim:
         raise ValueError(f"{opname}: input must have at least {min_ndim} dimensions, got shape "
@@ -85,7 +86,7 @@ def solve(x1, x2, /):
     """
     a, av = _float_view(x1, "solve", square=True)
     b = as_array(x2)
-    if b.dtype.kind in "biu":
+    if dtype_kind(b.dtype) in "biu":
         b = b.astype(a.dtype)
     bv = numpy_view(b)
     if b.ndim == 1:
@@ -270,7 +271,7 @@ def lstsq(a, b, /, rcond=None):
     """
     a, av = _float_view(a, "lstsq")
     b = as_array(b)
-    if b.dtype.kind in "biu":
+    if dtype_kind(b.dtype) in "biu":
         b = b.astype(a.dtype)
     x, res, rank, sv = np.linalg.lstsq(av, numpy_view(b), rcond=rcond)
     return LstsqResult(_ember(x), _ember(res), int(rank), _ember(sv))
@@ -284,7 +285,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     5.0
     """
     x = as_array(x)
-    if x.dtype.kind in "biu":
+    if dtype_kind(x.dtype) in "biu":
         x = x.astype(default_float_dtype())
     v = numpy_view(x)
     if axis is None:
@@ -330,7 +331,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     5.0
     """
     x = as_array(x)
-    if x.dtype.kind in "biu":
+    if dtype_kind(x.dtype) in "biu":
         x = x.astype(default_float_dtype())
     return _ember(np.linalg.norm(numpy_view(x), ord=ord, axis=axis, keepdims=keepdims),
                   np.finfo(x.dtype).dtype)

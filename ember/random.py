@@ -18,6 +18,7 @@ import numpy as np
 
 from ember._core.dtypes import default_float_dtype
 from ember._api._util import as_array, numpy_view, empty_raw
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["Generator", "default_rng", "seed", "manual_seed", "rand", "randn", "randint",
            "random", "random_sample", "normal", "uniform", "choice", "permutation", "shuffle",
@@ -33,7 +34,7 @@ def _ember(res):
 
 def _float(dtype):
     dt = np.dtype(default_float_dtype() if dtype is None else dtype)
-    if dt.kind != "f":
+    if dtype_kind(dt) != "f":
         raise TypeError(f"random: dtype must be a floating dtype, got {dt}")
     return dt
 

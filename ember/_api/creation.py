@@ -16,6 +16,7 @@ from ember._core import array as _array
 from ember._core.array import ndarray, check_device
 from ember._core.dtypes import _code, default_float_dtype, default_complex_dtype, dtype_from_code
 from ember._api._util import wrap, numpy_view, empty_raw, as_array, normalize_axis
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["asarray", "array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like",
            "ones_like", "full_like", "arange", "linspace", "logspace", "eye", "identity",
@@ -108,7 +109,7 @@ def asarray(obj, /, dtype=None, order=None, *, device=None, copy=None, requires_
     if isinstance(obj, (list, tuple)) and dt is not None:
         # build straight in the requested dtype (no detour through float64)
         arr = np.asarray(obj, dtype=dt)
-        if arr.dtype.kind in "OUSV":
+        if dtype_kind(arr.dtype) in "OUSV":
             raise TypeError(f"asarray: cannot convert {type(obj).__name__} to a numeric array")
         x = wrap(arr)
         if copy is False:
@@ -223,7 +224,7 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, requires_grad
             dtype = fv.dtype
     x = empty(shape, dtype, order, device=device)
     if isinstance(fill_value, (int, float, complex)) and not isinstance(fill_value, np.generic):
-        if x.dtype.kind in "iu" and isinstance(fill_value, int) and not isinstance(fill_value, builtins.bool):
+        if dtype_kind(x.dtype) in "iu" and isinstance(fill_value, int) and not isinstance(fill_value, builtins.bool):
             info = np.iinfo(x.dtype)
             if not info.min <= fill_value <= info.max:
                 raise OverflowError(f"full: Python integer {fill_value} out of bounds for {x.dtype}")
@@ -343,8 +344,8 @@ def arange(start, /, stop=None, step=1, dtype=None, *, device=None, requires_gra
         raise ValueError(f"arange: cannot compute the length of arange({start}, {stop}, {step})")
     n = builtins.max(0, math.ceil(span))
     # NumPy computes in the target dtype from start and step; do the same
-    res = np.arange(start, stop, step, dtype=dt) if dt.kind != "b" else np.arange(start, stop, step).astype(dt)
-    if len(res) != n and dt.kind in "iu":
+    res = np.arange(start, stop, step, dtype=dt) if dtype_kind(dt) != "b" else np.arange(start, stop, step).astype(dt)
+    if len(res) != n and dtype_kind(dt) in "iu":
         res = res[:n]
     return _finish(_copy_into_ember(res), requires_grad)
 

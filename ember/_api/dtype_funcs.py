@@ -12,10 +12,10 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._core.dtypes import (_code, promote_codes, weak_result_code, dtype_from_code,
-                                scalar_code)
+                                scalar_code, bfloat16, BFLOAT16, dtype_kind)
 
 __all__ = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128", "half", "single",
+           "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "half", "single",
            "double", "float_", "int_", "intp", "uint", "cfloat", "cdouble", "bool_",
            "dtype", "newaxis", "pi", "e", "inf", "nan", "euler_gamma",
            "finfo", "iinfo", "result_type", "can_cast", "promote_types", "isdtype",
@@ -34,7 +34,6 @@ cfloat, cdouble = np.complex128, np.complex128
 generic, number, integer = np.generic, np.number, np.integer
 signedinteger, unsignedinteger = np.signedinteger, np.unsignedinteger
 floating, complexfloating, inexact = np.floating, np.complexfloating, np.inexact
-issubdtype = np.issubdtype
 dtype = np.dtype
 newaxis = None
 pi, e, inf, nan, euler_gamma = np.pi, np.e, np.inf, np.nan, np.euler_gamma
@@ -49,16 +48,40 @@ def _as_dtype(x, opname):
         raise TypeError(f"{opname}: {x!r} is not an ember dtype or array") from None
 
 
+def issubdtype(arg1, arg2):
+    """NumPy's ``issubdtype``, with bfloat16 filed under ``floating`` (and so
+    ``inexact``, ``number``) as ember treats it, where NumPy only knows it as
+    ``generic``.
+
+    >>> import ember
+    >>> ember.issubdtype(ember.bfloat16, ember.floating), ember.issubdtype(ember.int8, ember.floating)
+    (True, False)
+    """
+    def is_bf16(t):
+        try:
+            return np.dtype(t) == BFLOAT16
+        except TypeError:
+            return False
+    if is_bf16(arg1) and not is_bf16(arg2) and isinstance(arg2, type) and issubclass(arg2, np.generic):
+        return arg2 in (np.floating, np.inexact, np.number, np.generic)
+    return np.issubdtype(arg1, arg2)
+
+
 def finfo(type):
     """Machine limits of a floating (or complex) dtype or array.
 
     >>> import ember
     >>> ember.finfo(ember.float32).eps
     np.float32(1.1920929e-07)
+    >>> float(ember.finfo(ember.bfloat16).eps)
+    0.0078125
     """
     dt = _as_dtype(type, "finfo")
-    if dt.kind not in "fc":
+    if dtype_kind(dt) not in "fc":
         raise ValueError(f"finfo: {dt} is not a floating point dtype (use iinfo for integers)")
+    if dt == BFLOAT16:
+        import ml_dtypes
+        return ml_dtypes.finfo(dt)
     return np.finfo(dt)
 
 
@@ -70,7 +93,7 @@ def iinfo(type):
     127
     """
     dt = _as_dtype(type, "iinfo")
-    if dt.kind not in "iu":
+    if dtype_kind(dt) not in "iu":
         raise ValueError(f"iinfo: {dt} is not an integer dtype (use finfo for floats)")
     return np.iinfo(dt)
 
@@ -156,5 +179,5 @@ def isdtype(dtype, kind):
     if isinstance(kind, str):
         if kind not in _KIND_CODES:
             raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {sorted(_KIND_CODES)}")
-        return dt.kind in _KIND_CODES[kind]
+        return dtype_kind(dt) in _KIND_CODES[kind]
     return dt == _as_dtype(kind, "isdtype")

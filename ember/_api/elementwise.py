@@ -14,6 +14,7 @@ from ember._core import elementwise as _ew
 from ember._core.array import ndarray
 from ember._core.dtypes import default_float_dtype
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["ufunc", "where", "clip", "round", "around", "real", "imag", "conj", "conjugate",
            "isclose", "allclose", "array_equal", "array_equiv", "nan_to_num", "angle", "sinc",
@@ -295,7 +296,7 @@ def clip(x, /, min=None, max=None, *, out=None, a_min=np._NoValue, a_max=np._NoV
     if a_max is not np._NoValue:
         max = a_max
     x = as_array(x)
-    if x.dtype.kind in "iu":
+    if dtype_kind(x.dtype) in "iu":
         min = _int_bound(min, x.dtype, True)
         max = _int_bound(max, x.dtype, False)
     res = x
@@ -337,9 +338,9 @@ def round(x, /, decimals=0, out=None):
     [0.0, 2.0, 3.0]
     """
     x = as_array(x)
-    if x.dtype.kind in "biu" and decimals >= 0:
+    if dtype_kind(x.dtype) in "biu" and decimals >= 0:
         return x.copy() if out is None else _assign_out(out, x)
-    if decimals == 0 and x.dtype.kind == "f":
+    if decimals == 0 and dtype_kind(x.dtype) == "f":
         return _ew.call_unary(_ew._op_index("rint"), x, out)
     return _result(np.round(numpy_view(x), decimals), out)
 
@@ -355,7 +356,7 @@ def real(x, /):
     [1.0]
     """
     x = as_array(x)
-    if x.dtype.kind != "c":
+    if dtype_kind(x.dtype) != "c":
         return x
     return wrap(numpy_view(x).real)
 
@@ -368,7 +369,7 @@ def imag(x, /):
     [2.0]
     """
     x = as_array(x)
-    if x.dtype.kind != "c":
+    if dtype_kind(x.dtype) != "c":
         from ember._api.creation import zeros_like
         return zeros_like(x)
     return wrap(numpy_view(x).imag)
@@ -382,7 +383,7 @@ def conj(x, /, out=None):
     [(1-2j)]
     """
     x = as_array(x)
-    if x.dtype.kind != "c":
+    if dtype_kind(x.dtype) != "c":
         return x.copy() if out is None else _assign_out(out, x)
     return _result(np.conjugate(numpy_view(x)), out)
 
@@ -464,7 +465,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 def _np_unary(npfunc, doc_name):
     def f(x, /, *args, **kwargs):
         xa = as_array(x)
-        if xa.dtype.kind in "biu" and npfunc in (np.sinc, np.i0, np.angle):
+        if dtype_kind(xa.dtype) in "biu" and npfunc in (np.sinc, np.i0, np.angle):
             xa = xa.astype(default_float_dtype())
         return _result(npfunc(numpy_view(xa), *args, **kwargs), None)
     f.__name__ = doc_name

@@ -13,6 +13,7 @@ import numpy as np
 from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "flatnonzero",
            "compress", "extract", "index_add", "put", "place", "diag_indices", "tril_indices",
@@ -99,7 +100,7 @@ def take(x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
         idx = indices
     else:
         idx = numpy_view(as_array(indices))
-        if idx.dtype.kind not in "iu":
+        if dtype_kind(idx.dtype) not in "iu":
             raise IndexError(f"take: indices must be integers, got dtype {idx.dtype}")
     if axis is not None:
         axis = normalize_axis(axis, x.ndim, "take")
@@ -242,7 +243,7 @@ def _check_index_add(x, ax, idx, src):
     """index_add's argument checks (idx: the index array of either device)."""
     if idx.ndim > 1:
         raise ValueError(f"index_add: index must be 1-dimensional, got shape {shape_str(idx.shape)}")
-    if idx.dtype.kind not in "iu" and idx.size:
+    if dtype_kind(idx.dtype) not in "iu" and idx.size:
         raise IndexError(f"index_add: index must hold integers, got dtype {idx.dtype}")
     n = idx.size
     expected = x.shape[:ax] + (n,) + x.shape[ax + 1:] if x.ndim else (n,)

@@ -13,6 +13,7 @@ from ember._core.array import ndarray
 from ember._kernels.cpu.gemm import matmul as _gemm
 from ember._core.dtypes import default_float_dtype
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot",
            "matrix_transpose", "trace", "diagonal", "kron", "cross"]
@@ -34,7 +35,7 @@ def matmul(x1, x2, /, *, out=None):
     """
     if out is None and isinstance(x1, ndarray) and isinstance(x2, ndarray) and x1.ndim == 2 \
             and x2.ndim == 2 and x1.shape[1] == x2.shape[0] and x1.dtype == x2.dtype \
-            and x1.dtype.kind in "fc":
+            and dtype_kind(x1.dtype) in "fc":
         # the common 2-d case: straight to BLAS
         res = empty_raw((x1.shape[0], x2.shape[1]), x1.dtype)
         _gemm(numpy_view(x1), numpy_view(x2), numpy_view(res))
@@ -62,7 +63,7 @@ def matmul(x1, x2, /, *, out=None):
         out = empty_raw(shape, a.dtype)
     elif out.shape != shape:
         raise ValueError(f"matmul: output array has shape {shape_str(out.shape)}, expected {shape_str(shape)}")
-    if a.dtype.kind == "b":
+    if dtype_kind(a.dtype) == "b":
         np.copyto(numpy_view(out), np.matmul(numpy_view(a), numpy_view(b)))
     elif a.ndim >= 2 and b.ndim >= 2:
         _gemm(numpy_view(a), numpy_view(b), numpy_view(out))
@@ -190,7 +191,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     if a.shape[axis] != b.shape[axis] if (a.ndim >= -axis and b.ndim >= -axis) else True:
         raise ValueError(f"vecdot: the sizes of axis {axis} must match, got shapes "
                          f"{shape_str(a.shape)} {shape_str(b.shape)}")
-    if a.dtype.kind == "c":
+    if dtype_kind(a.dtype) == "c":
         a = ember.conj(a)
     return ember.sum(a * b, axis=axis)
 

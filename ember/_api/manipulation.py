@@ -20,6 +20,7 @@ from ember._core.array import ndarray
 from ember._core.dtypes import _code, dtype_from_code, promote_codes
 from ember._core.elementwise import _assign
 from ember._api._util import as_array, numpy_view, empty_raw, shape_str
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["reshape", "transpose", "permute_dims", "permute", "moveaxis", "swapaxes",
            "expand_dims", "unsqueeze", "squeeze", "flip", "fliplr", "flipud", "rot90", "roll",
@@ -926,7 +927,7 @@ def repeat(x, repeats, /, *, axis=None, dim=None):
         if r.ndim > 1:
             raise ValueError(f"repeat: repeats must be an int or a 1-d sequence, got shape "
                              f"{shape_str(r.shape)}")
-        if r.dtype.kind not in "biu" and r.size:
+        if dtype_kind(r.dtype) not in "biu" and r.size:
             raise TypeError(f"repeat: repeats must be integers, got dtype {r.dtype}")
         if r.size != 1:
             if (r < 0).any():

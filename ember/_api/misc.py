@@ -55,7 +55,7 @@ _KINDS = {
     "bool": ("bool",),
     "signed integer": ("int8", "int16", "int32", "int64"),
     "unsigned integer": ("uint8", "uint16", "uint32", "uint64"),
-    "real floating": ("float16", "float32", "float64"),
+    "real floating": ("float16", "bfloat16", "float32", "float64"),
     "complex floating": ("complex64", "complex128"),
 }
 _KINDS["integral"] = _KINDS["signed integer"] + _KINDS["unsigned integer"]

@@ -17,6 +17,7 @@ from ember._core import elementwise as _ew
 from ember._kernels.cpu import reduce as _R
 from ember._api._util import (as_array, numpy_view, wrap, empty_raw, normalize_axis,
                               normalize_axis_tuple, pick_axis)
+from ember._core.dtypes import dtype_kind, is_half_dtype
 
 __all__ = ["sum", "prod", "mean", "var", "std", "min", "max", "amin", "amax", "argmin",
            "argmax", "all", "any", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
@@ -66,9 +67,9 @@ def _finish(res, ndim, axes, keepdims, out, opname):
 
 
 def _sum_dtype(dt):
-    if dt.kind == "b" or dt.kind == "i":
+    if dtype_kind(dt) == "b" or dtype_kind(dt) == "i":
         return np.dtype(np.int64)
-    if dt.kind == "u":
+    if dtype_kind(dt) == "u":
         return np.dtype(np.uint64)
     return dt
 
@@ -91,7 +92,7 @@ def _sum_or_prod(x, axis, dtype, out, keepdims, dim, keepdim, rop):
         res_dt = dt
     else:
         res_dt = _sum_dtype(x.dtype)
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         res = _numpy_reduce(x, rop, axes, res_dt)
     else:
         res = _R.reduce(x, rop, axes, _code(res_dt))
@@ -104,8 +105,8 @@ def sum(x, /, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keep
         initial=None, where=None):
     """Sum of elements over the given axes (pairwise summation for floats).
 
-    Integer and bool inputs sum in int64 (uint64 for unsigned); float16 sums in
-    float32 and returns float16.
+    Integer and bool inputs sum in int64 (uint64 for unsigned); float16 and bfloat16
+    sum in float32 and return their own dtype.
 
     >>> import ember
     >>> x = ember.arange(6).reshape(2, 3)
@@ -141,7 +142,7 @@ def prod(x, /, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, kee
 
 
 def _float_dtype_for(dt):
-    return default_float_dtype() if dt.kind in "biu" else dt
+    return default_float_dtype() if dtype_kind(dt) in "biu" else dt
 
 
 def _count(x, axes):
@@ -162,8 +163,8 @@ def mean(x, /, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, kee
     keepdims = keepdims if keepdim is None else keepdim
     axes = _axes(x, axis, dim, "mean")
     res_dt = np.dtype(dtype) if dtype is not None else _float_dtype_for(x.dtype)
-    acc_dt = np.dtype(np.float32) if res_dt == np.float16 else res_dt
-    if x.dtype.kind in "biu" and acc_dt.kind == "f":
+    acc_dt = np.dtype(np.float32) if is_half_dtype(res_dt) else res_dt
+    if dtype_kind(x.dtype) in "biu" and dtype_kind(acc_dt) == "f":
         s = _sum_or_prod(x, axes, None, None, False, None, None, _SUM).astype(acc_dt)
     else:
         s = _sum_or_prod(x, axes, acc_dt, None, False, None, None, _SUM)
@@ -198,7 +199,7 @@ def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
     xf = x if x.dtype == dt else x.astype(dt)
     m = globals()["mean"](xf, axis=axes, keepdims=True)
     d = xf - m
-    if d.dtype.kind == "c":
+    if dtype_kind(d.dtype) == "c":
         from ember._api.elementwise import real, imag
         sq = real(d) * real(d) + imag(d) * imag(d)
     else:
@@ -245,7 +246,7 @@ def _minmax(x, axis, out, keepdims, dim, keepdim, initial, where, rop):
             full = "maximum" if rop == _MAX else "minimum"
             raise ValueError(f"{opname}: zero-size array to reduction operation {full} "
                              f"which has no identity (shape {x.shape}, axis {axis})")
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         res = _numpy_reduce(x, rop, axes, None)
     else:
         res = _R.reduce(x, rop, axes, _code(x.dtype))
@@ -376,11 +377,11 @@ def _cumulative(x, axis, dtype, out, dim, is_prod, opname, include_initial=False
     else:
         ax = normalize_axis(axis, x.ndim, opname)
     res_dt = np.dtype(dtype) if dtype is not None else _sum_dtype(x.dtype)
-    acc_dt = np.dtype(np.float32) if res_dt == np.float16 else res_dt
-    if acc_dt.kind in "biu":
+    acc_dt = np.dtype(np.float32) if is_half_dtype(res_dt) else res_dt
+    if dtype_kind(acc_dt) in "biu":
         acc_dt = _sum_dtype(acc_dt)
     res = None
-    if acc_dt.kind != "c":
+    if dtype_kind(acc_dt) != "c":
         res = _R.cumulative(x, ax, is_prod, _code(acc_dt))
     if res is None:
         npf = np.cumprod if is_prod else np.cumsum
@@ -467,7 +468,7 @@ def logsumexp(x, /, axis=None, keepdims=False, *, dim=None, keepdim=None):
     x = as_array(x)
     keepdims = keepdims if keepdim is None else keepdim
     axes = _axes(x, axis, dim, "logsumexp")
-    if x.dtype.kind in "biu":
+    if dtype_kind(x.dtype) in "biu":
         x = x.astype(default_float_dtype())
     if x.size == 0:
         res = ember.full(tuple(s for i, s in enumerate(x.shape) if i not in axes), float("-inf"),
@@ -495,7 +496,7 @@ def _np_wrap(npfunc, name, takes_axis=True):
         kd = keepdims if keepdim is None else keepdim
         if kd is not None:
             kw["keepdims"] = kd
-        if xa.dtype.kind in "biu" and name in ("nanmean", "nanvar", "nanstd", "median", "nanmedian",
+        if dtype_kind(xa.dtype) in "biu" and name in ("nanmean", "nanvar", "nanstd", "median", "nanmedian",
                                                "quantile", "percentile", "nanquantile",
                                                "nanpercentile", "average"):
             xa = xa.astype(default_float_dtype())

@@ -8,6 +8,7 @@ from collections import namedtuple
 import numpy as np
 
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, pick_axis
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["sort", "argsort", "searchsorted", "unique", "unique_values", "unique_counts",
            "unique_inverse", "unique_all", "partition", "argpartition", "lexsort", "msort",
@@ -21,7 +22,7 @@ UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indi
 
 def _ember(res):
     res = np.asarray(res)
-    if res.dtype.kind in "iu" and res.dtype != np.int64 and res.dtype.itemsize == 8:
+    if dtype_kind(res.dtype) in "iu" and res.dtype != np.int64 and res.dtype.itemsize == 8:
         res = res.astype(np.int64)
     out = empty_raw(res.shape, res.dtype)
     numpy_view(out)[...] = res

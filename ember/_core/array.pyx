@@ -23,6 +23,7 @@ from ember._core.opcodes cimport *
 
 import numpy as _np
 import operator as _operator
+from ember._core.dtypes import dtype_kind
 
 cnp.import_array()
 
@@ -513,7 +514,7 @@ cdef ndarray as_ndarray(object obj):
             except (TypeError, ValueError):
                 pass            # mixed content: let NumPy infer below
         arr = _np.asarray(obj)
-        if arr.dtype.kind in "OUSV":
+        if dtype_kind(arr.dtype) in "OUSV":
             raise TypeError(f"asarray: cannot convert {type(obj).__name__} of "
                             f"{type(leaf).__name__} to a numeric array")
         if _is_python_scalar(leaf) and not isinstance(leaf, _np.generic):
@@ -528,7 +529,7 @@ cdef ndarray as_ndarray(object obj):
     if PyObject_CheckBuffer(obj) and not hasattr(obj, "__array__"):
         return wrap_numpy(_np.asarray(memoryview(obj)))
     arr = _np.asarray(obj)
-    if arr.dtype.kind in "OUSV":
+    if dtype_kind(arr.dtype) in "OUSV":
         raise TypeError(f"asarray: cannot convert object of type {type(obj).__name__} to an array")
     return wrap_numpy(arr)
 

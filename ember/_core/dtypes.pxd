@@ -15,9 +15,11 @@ cdef enum:
     T_FLOAT64 = 11
     T_COMPLEX64 = 12
     T_COMPLEX128 = 13
-    NTYPES = 14
+    T_BFLOAT16 = 14
+    NTYPES = 15
 
-# kind of a dtype code: 'b', 'i', 'u', 'f', 'c'
+# kind of a dtype code: 'b', 'i', 'u', 'f', 'c' (bfloat16 is 'f' here, though
+# ml_dtypes gives its numpy.dtype kind 'V')
 cdef char KIND[NTYPES]
 cdef Py_ssize_t ITEMSIZE[NTYPES]
 cdef int PROMOTE[NTYPES][NTYPES]     # -1 where there is no common type
@@ -35,3 +37,6 @@ cdef inline bint is_int_kind(int code) noexcept:
     return KIND[code] == b'i' or KIND[code] == b'u'
 cdef inline bint is_complex_kind(int code) noexcept:
     return KIND[code] == b'c'
+cdef inline bint is_half(int code) noexcept:
+    """float16 or bfloat16: stored in 16 bits, computed in float32."""
+    return code == T_FLOAT16 or code == T_BFLOAT16

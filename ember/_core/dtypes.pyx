@@ -4,29 +4,64 @@ ember's dtype objects *are* NumPy's (``ember.float32 is numpy.float32`` and
 ``x.dtype`` is a ``numpy.dtype``), so dtypes compare and print exactly as
 NumPy users expect.  Internally each dtype is a small integer code that
 indexes the promotion table and the kernel tables.
+
+bfloat16 is the NumPy dtype of ``ml_dtypes`` (the one JAX uses), so NumPy
+views of ember's bfloat16 memory print and compute as bfloat16.  NumPy files
+it under kind 'V' and promotes it with only a few dtypes; ember treats it as a
+float everywhere (``dtype_kind``) and promotes it like float16: with bool,
+(u)int8 it stays bfloat16; with (u)int16 and float16 it becomes float32 (as
+in PyTorch, neither 16-bit float holds the other); with wider ints float64.
 """
 import numpy as _np
+import ml_dtypes as _ml_dtypes
 import threading
 
 _NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
           "uint32", "uint64", "float16", "float32", "float64", "complex64",
-          "complex128")
+          "complex128", "bfloat16")
 
-DTYPE_OBJS = [_np.dtype(n) for n in _NAMES]
+bfloat16 = _ml_dtypes.bfloat16          # the scalar type, like numpy.float16
+BFLOAT16 = _np.dtype(bfloat16)          # its numpy.dtype
+
+DTYPE_OBJS = [_np.dtype(n) for n in _NAMES[:T_BFLOAT16]] + [BFLOAT16]
 cdef dict _code_by_dtype = {}
 cdef int _i, _j
 for _i in range(NTYPES):
     _code_by_dtype[DTYPE_OBJS[_i]] = _i
     KIND[_i] = ord(DTYPE_OBJS[_i].kind)
     ITEMSIZE[_i] = DTYPE_OBJS[_i].itemsize
-for _i in range(NTYPES):
-    for _j in range(NTYPES):
+KIND[T_BFLOAT16] = ord('f')
+for _i in range(T_BFLOAT16):
+    for _j in range(T_BFLOAT16):
         PROMOTE[_i][_j] = _code_by_dtype[_np.promote_types(DTYPE_OBJS[_i], DTYPE_OBJS[_j])]
+# bfloat16 promotes like float16 would, except that float16 and bfloat16 meet in float32
+for _i in range(NTYPES):
+    PROMOTE[_i][T_BFLOAT16] = T_FLOAT32 if _i == T_FLOAT16 else (
+        T_BFLOAT16 if _i == T_BFLOAT16 else PROMOTE[_i][T_FLOAT16])
+    if PROMOTE[_i][T_BFLOAT16] == T_FLOAT16:
+        PROMOTE[_i][T_BFLOAT16] = T_BFLOAT16
+    PROMOTE[T_BFLOAT16][_i] = PROMOTE[_i][T_BFLOAT16]
 
 default_float = T_FLOAT32
 default_complex = T_COMPLEX64
 
-SCALAR_TYPES = tuple(_np.dtype(n).type for n in _NAMES)
+SCALAR_TYPES = tuple(d.type for d in DTYPE_OBJS)
+
+
+def dtype_kind(dt):
+    """NumPy's kind character of a dtype, except 'f' for bfloat16 (NumPy says 'V').
+
+    >>> import ember
+    >>> dtype_kind(ember.dtype(ember.bfloat16)), dtype_kind(ember.dtype(ember.int8))
+    ('f', 'i')
+    """
+    k = dt.kind
+    return 'f' if k == 'V' and dt == BFLOAT16 else k
+
+
+def is_half_dtype(dt):
+    """float16 or bfloat16 (16-bit floats that compute in float32)."""
+    return dt == BFLOAT16 or dt == _np.float16
 
 
 cdef int code_of_numpy_dtype(object dt) except -1:

@@ -17,7 +17,7 @@ from libc.stdint cimport uint8_t, uint16_t, int64_t, uint64_t
 from ember._core.array cimport (ndarray, MAXDIM, new_empty, new_view, as_ndarray, numpy_view,
                                 set_elementwise_hooks, shape_tuple, grad_enabled)
 from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, PROMOTE, T_BOOL,
-                                 T_INT64, T_FLOAT16, T_FLOAT32, T_FLOAT64, T_COMPLEX64,
+                                 T_INT64, T_FLOAT16, T_BFLOAT16, T_FLOAT32, T_FLOAT64, T_COMPLEX64,
                                  T_COMPLEX128, default_float, weak_result, scalar_default_code)
 from ember._core.opcodes cimport *
 
@@ -27,6 +27,7 @@ from ember._kernels.cpu import _loops_ops0, _loops_ops1, _loops_ops2, _loops_ops
 _LOOP_MODULES = (_loops_ops0, _loops_ops1, _loops_ops2, _loops_ops3)
 from ember._core import array as _array_mod
 from ember._core.dtypes import _code as _code_of_np
+from ember._core.dtypes import dtype_kind
 
 cdef extern from *:
     """
@@ -105,7 +106,7 @@ for _i, _name in enumerate(OPNAMES):
         try:
             with _np.errstate(all="ignore"):
                 _res = NPUFUNCS[_i](*([_np.array([True, True])] * NPUFUNCS[_i].nin))
-            if _res.dtype.kind in "iu":
+            if dtype_kind(_res.dtype) in "iu":
                 BOOL_AS[_i] = _code_of_np(_res.dtype)
         except TypeError:
             pass
@@ -364,8 +365,16 @@ cdef extern from *:
         }
         memcpy(p, &h, 2);
     }
+    /* float -> bfloat16, round to nearest even (same rule as the loops' f2b) */
+    static inline void ember_store_bfloat16(char* p, double v) {
+        float f = (float)v; uint32_t bits; memcpy(&bits, &f, 4); uint16_t h;
+        if ((bits & 0x7fffffffu) > 0x7f800000u) h = (uint16_t)((bits >> 16) | 0x40);
+        else { bits += 0x7fffu + ((bits >> 16) & 1u); h = (uint16_t)(bits >> 16); }
+        memcpy(p, &h, 2);
+    }
     """
     void ember_store_half(char* p, double v) noexcept nogil
+    void ember_store_bfloat16(char* p, double v) noexcept nogil
 
 
 cdef int write_scalar(char* buf, int code, object v) except -1:
@@ -399,6 +408,8 @@ cdef int write_scalar(char* buf, int code, object v) except -1:
         dv = float(v)
         if code == T_FLOAT16:
             ember_store_half(buf, dv)
+        elif code == T_BFLOAT16:
+            ember_store_bfloat16(buf, dv)
         elif code == T_FLOAT32:
             (<float*>buf)[0] = <float>dv
         else:

@@ -13,6 +13,7 @@ from ember._core.array import _swap_alloc_device
 from ember.autograd.engine cimport Rule, record
 
 import inspect as _inspect
+from ember._core.dtypes import dtype_kind
 
 
 ctypedef bint (*array_test)(object a) noexcept
@@ -73,7 +74,7 @@ def _set_autocast(fn):
 
 cdef bint _has_float_output(object res):
     if isinstance(res, ndarray):
-        return res.dtype.kind in "fc"
+        return dtype_kind(res.dtype) in "fc"
     if isinstance(res, (tuple, list)):
         return any(_has_float_output(r) for r in res)
     return False

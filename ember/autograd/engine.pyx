@@ -24,6 +24,7 @@ from ember._core.elementwise cimport binary, unary, set_autograd_hooks, write_sc
 from ember._core.array import _swap_default_device
 import weakref as _weakref
 import traceback as _traceback
+from ember._core.dtypes import dtype_kind
 
 cdef object _E = None               # the ember namespace (set by ember.autograd)
 cdef list _EW_RULES = []            # elementwise op code -> Rule or None
@@ -163,7 +164,7 @@ cdef object _fit(object g, tuple meta, str opname, Py_ssize_t k):
     if not _same_shape(x, <tuple>shape):
         g = _sum_to(g, shape_tuple(x), shape, opname, k)
     if (<ndarray>g).dtype is not dtype and (<ndarray>g).dtype != dtype:
-        if KIND[(<ndarray>g).tcode] == b'c' and dtype.kind != 'c':
+        if KIND[(<ndarray>g).tcode] == b'c' and dtype_kind(dtype) != 'c':
             g = _E.real(g)
         g = g.astype(dtype)
     return g

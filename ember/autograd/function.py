@@ -38,6 +38,7 @@ import weakref
 from ember._core import array as _array
 from ember._core.array import ndarray
 from ember.autograd import engine as _engine
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -48,7 +49,7 @@ def _E():
 
 
 def _is_float(x):
-    return x.dtype.kind in "fc"
+    return dtype_kind(x.dtype) in "fc"
 
 
 def _shape(x):

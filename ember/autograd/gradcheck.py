@@ -9,6 +9,7 @@ second derivatives (the backward pass recorded with ``create_graph=True``).
 import numpy as np
 
 from ember._core.array import ndarray
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -104,7 +105,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                          "inputs to check")
     for i in idx:
         x = inputs[i]
-        if x.dtype.kind == "c":
+        if dtype_kind(x.dtype) == "c":
             raise NotImplementedError("gradcheck: complex inputs are not supported; check "
                                       "the real and imaginary parts as separate real inputs")
         if x.dtype != np.float64:

@@ -18,6 +18,7 @@ from ember._core.dtypes import _code, dtype_from_code
 from ember.cuda import _runtime as R
 from ember.cuda import _launch
 from ember.cuda._kernels import function as _function
+from ember._core.dtypes import dtype_kind
 
 OPNAMES = _ew.op_names()
 _BINARY_KERNEL = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
@@ -237,9 +238,9 @@ def _same_errors_as_host(name, operands):
     if name in ("power", "float_power") or len(operands) != 2:
         base, expo = (operands + [None])[:2]
         if name == "power" and expo is not None and (
-                (isinstance(expo, ndarray) and expo.dtype.kind in "iu" and
-                 isinstance(base, ndarray) and base.dtype.kind in "iub") or
-                (type(expo) is int and isinstance(base, ndarray) and base.dtype.kind in "iub")):
+                (isinstance(expo, ndarray) and dtype_kind(expo.dtype) in "iu" and
+                 isinstance(base, ndarray) and dtype_kind(base.dtype) in "iub") or
+                (type(expo) is int and isinstance(base, ndarray) and dtype_kind(base.dtype) in "iub")):
             negative = expo < 0 if type(expo) is int else bool(
                 R.as_cupy(expo).min() < 0) if expo.size else False
             if negative:
@@ -262,7 +263,7 @@ def _cupy_ufunc(name, operands, out, tout):
             # a scalar in the other operand's dtype: promotion was already decided
             other = next((o for o in operands if isinstance(o, ndarray)), None)
             args.append(other.dtype.type(v) if other is not None and not
-                        (isinstance(v, complex) and other.dtype.kind != "c") else v)
+                        (isinstance(v, complex) and dtype_kind(other.dtype) != "c") else v)
         else:
             args.append(v)
     res = fn(*args)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember._core.dtypes import dtype_kind
 
 __all__ = []
 
@@ -75,14 +76,14 @@ def _compute_dtype(x, opname):
     dt = x.dtype
     if dt == _F32 or dt == _F64:
         return dt
-    if dt.kind == "c":
+    if dtype_kind(dt) == "c":
         raise TypeError(f"{opname}: complex input (dtype {dt}) is not supported")
-    return _F32 if dt.kind == "f" else np.dtype(default_float_dtype())
+    return _F32 if dtype_kind(dt) == "f" else np.dtype(default_float_dtype())
 
 
 def _result(out, orig):
     """Hand back as the CPU does: float inputs keep their dtype (float16 is cast back)."""
-    if orig.kind == "f" and out.dtype != orig:
+    if dtype_kind(orig) == "f" and out.dtype != orig:
         out = out.astype(orig)
     return R.from_cupy(out)
 
@@ -133,7 +134,7 @@ def _E():
 
 
 def _floaty(x):
-    return x.dtype.kind == "f"
+    return dtype_kind(x.dtype) == "f"
 
 
 # ---------------------------------------------------------------- relu
@@ -188,7 +189,7 @@ def _sigmoid_backward(g, r):
 
 @gpu_op("nn.functional.tanh")
 def tanh(input):
-    if input.dtype.kind == "c":
+    if dtype_kind(input.dtype) == "c":
         return _E().tanh(input)
     return _unary_cu("tanh", input, "tanh")
 

@@ -12,6 +12,7 @@ from ember._api.indexing import _check_index_add
 from ember.autograd import inplace as _inplace
 from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op
+from ember._core.dtypes import dtype_kind
 
 
 def _key(key, x):
@@ -28,14 +29,14 @@ def _key(key, x):
         elif isinstance(k, (list, np.ndarray, np.bool_)):
             arr = np.asarray([e.item() if isinstance(e, ndarray) else e for e in k]
                              if isinstance(k, list) else k)
-            ck = c.asarray(arr) if arr.dtype.kind in "biu" else k
+            ck = c.asarray(arr) if dtype_kind(arr.dtype) in "biu" else k
         else:
             ck = k
         if isinstance(ck, c.ndarray):
-            if ck.dtype.kind in "iu":
+            if dtype_kind(ck.dtype) in "iu":
                 _check_range(ck, x.shape[axis] if axis < x.ndim else 0, axis, x.shape)
                 axis += 1
-            elif ck.dtype.kind == "b":
+            elif dtype_kind(ck.dtype) == "b":
                 axis += max(ck.ndim, 1) if ck.ndim else 0
             else:
                 raise IndexError(f"index: arrays used as indices must be of integer or "
@@ -45,7 +46,7 @@ def _key(key, x):
         elif k is Ellipsis:
             axis = x.ndim - sum(1 for e in key[key.index(Ellipsis) + 1:]
                                 if e is not None and not (hasattr(e, "dtype") and
-                                                          np.dtype(e.dtype).kind == "b"))
+                                                          dtype_kind(np.dtype(e.dtype)) == "b"))
         else:
             axis += 1
         out.append(ck)
@@ -174,7 +175,7 @@ def scatter_add(x, axis, index, src):
     from ember._api._util import normalize_axis
     ax = normalize_axis(axis, x.ndim, "scatter_add")
     idx = _index_arg(index, x.device)
-    if idx.dtype.kind not in "iu" and idx.size:
+    if dtype_kind(idx.dtype) not in "iu" and idx.size:
         raise IndexError(f"scatter_add: index must hold integers, got dtype {idx.dtype}")
     idx = idx.astype(np.int64, copy=False)
     s = R.as_cupy(src) if isinstance(src, ndarray) else R.cp().asarray(np.asarray(src))

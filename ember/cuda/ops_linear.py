@@ -6,6 +6,7 @@ import importlib
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["linear", "bilinear"]
 
@@ -20,7 +21,7 @@ def linear(input, weight, bias=None):
     from ember._core.array import ndarray
     if isinstance(input, ndarray) and isinstance(weight, ndarray):
         xs, ws, dt = tuple(input.shape), tuple(weight.shape), input.dtype
-        if len(ws) == 2 and xs and xs[-1] == ws[1] and dt == weight.dtype and dt.kind in "fc":
+        if len(ws) == 2 and xs and xs[-1] == ws[1] and dt == weight.dtype and dtype_kind(dt) in "fc":
             n_out = ws[0]
             if bias is not None and (not isinstance(bias, ndarray) or bias.dtype != dt
                                      or tuple(bias.shape) not in ((n_out,), (), (1,))):

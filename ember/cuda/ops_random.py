@@ -17,6 +17,7 @@ dropout takes its masks from ``dropout_mask``.
 import numpy as np
 
 from ember.cuda import _runtime as R
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["seed", "manual_seed", "manual_seed_all", "initial_seed", "get_rng_state",
            "set_rng_state", "uniform", "normal", "standard_normal", "random", "rand", "randn",
@@ -261,7 +262,7 @@ def dropout_mask(shape, dtype, p, scaled=True, device=None):
 def fill_uniform_(x, low=0.0, high=1.0):
     """Overwrite CUDA array x with U(low, high) samples (for nn.init); returns x."""
     idx = _index(x.device)
-    R.as_cupy(x)[...] = _draw("uniform", tuple(x.shape), np.dtype(x.dtype) if x.dtype.kind == "f"
+    R.as_cupy(x)[...] = _draw("uniform", tuple(x.shape), np.dtype(x.dtype) if dtype_kind(x.dtype) == "f"
                               else np.dtype(np.float64), low, high, idx)
     x._bump_version()
     return x
@@ -270,7 +271,7 @@ def fill_uniform_(x, low=0.0, high=1.0):
 def fill_normal_(x, mean=0.0, std=1.0):
     """Overwrite CUDA array x with N(mean, std**2) samples (for nn.init); returns x."""
     idx = _index(x.device)
-    R.as_cupy(x)[...] = _draw("normal", tuple(x.shape), np.dtype(x.dtype) if x.dtype.kind == "f"
+    R.as_cupy(x)[...] = _draw("normal", tuple(x.shape), np.dtype(x.dtype) if dtype_kind(x.dtype) == "f"
                               else np.dtype(np.float64), mean, std, idx)
     x._bump_version()
     return x

@@ -23,6 +23,7 @@ from ember._api._util import normalize_axis_tuple, pick_axis
 from ember._core.array import ndarray
 from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op, cupy_call, host_context
+from ember._core.dtypes import dtype_kind
 
 _THREADS = 256
 _KERNEL_RED = {"sum": "sum", "mean": "mean", "max": "max", "amax": "max", "min": "min",
@@ -248,7 +249,7 @@ def logsumexp(x, axis=None, keepdims=False, *, dim=None, keepdim=None):
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """Vector p-norm over the axes, from GPU reductions (the host's dtype rules)."""
     import ember
-    if x.dtype.kind in "biu":
+    if dtype_kind(x.dtype) in "biu":
         x = x.astype(ember.get_default_dtype())
     a = ember.abs(x)
     ax = axis if axis is None or isinstance(axis, (tuple, list)) else (axis,)

@@ -13,6 +13,7 @@ import numpy as np
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
 from ember.cuda.ops_softmax import launch
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["set_deterministic", "set_index_checks", "inverse_counts", "renorm_",
            "index_add_rows"]
@@ -50,7 +51,7 @@ def _flat_indices(indices, opname):
     else:
         c = cp.asarray(np.asarray(indices))
         dt = c.dtype
-    if dt.kind not in "iu" or dt == np.bool_:
+    if dtype_kind(dt) not in "iu" or dt == np.bool_:
         raise TypeError(f"{opname}: indices must be an integer array (int32 or int64), got "
                         f"dtype {dt}")
     return cp.ascontiguousarray(c.reshape(-1).astype(_I64, copy=False))

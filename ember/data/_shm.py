@@ -41,6 +41,7 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._api._util import wrap, numpy_view, empty_raw
+from ember._core.dtypes import dtype_kind
 
 try:                                        # POSIX shared memory (CPython's own module)
     import _posixshmem
@@ -224,7 +225,7 @@ class _Packer(pickle.Pickler):
         if t is ndarray or isinstance(obj, ndarray):
             return self._ref(numpy_view(obj), True)
         if (t is np.ndarray or t is np.memmap) and not obj.dtype.hasobject \
-                and obj.dtype.kind != "V":
+                and dtype_kind(obj.dtype) != "V":
             return self._ref(obj, False)
         return None
 

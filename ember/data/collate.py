@@ -25,6 +25,7 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._api._util import wrap, numpy_view, empty_raw
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["default_collate", "default_convert", "collate", "default_collate_fn_map"]
 
@@ -90,7 +91,7 @@ def collate_numpy_array_fn(batch, *, collate_fn_map=None):
 
 def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):
     arr = np.asarray(batch)
-    if arr.dtype.kind in "OSUV":
+    if dtype_kind(arr.dtype) in "OSUV":
         raise TypeError(default_collate_err_msg_format.format(type(batch[0])))
     return wrap(arr)
 
@@ -101,13 +102,13 @@ def collate_float_fn(batch, *, collate_fn_map=None):
 
 def collate_int_fn(batch, *, collate_fn_map=None):
     arr = np.asarray(batch)
-    if arr.dtype.kind in "iu":
+    if dtype_kind(arr.dtype) in "iu":
         if arr.dtype != np.int64:
             arr = arr.astype(np.int64)
-    elif arr.dtype.kind == "f":                     # ints mixed with floats, as torch.tensor
+    elif dtype_kind(arr.dtype) == "f":                     # ints mixed with floats, as torch.tensor
         from ember._core.dtypes import default_float_dtype
         arr = arr.astype(default_float_dtype())
-    elif arr.dtype.kind != "b":
+    elif dtype_kind(arr.dtype) != "b":
         raise TypeError(default_collate_err_msg_format.format(type(batch[0])))
     return wrap(arr)
 
@@ -221,7 +222,7 @@ def default_convert(data):
     if elem_type.__module__ == "numpy" and elem_type.__name__ not in ("str_", "string_", "bytes_"):
         if isinstance(data, np.ndarray) and np_str_obj_array_pattern.search(data.dtype.str):
             return data
-        if isinstance(data, np.generic) and np.dtype(data.dtype).kind in "OSUV":
+        if isinstance(data, np.generic) and dtype_kind(np.dtype(data.dtype)) in "OSUV":
             return data
         return wrap(np.asarray(data))
     if isinstance(data, collections.abc.Mapping):

@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from ember.distributed import _nccl
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["ReduceOp", "Work", "DistBackendError", "init_process_group", "destroy_process_group",
            "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
@@ -658,8 +659,8 @@ def _reduce_op(op, dtype, g, opname):
         raise ValueError(f"{opname}: unknown reduction op {op!r}; expected a ReduceOp "
                          f"(SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR)") from None
     dt = np.dtype(dtype)
-    table = (_BOOL_OPS if dt.kind == "b" else _INT_OPS if dt.kind in "iu" else
-             _FLOAT_OPS if dt.kind == "f" else _COMPLEX_OPS if dt.kind == "c" else {})
+    table = (_BOOL_OPS if dtype_kind(dt) == "b" else _INT_OPS if dtype_kind(dt) in "iu" else
+             _FLOAT_OPS if dtype_kind(dt) == "f" else _COMPLEX_OPS if dtype_kind(dt) == "c" else {})
     name = table.get(rop)
     if name is None:
         raise TypeError(f"{opname}: ReduceOp.{rop.name} is not supported for dtype {dt.name}")

@@ -1,5 +1,6 @@
 """Parameter: an array that a Module registers as one of its trainable weights."""
 from ember._core.array import ndarray, _alias_as
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["Parameter"]
 
@@ -22,7 +23,7 @@ class Parameter(ndarray):
             data = ember.empty((0,))
         elif not isinstance(data, ndarray):
             data = ember.asarray(data)
-        if data.dtype.kind not in "fc" and requires_grad:
+        if dtype_kind(data.dtype) not in "fc" and requires_grad:
             raise TypeError(f"Parameter: only floating-point and complex arrays can require "
                             f"gradients, got dtype {data.dtype}")
         p = _alias_as(data, cls)

@@ -24,6 +24,7 @@ from libc.stdint cimport int64_t, intptr_t
 
 cimport numpy as cnp
 import numpy as np
+import ml_dtypes
 
 from ember._core.elementwise cimport num_threads
 
@@ -342,7 +343,21 @@ def matmul(a, b, out):
                     and not _overlaps(na, nb_, nc):
                 if _run(na, nb_, nc):
                     return out
+    if _is_half(out.dtype) and a.dtype == out.dtype and b.dtype == out.dtype:
+        # 16-bit floats multiply in float32 (BLAS; NumPy's float16 loop is scalar
+        # and bfloat16's is generic) and round once at the end, as PyTorch does
+        wide = np.empty(out.shape, np.float32)
+        matmul(np.asarray(a, np.float32), np.asarray(b, np.float32), wide)
+        out[...] = wide
+        return out
     return np.matmul(a, b, out=out)
+
+
+cdef object _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+
+cdef bint _is_half(object dt):
+    return dt == _HALF[0] or dt == _HALF[1]
 
 
 cdef bint _shapes_ok(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c):

@@ -157,6 +157,25 @@ cdef inline uint16_t f2h(float f) noexcept nogil:
     return <uint16_t>h
 
 
+# ---- bfloat16 <-> float32: bfloat16 is the top half of a float32; rounding to
+# nearest even on the dropped 16 bits; NaN stays a (quiet) NaN
+
+cdef inline float b2f(uint16_t h) noexcept nogil:
+    cdef uint32_t bits = (<uint32_t>h) << 16
+    cdef float f
+    memcpy(&f, &bits, 4)
+    return f
+
+
+cdef inline uint16_t f2b(float f) noexcept nogil:
+    cdef uint32_t bits
+    memcpy(&bits, &f, 4)
+    if (bits & 0x7fffffff) > 0x7f800000:
+        return <uint16_t>((bits >> 16) | 0x40)
+    bits += 0x7fff + ((bits >> 16) & 1)
+    return <uint16_t>(bits >> 16)
+
+
 # ---- helpers with NumPy's semantics for the integer and float corner cases
 
 cdef inline float _floordiv_ff(float a, float b) noexcept nogil:
@@ -316,17 +335,21 @@ def expression_for(table, kind):
     return None
 
 
+# the 16-bit floats: (widen to float, narrow from float) helpers of the header
+HALF_CONVERSIONS = {"float16": ("h2f", "f2h"), "bfloat16": ("b2f", "f2b")}
+
+
 def load(dt, ptr_expr):
     code, name, store, comp, kind, suf = dt
     if kind == "e":
-        return f"h2f((<uint16_t*>({ptr_expr}))[0])"
+        return f"{HALF_CONVERSIONS[name][0]}((<uint16_t*>({ptr_expr}))[0])"
     return f"(<{store}*>({ptr_expr}))[0]"
 
 
 def load_idx(dt, base, idx):
     code, name, store, comp, kind, suf = dt
     if kind == "e":
-        return f"h2f((<uint16_t*>{base})[{idx}])"
+        return f"{HALF_CONVERSIONS[name][0]}((<uint16_t*>{base})[{idx}])"
     return f"(<{store}*>{base})[{idx}]"
 
 
@@ -335,7 +358,7 @@ def store_value(dt, expr, is_bool):
     if is_bool:
         return f"<uint8_t>({expr})"
     if kind == "e":
-        return f"f2h({expr})"
+        return f"{HALF_CONVERSIONS[name][1]}({expr})"
     if kind == "c":
         # no cast: Cython's complex conversion goes through x + y*I, which
         # turns an infinite imaginary part into NaN
@@ -397,7 +420,7 @@ def emit_loop(op, arity, is_bool, dt, expr):
 RAW_COPY_TYPE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
 ITEMSIZE = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2,
             "uint32": 4, "uint64": 8, "float16": 2, "float32": 4, "float64": 8,
-            "complex64": 8, "complex128": 16}
+            "complex64": 8, "complex128": 16, "bfloat16": 2}
 
 
 def emit_cast(src, dst):
@@ -443,7 +466,7 @@ def emit_cast(src, dst):
         read = ["re = (<{r}*>(S))[0]".format(r=r_t), "im = (<{r}*>(S))[1]".format(r=r_t)]
     elif s_kind == "e":
         lines.append("    cdef float re")
-        read = ["re = h2f((<uint16_t*>(S))[0])"]
+        read = [f"re = {HALF_CONVERSIONS[s_name][0]}((<uint16_t*>(S))[0])"]
     else:
         lines.append(f"    cdef {s_store} re")
         read = [f"re = (<{s_store}*>(S))[0]"]
@@ -456,7 +479,7 @@ def emit_cast(src, dst):
         cond = "re != 0 or im != 0" if has_im else "re != 0"
         write = [f"(<uint8_t*>(D))[0] = 1 if ({cond}) else 0"]
     elif d_kind == "e":
-        write = ["(<uint16_t*>(D))[0] = f2h(<float>re)"]
+        write = [f"(<uint16_t*>(D))[0] = {HALF_CONVERSIONS[d_name][1]}(<float>re)"]
     else:
         write = [f"(<{d_store}*>(D))[0] = <{d_store}>re"]
     body = read + write

@@ -14,7 +14,7 @@ axis has the smallest input stride.  Then:
   whose partial results are combined at the end.
 
 Integer sums/products accumulate in int64/uint64 (inputs are cast first) and
-float16 in float32, as NumPy does.
+float16 (and bfloat16) in float32, as NumPy does.
 """
 cimport cython
 from cython.parallel cimport prange
@@ -26,7 +26,7 @@ from libc.math cimport NAN
 from ember._core.array cimport ndarray, new_empty, new_view, MAXDIM, as_ndarray, shape_tuple
 from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, T_BOOL, T_INT8, T_INT16,
                                  T_INT32, T_INT64, T_UINT8, T_UINT16, T_UINT32, T_UINT64,
-                                 T_FLOAT16, T_FLOAT32, T_FLOAT64, T_COMPLEX64, T_COMPLEX128,
+                                 T_FLOAT16, T_FLOAT32, is_half, T_FLOAT64, T_COMPLEX64, T_COMPLEX128,
                                  code_of)
 from ember._core.elementwise cimport (NdIter, loop_fn, simplify, run_range, get_loop, cast, split_work,
                                       assign, num_threads, setup_operand, PAR_MIN)
@@ -622,10 +622,10 @@ cdef int _acc_code(int rop, int code):
             return T_INT64
         if k == b'u':
             return T_UINT64
-        if code == T_FLOAT16:
+        if is_half(code):
             return T_FLOAT32
         return code
-    if code == T_FLOAT16:
+    if is_half(code):
         return T_FLOAT32
     return code
 
@@ -691,7 +691,7 @@ def arg_reduce(x, int axis, bint is_max):
     cdef NdIter it
     cdef int i, n = 0
     cdef Py_ssize_t outer = 1, inner, total, c, j
-    if a.tcode == T_FLOAT16:
+    if is_half(a.tcode):
         a = cast(a, T_FLOAT32)
     f = ARGMAX[a.tcode] if is_max else ARGMIN[a.tcode]
     if f == NULL:

@@ -5,6 +5,7 @@ holomorphic f is ``grad * conj(f'(z))``.
 """
 import ember as E
 from ember.autograd.registry import defgrad, nondifferentiable
+from ember._core.dtypes import dtype_kind
 
 nondifferentiable("floor_divide", "nextafter", "heaviside", "floor", "ceil",
                   "trunc", "rint", "sign", "bitwise_and", "bitwise_or", "bitwise_xor",
@@ -15,7 +16,7 @@ nondifferentiable("floor_divide", "nextafter", "heaviside", "floor", "ceil",
 
 def _c(x):
     """conj(x) for complex arrays, x itself otherwise (and for Python scalars)."""
-    if isinstance(x, E.ndarray) and x.dtype.kind == "c":
+    if isinstance(x, E.ndarray) and dtype_kind(x.dtype) == "c":
         return E.conj(x)
     if isinstance(x, complex):
         return x.conjugate()
@@ -188,7 +189,7 @@ def _(g, res, a):
 
 @defgrad("absolute")
 def _(g, res, a):
-    if a.dtype.kind == "c":
+    if dtype_kind(a.dtype) == "c":
         r = E.absolute(a)
         return (g * E.where(r == 0, 0.0, a / E.where(r == 0, 1.0, r)),)
     return (g * E.sign(a),)

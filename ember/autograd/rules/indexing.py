@@ -25,6 +25,7 @@ import numpy as np
 import ember as E
 from ember.autograd.registry import defgrad, nondifferentiable
 from ember._api._util import normalize_axis
+from ember._core.dtypes import dtype_kind
 
 nondifferentiable("round", "around", "spacing")
 
@@ -48,7 +49,7 @@ def _zero(g):
 
 
 def _c(v):
-    if isinstance(v, E.ndarray) and v.dtype.kind == "c":
+    if isinstance(v, E.ndarray) and dtype_kind(v.dtype) == "c":
         return E.conj(v)
     if isinstance(v, complex):
         return v.conjugate()
@@ -292,7 +293,7 @@ def _(g, res, x, /):
 
 @defgrad("imag", save_args=False)
 def _(g, res, x, /):
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         return (g * 1j,)
     return (E.zeros(x.shape, dtype=g.dtype),)
 
@@ -305,7 +306,7 @@ def _(g, res, x, /, out=None):
 @defgrad("angle")
 def _(g, res, x, /, deg=False):
     scale = 180.0 / math.pi if deg else 1.0
-    if x.dtype.kind != "c":
+    if dtype_kind(x.dtype) != "c":
         return (E.zeros(x.shape, dtype=g.dtype),)
     a2 = E.real(x * E.conj(x))
     zero = _np(x) == 0
@@ -351,7 +352,7 @@ def _(g, res, x, /):
 def _wide(v, g):
     """An operand of float_power as float64/complex128 (arrays recorded, scalars as they are)."""
     if isinstance(v, E.ndarray):
-        return v.astype(E.complex128 if g.dtype.kind == "c" else E.float64)
+        return v.astype(E.complex128 if dtype_kind(g.dtype) == "c" else E.float64)
     return v
 
 

@@ -18,6 +18,7 @@ import string
 
 import ember as E
 from ember.autograd.registry import defgrad, nondifferentiable
+from ember._core.dtypes import dtype_kind
 
 nondifferentiable("linalg.matrix_rank")
 
@@ -27,7 +28,7 @@ _inf = float("inf")
 # ---------------------------------------------------------------- helpers
 
 def _c(x):
-    return E.conj(x) if x.dtype.kind == "c" else x
+    return E.conj(x) if dtype_kind(x.dtype) == "c" else x
 
 
 def _H(x):
@@ -67,12 +68,12 @@ def _row(v):
 
 
 def _real_dtype(dt):
-    return E.finfo(dt).dtype if dt.kind == "c" else dt
+    return E.finfo(dt).dtype if dtype_kind(dt) == "c" else dt
 
 
 def _sgn(x):
     """sign(x), or x/|x| for complex (0 at 0); carries no gradient for real x."""
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         a = E.abs(x)
         return x / _nonzero(a)
     return E.sign(x)
@@ -454,7 +455,7 @@ def _(g, res, x):
     g_sign, g_logabs = g
     sign = res[0]
     c = g_logabs
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         # the phase: d sign = i sign Im(tr(X^-1 dX)), d logabsdet = Re(tr(X^-1 dX))
         c = g_logabs - 1j * E.imag(_c(g_sign) * sign)
     return (E.reshape(c, c.shape + (1, 1)) * _H(E.linalg.inv(x)),)
@@ -506,7 +507,7 @@ def _svd_grad(gu, gs, gvh, u, s, vh, m, n):
     e = _nonzero(e)                         # diagonal (and exact ties): 1
     ret = (uhgu * _row(s) + _col(s) * vhgv) / e
     ret = ret + _diag_embed(gs.astype(ret.dtype) if gs.dtype != ret.dtype else gs)
-    if u.dtype.kind == "c":
+    if dtype_kind(u.dtype) == "c":
         k = s.shape[-1]
         d = E.sum(uhgu * _eye(k, s.dtype), axis=-1)
         ret = ret + _diag_embed(d / (2 * _nonzero(s)))

@@ -17,6 +17,7 @@ import ember as E
 from ember.autograd.registry import defgrad as _defgrad
 from ember._api._util import normalize_axis_tuple
 from ember.autograd.rules._util import axes_of
+from ember._core.dtypes import dtype_kind
 
 
 # ---------------------------------------------------------------- helpers
@@ -90,7 +91,7 @@ def _count(shape, axes):
 
 
 def _is_complex(x):
-    return x.dtype.kind == "c"
+    return dtype_kind(x.dtype) == "c"
 
 
 def _conj(x):
@@ -99,9 +100,9 @@ def _conj(x):
 
 def _real_dtype(dt):
     dt = np.dtype(dt)
-    if dt.kind == "c":
+    if dtype_kind(dt) == "c":
         return np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
-    return dt if dt.kind == "f" else np.dtype(np.float64)
+    return dt if dtype_kind(dt) == "f" else np.dtype(np.float64)
 
 
 def _detach(x):
@@ -256,7 +257,7 @@ def _extreme_weights(xd, rk, axes, where=None, nan_wins=True):
     """Constant weights that split the gradient evenly among the elements equal to the
     result (a NaN result: among the NaNs)."""
     m = xd == rk
-    if nan_wins and xd.dtype.kind in "fc":
+    if nan_wins and dtype_kind(xd.dtype) in "fc":
         m = m | (E.isnan(xd) & E.isnan(rk))
     if where is not None:
         m = m & E.asarray(where)
@@ -484,7 +485,7 @@ def _(g, res, x, *args, axis=None, dim=None, keepdims=None, keepdim=None, **kw):
         order = np.argsort(normalize_axis_tuple(axis, x.ndim, "average"))
         w = E.permute_dims(w, tuple(int(i) for i in order)) if w.ndim > 1 else w
         w = E.reshape(w, tuple(s if i in axes else 1 for i, s in enumerate(x.shape)))
-    w = w.astype(_real_dtype(g.dtype)) if w.dtype.kind != "c" else w
+    w = w.astype(_real_dtype(g.dtype)) if dtype_kind(w.dtype) != "c" else w
     scl = E.sum(E.broadcast_to(w, x.shape), axis=axes, keepdims=True)
     return (gk * _conj(w / scl),)
 

@@ -19,6 +19,7 @@ from ember._core.array import ndarray
 from ember._core.dtypes import default_float_dtype
 from ember._api._util import numpy_view, empty_raw, as_array
 from ember.autograd.registry import defop
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "gelu", "silu", "sigmoid",
            "tanh", "elu", "elu_", "selu", "celu", "softplus", "hardtanh", "hardtanh_", "mish",
@@ -48,9 +49,9 @@ def _float_input(x, opname):
     """x as a C-contiguous float32/float64 array (other floats and integers are cast)."""
     dt = x.dtype
     if dt != np.float32 and dt != np.float64:
-        if dt.kind == "c":
+        if dtype_kind(dt) == "c":
             raise TypeError(f"{opname}: complex input (dtype {dt}) is not supported")
-        x = x.astype(np.float32 if dt.kind == "f" else default_float_dtype())
+        x = x.astype(np.float32 if dtype_kind(dt) == "f" else default_float_dtype())
     if not x.is_contiguous():
         x = x.copy()
     return x
@@ -63,7 +64,7 @@ def _unary_kernel(kernel, x, opname, *params):
     xc = _float_input(x, opname)
     out = empty_raw(x.shape, xc.dtype)
     kernel(numpy_view(xc).reshape(-1), *params, numpy_view(out).reshape(-1))
-    if orig.kind == "f" and orig != out.dtype:
+    if dtype_kind(orig) == "f" and orig != out.dtype:
         out = out.astype(orig)
     return out
 
@@ -82,7 +83,7 @@ def _binary_kernel(kernel, g, x, opname, *params):
     out = empty_raw(xc.shape, xc.dtype)
     kernel(numpy_view(g).reshape(-1), numpy_view(xc).reshape(-1), *params,
            numpy_view(out).reshape(-1))
-    if orig.kind == "f" and orig != out.dtype:
+    if dtype_kind(orig) == "f" and orig != out.dtype:
         out = out.astype(orig)
     return out
 
@@ -313,7 +314,7 @@ def tanh(input):
     >>> F.tanh(ember.asarray([0.0])).tolist()
     [0.0]
     """
-    if isinstance(input, ndarray) and input.dtype.kind == "c":
+    if isinstance(input, ndarray) and dtype_kind(input.dtype) == "c":
         return _E().tanh(input)
     return _unary_kernel(_K().tanh_forward, input, "tanh")
 

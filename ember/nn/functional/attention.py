@@ -20,6 +20,7 @@ from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw
 from ember.autograd.registry import defop
 from ember._kernels.cpu.gemm import matmul as _gemm
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -55,7 +56,7 @@ def _bool_to_bias(mask, dtype, true_means_keep):
 def _check_float(x, what, op):
     if not isinstance(x, ndarray):
         raise TypeError(f"{op}: {what} must be an ember array, got {type(x).__name__}")
-    if x.dtype.kind != "f":
+    if dtype_kind(x.dtype) != "f":
         raise TypeError(f"{op}: {what} must be a floating-point array, got dtype {x.dtype}")
 
 
@@ -311,7 +312,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             attn_mask = E.asarray(attn_mask)
         if attn_mask.dtype == E.bool:
             bias = _bool_to_bias(attn_mask, query.dtype, True)
-        elif attn_mask.dtype.kind == "f":
+        elif dtype_kind(attn_mask.dtype) == "f":
             bias = attn_mask
         else:
             raise TypeError(f"{op}: attn_mask must be boolean or floating-point, got dtype "
@@ -323,7 +324,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                              f"broadcast to the attention scores' shape "
                              f"{tuple(query.shape[:-1]) + (S,)}") from None
     if dropout_p == 0.0 and query.dtype in _FUSED_DTYPES and key.dtype == query.dtype \
-            and value.dtype == query.dtype and (bias is None or bias.dtype.kind == "f"):
+            and value.dtype == query.dtype and (bias is None or dtype_kind(bias.dtype) == "f"):
         if bias is not None and bias.dtype != query.dtype:
             bias = bias.astype(query.dtype)
         return _sdpa(query, key, value, bias, float(scale))[0]
@@ -340,7 +341,7 @@ def _canonical_mask(mask, name, dtype, op):
         mask = E.asarray(mask)
     if mask.dtype == E.bool:
         return _bool_to_bias(mask, dtype, False)
-    if mask.dtype.kind != "f":
+    if dtype_kind(mask.dtype) != "f":
         raise TypeError(f"{op}: only bool and floating types of {name} are supported, got "
                         f"dtype {mask.dtype}")
     return mask

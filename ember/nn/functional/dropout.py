@@ -15,6 +15,7 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._api._util import wrap
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
 
@@ -48,7 +49,7 @@ def _apply(input, p, training, inplace, mask_shape, opname):
     _check_p(p, opname)
     if not training or p == 0 or input.size == 0:
         return input
-    if input.dtype.kind not in "fc":
+    if dtype_kind(input.dtype) not in "fc":
         raise TypeError(f"{opname}: expected a floating-point input, got dtype {input.dtype}")
     if p == 1:
         mask = input.dtype.type(0)

@@ -11,6 +11,7 @@ from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw, shape_str
 from ember.autograd.registry import defop
 from ember._kernels.cpu.gemm import matmul as _gemm
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["linear", "bilinear"]
 
@@ -69,7 +70,7 @@ def linear(input, weight, bias=None):
     """
     if isinstance(input, ndarray) and isinstance(weight, ndarray):
         xs, ws, dt = input.shape, weight.shape, input.dtype
-        if len(ws) == 2 and xs and xs[-1] == ws[1] and dt == weight.dtype and dt.kind in "fc":
+        if len(ws) == 2 and xs and xs[-1] == ws[1] and dt == weight.dtype and dtype_kind(dt) in "fc":
             n_out = ws[0]
             wt = numpy_view(weight).T
             if len(xs) == 2:

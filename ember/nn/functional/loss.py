@@ -19,6 +19,7 @@ from ember._api._util import as_array, numpy_view
 from ember._kernels.cpu import softmax as _k
 from ember.autograd.registry import defop
 from ember.nn.functional.softmax import softmax as _softmax, log_softmax as _log_softmax
+from ember._core.dtypes import dtype_kind, is_half_dtype
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
@@ -55,7 +56,7 @@ def _shape(s):
 
 def _float_input(opname, x, what="input"):
     x = x if isinstance(x, ndarray) else as_array(x)
-    if x.dtype.kind != "f":
+    if dtype_kind(x.dtype) != "f":
         raise TypeError(f"{opname}: expected a floating-point {what}, got dtype {x.dtype}")
     return x
 
@@ -65,7 +66,7 @@ def _pair(opname, input, target, same_shape=False):
     PyTorch, or is an error where PyTorch makes it one."""
     x = _float_input(opname, input)
     t = target if isinstance(target, ndarray) else as_array(target)
-    if t.dtype.kind not in "fiub":
+    if dtype_kind(t.dtype) not in "fiub":
         raise TypeError(f"{opname}: expected a numeric target, got dtype {t.dtype}")
     if x.shape != t.shape:
         if same_shape:
@@ -372,7 +373,7 @@ def _index_targets(opname, x, target, weight):
     the logits, t1 the (M,) int64 targets, w the weight or None, out_shape the shape of
     the unreduced loss."""
     t = target if isinstance(target, ndarray) else as_array(target)
-    if t.dtype.kind not in "iu":
+    if dtype_kind(t.dtype) not in "iu":
         raise TypeError(f"{opname}: expected class-index targets of an integer dtype (or "
                         f"class probabilities of the input's shape and a float dtype), got "
                         f"target of dtype {t.dtype} and shape {_shape(t.shape)} for input "
@@ -535,14 +536,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= ls <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {ls}")
     t = target if isinstance(target, ndarray) else as_array(target)
-    if t.dtype.kind == "f":
+    if dtype_kind(t.dtype) == "f":
         if t.shape != x.shape:
             raise ValueError(f"cross_entropy: probability targets must have the input's shape "
                              f"{_shape(x.shape)}, got {_shape(t.shape)} (class-index targets "
                              f"must have an integer dtype)")
         return _prob_cross_entropy(x, t, weight, red, ls)
     x2, t1, w, out_shape = _index_targets("cross_entropy", x, t, weight)
-    if x2.dtype == np.float16:
+    if is_half_dtype(x2.dtype):
         x2 = x2.astype(np.float32)
         if w is not None:
             w = w.astype(np.float32)
@@ -573,7 +574,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         return _nll_nc(input, target, weight, ignore_index, red)
     x = _float_input("nll_loss", input)
     x2, t1, w, out_shape = _index_targets("nll_loss", x, target, weight)
-    if x2.dtype == np.float16:
+    if is_half_dtype(x2.dtype):
         x2 = x2.astype(np.float32)
         if w is not None:
             w = w.astype(np.float32)

@@ -16,6 +16,7 @@ from ember._core.array import _is_grad_enabled as _grad_on
 from ember._api._util import as_array
 from ember._kernels.cpu import norm as _k
 from ember.autograd.registry import defop
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["layer_norm", "batch_norm", "group_norm", "instance_norm", "normalize"]
 
@@ -29,7 +30,7 @@ def _shape(s):
 
 def _float(opname, x, what="input"):
     x = x if isinstance(x, ndarray) else as_array(x)
-    if x.dtype.kind != "f":
+    if dtype_kind(x.dtype) != "f":
         raise TypeError(f"{opname}: expected a floating-point {what}, got dtype {x.dtype}")
     return x
 

@@ -15,10 +15,12 @@ from ember._core.array import _is_grad_enabled as _grad_on
 from ember._api._util import as_array
 from ember._kernels.cpu import softmax as _k
 from ember.autograd.registry import defop
+from ember._core.dtypes import dtype_kind, bfloat16
 
 __all__ = ["softmax", "log_softmax", "softmin"]
 
 _F16 = np.dtype(np.float16)
+_BF16 = np.dtype(bfloat16)
 _F32 = np.dtype(np.float32)
 
 
@@ -49,7 +51,7 @@ def _float_input(opname, input, dtype):
     x = input if type(input) is ndarray else as_array(input)
     if dtype is not None:
         x = x.astype(dtype)
-    if x.dtype.kind != "f":
+    if dtype_kind(x.dtype) != "f":
         raise TypeError(f"{opname}: expected a floating-point input, got dtype {x.dtype} "
                         f"(pass dtype= to compute in a floating-point type)")
     return x
@@ -59,8 +61,8 @@ def _prepare(opname, input, dtype):
     """(input as a float array of the computing dtype, dtype to hand back or None)."""
     x = _float_input(opname, input, dtype)
     dt = x.dtype
-    if dt == _F16:                      # computed in float32, handed back as float16
-        return _k.contig(x.astype(_F32)), _F16
+    if dt == _F16 or dt == _BF16:       # computed in float32, handed back in 16 bits
+        return _k.contig(x.astype(_F32)), dt
     return _k.contig(x), None
 
 
@@ -86,7 +88,7 @@ def _backward(g, res, ndim, dim, axis, log):
         from ember.cuda.ops_softmax import softmax_backward
         return softmax_backward(g, res, d, log)
     y = res
-    if y.dtype == _F16:
+    if y.dtype == _F16 or y.dtype == _BF16:
         y = y.astype(_F32)
     if g.dtype != y.dtype:
         g = g.astype(y.dtype)

@@ -15,6 +15,7 @@ import numpy as np
 from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw, as_array, shape_str
 from ember.autograd.registry import defop
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["embedding", "one_hot"]
 
@@ -29,7 +30,7 @@ def _flat_indices(indices, opname):
     if not isinstance(indices, ndarray):
         indices = as_array(indices)
     dt = indices.dtype
-    if dt.kind not in "iu" or dt == np.bool_:
+    if dtype_kind(dt) not in "iu" or dt == np.bool_:
         raise TypeError(f"{opname}: indices must be an integer array (int32 or int64), got "
                         f"dtype {dt}")
     v = numpy_view(indices)

@@ -30,6 +30,7 @@ import numpy as np
 
 from ember._core.array import ndarray, Device
 from ember.nn.parameter import Parameter
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["Module"]
 
@@ -739,13 +740,13 @@ class Module:
         if dtype is None:
             return self
         dt = np.dtype(dtype)
-        if dt.kind not in "fc":
+        if dtype_kind(dt) not in "fc":
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dt}")
 
         def convert(t):
-            if t.dtype.kind in "fc" and t.dtype != dt:
-                if t.dtype.kind == "c" and dt.kind == "f":
+            if dtype_kind(t.dtype) in "fc" and t.dtype != dt:
+                if dtype_kind(t.dtype) == "c" and dtype_kind(dt) == "f":
                     return t
                 return t.astype(dt)
             return t
@@ -790,6 +791,16 @@ class Module:
     def half(self):
         """Cast floating parameters and buffers to float16; returns self."""
         return self.to(np.float16)
+
+    def bfloat16(self):
+        """Cast floating parameters and buffers to bfloat16; returns self.
+
+        >>> import ember
+        >>> ember.nn.Linear(2, 3).bfloat16().weight.dtype
+        dtype(bfloat16)
+        """
+        from ember._core.dtypes import bfloat16
+        return self.to(bfloat16)
 
     # ------------------------------------------------------------ state dict
     def _save_to_state_dict(self, destination, prefix, keep_vars):

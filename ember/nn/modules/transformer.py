@@ -14,6 +14,7 @@ from ember.nn.parameter import Parameter
 from ember.nn.modules.module import Module
 from ember.nn.modules.container import ModuleList
 from ember.nn.modules.linear import Linear
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            "generate_square_subsequent_mask"]
@@ -43,7 +44,7 @@ def _float_mask(mask, name, dtype):
         mask = E.asarray(mask)
     if mask.dtype == E.bool:
         return E.where(mask, E.full((), -math.inf, dtype=dtype), E.zeros((), dtype=dtype))
-    if mask.dtype.kind != "f":
+    if dtype_kind(mask.dtype) != "f":
         raise TypeError(f"only bool and floating types of {name} are supported, got dtype "
                         f"{mask.dtype}")
     return mask

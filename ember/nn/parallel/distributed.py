@@ -29,6 +29,7 @@ import weakref
 import numpy as np
 
 from ember.nn.modules.module import Module
+from ember._core.dtypes import dtype_kind
 
 __all__ = ["DistributedDataParallel"]
 
@@ -318,7 +319,7 @@ class DistributedDataParallel(Module):
             bs = self._buckets
             while self._next_bucket < len(bs) and bs[self._next_bucket].pending == 0:
                 nb = bs[self._next_bucket]
-                if nb.dtype.kind in "fc":
+                if dtype_kind(nb.dtype) in "fc":
                     np.multiply(nb.data, 1.0 / self._world, out=nb.data)
                     nb.work = dist.all_reduce(nb.data, group=self.process_group, async_op=True)
                 else:
