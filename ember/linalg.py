@@ -36,6 +36,12 @@ EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singular_values"])
 
 
+def _real_dtype(dt):
+    """The real floating dtype of dt (complex64 -> float32; floats, bfloat16 included, stay)."""
+    return np.dtype(np.float32) if dt == np.complex64 else (
+        np.dtype(np.float64) if dt == np.complex128 else dt)
+
+
 def _float_view(x, opname, min_ndim=2, square=False):
     x = as_array(x)
     if dtype_kind(x.dtype) in "biu":
@@ -121,7 +127,7 @@ def slogdet(x, /):
     """
     x, v = _float_view(x, "slogdet", square=True)
     s, l = np.linalg.slogdet(v)
-    return SlogdetResult(_ember(s, x.dtype), _ember(l, np.finfo(x.dtype).dtype))
+    return SlogdetResult(_ember(s, x.dtype), _ember(l, _real_dtype(x.dtype)))
 
 
 def cholesky(x, /, *, upper=False):
@@ -161,7 +167,7 @@ def svd(x, /, *, full_matrices=True):
     """
     x, v = _float_view(x, "svd")
     u, s, vh = _call("svd", np.linalg.svd, v, full_matrices=full_matrices)
-    return SVDResult(_ember(u, x.dtype), _ember(s, np.finfo(x.dtype).dtype), _ember(vh, x.dtype))
+    return SVDResult(_ember(u, x.dtype), _ember(s, _real_dtype(x.dtype)), _ember(vh, x.dtype))
 
 
 def svdvals(x, /):
@@ -172,7 +178,7 @@ def svdvals(x, /):
     [3.0, 3.0]
     """
     x, v = _float_view(x, "svdvals")
-    return _ember(_call("svdvals", np.linalg.svd, v, compute_uv=False), np.finfo(x.dtype).dtype)
+    return _ember(_call("svdvals", np.linalg.svd, v, compute_uv=False), _real_dtype(x.dtype))
 
 
 def eigh(x, /, *, UPLO="L"):
@@ -184,7 +190,7 @@ def eigh(x, /, *, UPLO="L"):
     """
     x, v = _float_view(x, "eigh", square=True)
     w, vec = _call("eigh", np.linalg.eigh, v, UPLO=UPLO)
-    return EighResult(_ember(w, np.finfo(x.dtype).dtype), _ember(vec, x.dtype))
+    return EighResult(_ember(w, _real_dtype(x.dtype)), _ember(vec, x.dtype))
 
 
 def eigvalsh(x, /, *, UPLO="L"):
@@ -195,7 +201,7 @@ def eigvalsh(x, /, *, UPLO="L"):
     [1.0, 1.0]
     """
     x, v = _float_view(x, "eigvalsh", square=True)
-    return _ember(_call("eigvalsh", np.linalg.eigvalsh, v, UPLO=UPLO), np.finfo(x.dtype).dtype)
+    return _ember(_call("eigvalsh", np.linalg.eigvalsh, v, UPLO=UPLO), _real_dtype(x.dtype))
 
 
 def eig(x, /):
@@ -287,7 +293,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     x = as_array(x)
     if dtype_kind(x.dtype) in "biu":
         x = x.astype(default_float_dtype())
-    v = numpy_view(x)
+    v = numpy_view(x.astype(np.float32) if is_half_dtype(x.dtype) else x)   # 16-bit: in float32
     if axis is None:
         v = v.reshape(-1)
         res = np.linalg.norm(v, ord=ord)
@@ -298,7 +304,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
             axis = operator.index(axis)
         res = np.linalg.norm(v, ord=ord, axis=axis, keepdims=keepdims) if isinstance(axis, int) or \
             len(axis) == 1 else _vector_norm_axes(v, ord, tuple(axis), keepdims)
-    return _ember(res, np.finfo(x.dtype).dtype)
+    return _ember(res, _real_dtype(x.dtype))
 
 
 def _vector_norm_axes(v, ord, axes, keepdims):
@@ -320,7 +326,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     """
     x, v = _float_view(x, "matrix_norm")
     return _ember(np.linalg.norm(v, ord=ord, axis=(-2, -1), keepdims=keepdims),
-                  np.finfo(x.dtype).dtype)
+                  _real_dtype(x.dtype))
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -333,8 +339,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
     x = as_array(x)
     if dtype_kind(x.dtype) in "biu":
         x = x.astype(default_float_dtype())
-    return _ember(np.linalg.norm(numpy_view(x), ord=ord, axis=axis, keepdims=keepdims),
-                  np.finfo(x.dtype).dtype)
+    v = numpy_view(x.astype(np.float32) if is_half_dtype(x.dtype) else x)   # 16-bit: in float32
+    return _ember(np.linalg.norm(v, ord=ord, axis=axis, keepdims=keepdims),
+                  _real_dtype(x.dtype))
 
 
 def cond(x, p=None):

@@ -36,8 +36,8 @@ __all__ = ["save", "load"]
 # safetensors dtype names <-> NumPy dtypes (complex is stored as pairs of floats)
 _TO_ST = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16",
           "float16": "F16", "int32": "I32", "uint32": "U32", "float32": "F32",
-          "float64": "F64", "int64": "I64", "uint64": "U64"}
-_FROM_ST = {v: np.dtype(k) for k, v in _TO_ST.items()}
+          "float64": "F64", "int64": "I64", "uint64": "U64", "bfloat16": "BF16"}
+_FROM_ST = {v: np.dtype(k) for k, v in _TO_ST.items()}     # 'bfloat16': ml_dtypes' dtype
 _COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
 _STRUCTURE_KEY = "ember.structure"
 _FORMAT_KEY = "format"
@@ -163,7 +163,7 @@ def save(obj, f):
             out.write(header)
             for name in order:
                 out.write(enc.arrays[name].tobytes() if enc.arrays[name].size == 0
-                          else memoryview(enc.arrays[name]).cast("B"))
+                          else memoryview(enc.arrays[name].reshape(-1).view(np.uint8)))
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)

@@ -566,10 +566,10 @@ def test_step_errors():
                                          r"shape \(3, 2\)"):
         a.grad = E.zeros((3, 2))
         opt.step()
-    h = E.zeros(2, dtype=E.float16, requires_grad=True)
-    h.grad = E.zeros(2, dtype=E.float16)
-    with pytest.raises(TypeError, match="SGD: parameter 0 has dtype float16; only float32 and "
-                                        "float64"):
+    h = E.zeros(2, dtype=E.int32)
+    h.grad = E.zeros(2, dtype=E.int32)
+    with pytest.raises(TypeError, match="SGD: parameter 0 has dtype int32; only floating "
+                                        r"parameters \(float16, bfloat16, float32, float64\)"):
         eo.SGD([h], lr=0.1).step()
     b = E.zeros(3, requires_grad=True)
     opt = eo.SGD([b], lr=0.1, momentum=0.9)
@@ -628,3 +628,39 @@ def test_subclass_step_calling_super_runs_hooks_once():
     opt.step()
     assert calls == [1]
     np.testing.assert_allclose(_np(w), [-0.1, -0.1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("make", [
+    lambda o, p: o.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
+    lambda o, p: o.Adam(p, lr=0.05, amsgrad=True),
+    lambda o, p: o.AdamW(p, lr=0.05, weight_decay=0.1),
+    lambda o, p: o.RMSprop(p, lr=0.01, momentum=0.5, centered=True),
+    lambda o, p: o.Adagrad(p, lr=0.1),
+], ids=["sgd", "adam", "adamw", "rmsprop", "adagrad"])
+def test_16bit_parameters_update_in_float32(dtype, make):
+    """A 16-bit parameter is updated in float32 (float32 state) and rounded once per step:
+    the oracle is torch's float32 optimizer on a float32 copy re-rounded after every step."""
+    torch = pytest.importorskip("torch")
+    tdt = getattr(torch, dtype)
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((3, 4)).astype(np.float32)
+    grads = [rng.standard_normal((3, 4)).astype(np.float32) for _ in range(4)]
+    p = E.asarray(w0).astype(getattr(E, dtype))
+    p.requires_grad_(True)
+    opt = make(eo, [p])
+    tp16 = torch.tensor(w0).to(tdt)
+    tp32 = torch.nn.Parameter(tp16.float())
+    topt = make(torch.optim, [tp32])
+    for g in grads:
+        p.grad = E.asarray(g).astype(getattr(E, dtype))
+        opt.step()
+        with torch.no_grad():
+            tp32.copy_(tp16.float())
+        tp32.grad = torch.tensor(g).to(tdt).float()
+        topt.step()
+        tp16 = tp32.detach().to(tdt)
+        assert p.dtype == getattr(E, dtype)
+        np.testing.assert_array_equal(np.asarray(p.astype(E.float32)), tp16.float().numpy())
+    state = next(iter(opt.state.values()))
+    assert all(v.dtype == np.float32 for k, v in state.items() if k != "step")

@@ -13,7 +13,7 @@ from ember._core.array import ndarray
 from ember._kernels.cpu.gemm import matmul as _gemm
 from ember._core.dtypes import default_float_dtype
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
-from ember._core.dtypes import dtype_kind
+from ember._core.dtypes import dtype_kind, is_half_dtype
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot",
            "matrix_transpose", "trace", "diagonal", "kron", "cross"]
@@ -169,10 +169,20 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True):
             ops.append(list(args[-1]))
     else:
         ops = [subscripts] + [numpy_view(as_array(o)) for o in operands]
+    arrays = [o for o in ops if isinstance(o, np.ndarray)]
+    res_dt = None
+    if dtype is None and builtins.any(is_half_dtype(a.dtype) for a in arrays):
+        # 16-bit floats contract in float32 (BLAS) and round once, as matmul does
+        import ember
+        res_dt = ember.result_type(*[a.dtype for a in arrays])
+        ops = [o.astype(np.float32) if isinstance(o, np.ndarray) and is_half_dtype(o.dtype) else o
+               for o in ops]
     try:
         res = np.einsum(*ops, dtype=dtype, optimize=optimize)
     except ValueError as e:
         raise ValueError(f"einsum: {e}") from None
+    if res_dt is not None:
+        res = np.asarray(res).astype(res_dt)
     return _to_ember(res, out)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._kernels.cpu import optim as _cpu_kernels
-from ember._core.dtypes import dtype_kind
+from ember._core.dtypes import dtype_kind, is_half_dtype
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -368,6 +368,8 @@ class Optimizer:
             return {k: self._cast_state_value(param, v, k) for k, v in value.items()}
         if _is_array_like(value) and not isinstance(value, (list, tuple)):
             dtype = param.dtype if dtype_kind(param.dtype) == "f" else None
+            if dtype is not None and is_half_dtype(dtype):
+                dtype = np.dtype(np.float32)    # 16-bit parameters keep float32 state
             return _to_ember(value, dtype)
         if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
             return type(value)(self._cast_state_value(param, v, None) for v in value)

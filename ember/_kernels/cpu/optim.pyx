@@ -23,7 +23,7 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 
 from ember._core.array cimport ndarray, new_empty, shape_tuple
-from ember._core.dtypes cimport T_FLOAT32, T_FLOAT64, DTYPE_OBJS, default_float
+from ember._core.dtypes cimport T_FLOAT32, T_FLOAT64, DTYPE_OBJS, default_float, is_half
 from ember._core.elementwise cimport num_threads
 
 import numpy as _np
@@ -166,7 +166,7 @@ cdef class _Work:
     cdef Item stack[STACK_ITEMS]
     cdef Py_ssize_t n, cap, total
     cdef list keep          # objects whose memory the items point into
-    cdef list copy_back     # (param, contiguous copy) pairs for non-contiguous params
+    cdef list copy_back     # (param, contiguous copy) pairs: non-contiguous and 16-bit params
     cdef list bump          # arrays written in place (version counters)
 
     def __cinit__(self):
@@ -257,7 +257,7 @@ cdef class _Work:
         cdef ndarray a
         if self.copy_back is not None:
             for p, tmp in self.copy_back:
-                _np.copyto(_numpy_view(p), _numpy_view(tmp), casting="no")
+                _np.copyto(_numpy_view(p), _numpy_view(tmp), casting="same_kind")
                 (<ndarray>p).storage.version += 1
         for a in self.bump:
             a.storage.version += 1
@@ -267,8 +267,14 @@ cdef inline str _dt(ndarray x):
     return str(DTYPE_OBJS[x.tcode])
 
 
+cdef inline int _state_code(ndarray p) noexcept:
+    """dtype of the update arithmetic and the state buffers: the parameter's, except
+    float32 for 16-bit parameters (updated in float32 and rounded once per step)."""
+    return T_FLOAT32 if is_half(p.tcode) else p.tcode
+
+
 cdef ndarray _zeros_like(ndarray p):
-    cdef ndarray z = new_empty(p.tcode, p.ndim, p.shape)
+    cdef ndarray z = new_empty(_state_code(p), p.ndim, p.shape)
     if z.size:
         memset(z.data, 0, z.size * z.itemsize)
     return z
@@ -333,9 +339,9 @@ cdef ndarray _check_param(object p, str opname, Py_ssize_t index):
         raise TypeError(f"{opname}: parameter {index} is not an ember array "
                         f"(got {type(p).__name__})")
     cdef ndarray a = <ndarray>p
-    if a.tcode != T_FLOAT32 and a.tcode != T_FLOAT64:
-        raise TypeError(f"{opname}: parameter {index} has dtype {_dt(a)}; only float32 and "
-                        f"float64 parameters are supported")
+    if a.tcode != T_FLOAT32 and a.tcode != T_FLOAT64 and not is_half(a.tcode):
+        raise TypeError(f"{opname}: parameter {index} has dtype {_dt(a)}; only floating "
+                        f"parameters (float16, bfloat16, float32, float64) are supported")
     if a.storage.readonly:
         raise ValueError(f"{opname}: parameter {index} is read-only")
     return a
@@ -367,10 +373,11 @@ cdef ndarray _check_buf(ndarray p, object b, str name, str opname, Py_ssize_t in
         raise TypeError(f"{opname}: state[{name!r}] of parameter {index} is not an ember array "
                         f"(got {type(b).__name__})")
     cdef ndarray ba = <ndarray>b
-    if ba.tcode != p.tcode or ba.size != p.size or not ba.c_contig or ba.storage.readonly:
+    if ba.tcode != _state_code(p) or ba.size != p.size or not ba.c_contig or ba.storage.readonly:
         raise ValueError(f"{opname}: state[{name!r}] of parameter {index} must be a writable "
-                         f"C-contiguous {_dt(p)} array of {p.size} elements like the "
-                         f"parameter, got {_dt(ba)} with shape {shape_tuple(ba)}")
+                         f"C-contiguous {DTYPE_OBJS[_state_code(p)]} array of {p.size} "
+                         f"elements like the parameter, got {_dt(ba)} with shape "
+                         f"{shape_tuple(ba)}")
     return ba
 
 
@@ -392,14 +399,24 @@ cdef dict _get_state(object state, dict data, ndarray p):
 cdef int _fill(_Work w, Item* it, ndarray p, ndarray g) except -1:
     """Point the item at p and g (contiguous copies where needed)."""
     cdef ndarray pc = p, gc = g
-    if not p.c_contig:
+    if is_half(p.tcode):
+        # 16-bit parameters: the kernels update a float32 copy, rounded back in finish()
+        pc = _wrap(_np.ascontiguousarray(_numpy_view(p), dtype=_np.float32))
+        if w.copy_back is None:
+            w.copy_back = []
+        w.copy_back.append((p, pc))
+        gc = _wrap(_np.ascontiguousarray(_numpy_view(g), dtype=_np.float32))
+        if w.keep is None:
+            w.keep = []
+        w.keep.append(gc)
+    elif not p.c_contig:
         pc = _wrap(_np.ascontiguousarray(_numpy_view(p)))
         if w.copy_back is None:
             w.copy_back = []
         w.copy_back.append((p, pc))
     else:
         w.bump.append(p)
-    if not g.c_contig:
+    if not g.c_contig and not is_half(p.tcode):
         gc = _wrap(_np.ascontiguousarray(_numpy_view(g)))
         if w.keep is None:
             w.keep = []
@@ -407,7 +424,7 @@ cdef int _fill(_Work w, Item* it, ndarray p, ndarray g) except -1:
     it.p = pc.data
     it.g = gc.data
     it.n = p.size
-    it.f64 = p.tcode == T_FLOAT64
+    it.f64 = pc.tcode == T_FLOAT64
     w.total += p.size
     return 0
 
@@ -644,7 +661,7 @@ cpdef init_state_adagrad(object p, dict st, double initial_accumulator_value):
         raise TypeError(f"Adagrad: parameters must be ember arrays, got {type(p).__name__}")
     cdef ndarray a = <ndarray>p
     st["step"] = _new_step()
-    if a.tcode == T_FLOAT32 or a.tcode == T_FLOAT64:
+    if a.tcode == T_FLOAT32 or a.tcode == T_FLOAT64 or is_half(a.tcode):
         st["sum"] = _full_like(a, initial_accumulator_value)
     else:
         raise TypeError(f"Adagrad: parameter has dtype {_dt(a)}; only float32 and float64 "

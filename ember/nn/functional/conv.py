@@ -24,6 +24,7 @@ from ember._api._util import numpy_view, empty_raw
 from ember.autograd.registry import defop
 from ember._kernels.cpu import conv as _ck
 from ember._kernels.cpu.gemm import matmul as _gemm
+from ember.nn.functional._half import computes_in_float32
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
@@ -262,8 +263,8 @@ def _autocasting(x):
 
 def _check_dtypes(op, x, w, b):
     if x.dtype not in _FLOATS and not (x.is_cuda and x.dtype == np.float16):
-        raise TypeError(f"{op}: only float32 and float64 inputs are supported (and float16 "
-                        f"on a GPU), got input of dtype {x.dtype}")
+        raise TypeError(f"{op}: expected a floating-point input (float16, bfloat16, "
+                        f"float32 or float64), got input of dtype {x.dtype}")
     if w.dtype != x.dtype and not _autocasting(x):
         raise TypeError(f"{op}: input type ({x.dtype}) and weight type ({w.dtype}) should be "
                         f"the same")
@@ -404,6 +405,7 @@ def _transposed(op, nd, input, weight, bias, stride, padding, output_padding, gr
 
 # ------------------------------------------------------------------ public functions
 
+@computes_in_float32
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d convolution (cross-correlation, as in PyTorch) over (N, C, H, W) or (C, H, W).
 
@@ -420,6 +422,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _forward("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@computes_in_float32
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d convolution over (N, C, L) or (C, L); weight is (out, in/groups, k).
 
@@ -431,6 +434,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _forward("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@computes_in_float32
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """2-d transposed convolution (the gradient of conv2d with respect to its input).
@@ -448,6 +452,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                        output_padding, groups, dilation)
 
 
+@computes_in_float32
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """1-d transposed convolution over (N, C, L) or (C, L); weight is (in, out/groups, k).

@@ -17,6 +17,7 @@ from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw
 from ember.autograd.registry import defop
 from ember._kernels.cpu import pool as _pk
+from ember.nn.functional._half import computes_in_float32
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
@@ -210,8 +211,8 @@ def _input(op, x, nd):
         raise RuntimeError(f"{op}: expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input, "
                            f"but got input of size: {_sz(x.shape)}")
     if x.dtype not in _FLOATS and not (x.is_cuda and x.dtype == np.float16):
-        raise TypeError(f"{op}: only float32 and float64 inputs are supported (and float16 "
-                        f"on a GPU), got {x.dtype}")
+        raise TypeError(f"{op}: expected a floating-point input (float16, bfloat16, "
+                        f"float32 or float64), got {x.dtype}")
     if any(n == 0 for n in x.shape[1:]):
         raise RuntimeError(f"{op}: expected input with non-zero sizes except for the batch "
                            f"dimension, but got input of size: {_sz(x.shape)}")
@@ -270,6 +271,7 @@ def _max_pool_nd(op, nd, input, kernel_size, stride, padding, dilation, ceil_mod
     return (out, idx) if return_indices else out
 
 
+@computes_in_float32
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """2-d max pooling over (N, C, H, W) or (C, H, W); stride defaults to kernel_size.
@@ -287,6 +289,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                         ceil_mode, return_indices)
 
 
+@computes_in_float32
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """1-d max pooling over (N, C, L) or (C, L); stride defaults to kernel_size.
@@ -311,6 +314,7 @@ def _avg_pool_nd(op, nd, input, kernel_size, stride, padding, ceil_mode, count_i
     return _avg_pool(x, nd, k, s, p, bool(ceil_mode), bool(count_include_pad), divisor_override)
 
 
+@computes_in_float32
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """2-d average pooling over (N, C, H, W) or (C, H, W); stride defaults to kernel_size.
@@ -328,6 +332,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                         count_include_pad, divisor_override)
 
 
+@computes_in_float32
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     """1-d average pooling over (N, C, L) or (C, L); stride defaults to kernel_size.
@@ -341,6 +346,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                         count_include_pad, None)
 
 
+@computes_in_float32
 def adaptive_avg_pool2d(input, output_size):
     """2-d adaptive average pooling to output_size (an int, or a pair whose None entries
     keep the input's size) over (N, C, H, W) or (C, H, W).
@@ -354,6 +360,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _adaptive_avg_pool(x, 2, _adaptive_size("adaptive_avg_pool2d", x, 2, output_size))
 
 
+@computes_in_float32
 def adaptive_avg_pool1d(input, output_size):
     """1-d adaptive average pooling to output_size over (N, C, L) or (C, L).
 
@@ -366,6 +373,7 @@ def adaptive_avg_pool1d(input, output_size):
     return _adaptive_avg_pool(x, 1, _adaptive_size("adaptive_avg_pool1d", x, 1, output_size))
 
 
+@computes_in_float32
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """2-d adaptive max pooling to output_size over (N, C, H, W) or (C, H, W).
 
@@ -380,6 +388,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return (out, idx) if return_indices else out
 
 
+@computes_in_float32
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """1-d adaptive max pooling to output_size over (N, C, L) or (C, L).
 

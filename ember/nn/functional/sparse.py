@@ -15,7 +15,7 @@ import numpy as np
 from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw, as_array, shape_str
 from ember.autograd.registry import defop
-from ember._core.dtypes import dtype_kind
+from ember._core.dtypes import dtype_kind, is_half_dtype
 
 __all__ = ["embedding", "one_hot"]
 
@@ -45,8 +45,9 @@ def _weight_view(weight, opname):
     if weight.ndim != 2:
         raise ValueError(f"{opname}: weight must be 2-d (num_embeddings, embedding_dim), got "
                          f"shape {shape_str(weight.shape)}")
-    if weight.dtype != np.float32 and weight.dtype != np.float64:
-        raise TypeError(f"{opname}: weight must be float32 or float64, got dtype {weight.dtype}")
+    if weight.dtype != np.float32 and weight.dtype != np.float64 and not is_half_dtype(weight.dtype):
+        raise TypeError(f"{opname}: weight must be a floating array (float16, bfloat16, float32 "
+                        f"or float64), got dtype {weight.dtype}")
     w = weight if weight.is_contiguous() else weight.copy()
     return numpy_view(w)
 
@@ -56,7 +57,15 @@ def _gather(weight, indices, opname="embedding"):
     wv = _weight_view(weight, opname)
     idx = _flat_indices(indices, opname)
     out = empty_raw(tuple(indices.shape) + (weight.shape[1],), weight.dtype)
-    bad = _K().gather_rows(wv, idx, numpy_view(out).reshape(idx.shape[0], weight.shape[1]))
+    ov = numpy_view(out).reshape(idx.shape[0], weight.shape[1])
+    if is_half_dtype(weight.dtype):
+        # the row-copy kernel is typed float/double; 16-bit rows are copied by NumPy
+        outside = np.flatnonzero((idx < 0) | (idx >= weight.shape[0]))
+        bad = int(outside[0]) if outside.size else -1
+        if bad < 0:
+            np.take(wv, idx, axis=0, out=ov)
+    else:
+        bad = _K().gather_rows(wv, idx, ov)
     if bad >= 0:
         raise IndexError(f"{opname}: index {int(idx[bad])} is out of range for an embedding "
                          f"of num_embeddings={weight.shape[0]} (valid indices are 0 to "
