@@ -65,6 +65,10 @@ def assert_on_device(x):
         assert x.device.type == "cuda"
 
 
+def _floaty(dt):
+    return dt.kind in "fc" or dt == ember.bfloat16
+
+
 def assert_same(got, expected, rtol=None, atol=None, check_dtype=True):
     """GPU result ``got`` vs CPU result ``expected``: on the device, same type,
     shape and dtype, values equal (floats: to the dtype's tolerance)."""
@@ -74,9 +78,11 @@ def assert_same(got, expected, rtol=None, atol=None, check_dtype=True):
     assert g.shape == e.shape, f"shape {g.shape} != {e.shape}"
     if check_dtype:
         assert g.dtype == e.dtype, f"dtype {g.dtype} != {e.dtype}"
-    if g.dtype.kind in "fc" or e.dtype.kind in "fc":
+    if _floaty(g.dtype) or _floaty(e.dtype):
         rt = RTOL.get(g.dtype.name, 1e-5) if rtol is None else rtol
         at = ATOL.get(g.dtype.name, 1e-6) if atol is None else atol
+        # bfloat16 (NumPy kind 'V') is compared through float32
+        g, e = (a.astype(np.float32) if a.dtype == ember.bfloat16 else a for a in (g, e))
         np.testing.assert_allclose(g, e, rtol=rt, atol=at, equal_nan=True)
     else:
         np.testing.assert_array_equal(g, e)

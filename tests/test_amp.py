@@ -56,9 +56,8 @@ def test_state_nesting_and_restore():
 
 def test_defaults():
     assert ember.amp.get_autocast_dtype("cuda") == F16
-    # ember's CPU arrays have no bfloat16: the CPU default is float16 then
-    want = np.dtype(getattr(ember, "bfloat16", np.float16))
-    assert ember.amp.get_autocast_dtype("cpu") == want
+    # the CPU default is bfloat16, as in PyTorch
+    assert ember.amp.get_autocast_dtype("cpu") == np.dtype(ember.bfloat16)
 
 
 def test_exception_restores_state():
@@ -426,3 +425,30 @@ def test_cuda_optimizers_match_cpu(name, kw):
         assert sorted(sg[k]) == sorted(sc[k])
         if "step" in sc[k]:
             assert float(sg[k]["step"]) == float(sc[k]["step"])
+
+
+def test_cpu_autocast_bfloat16_end_to_end_matches_torch():
+    """The CPU default (bfloat16): linear runs in bfloat16, cross_entropy in float32,
+    gradients come back in the parameters' float32; compared with torch's CPU autocast."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    w = rng.standard_normal((4, 5)).astype(np.float32)
+    t = np.array([0, 3, 1, 2, 3, 0])
+    ew = ember.asarray(w)
+    ew.requires_grad_(True)
+    with autocast("cpu"):
+        y = ember.nn.functional.linear(ember.asarray(x), ew)
+        loss = ember.nn.functional.cross_entropy(y, ember.asarray(t))
+    assert y.dtype == np.dtype(ember.bfloat16) and loss.dtype == F32
+    loss.backward()
+    tw = torch.tensor(w, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ty = torch.nn.functional.linear(torch.tensor(x), tw)
+        tloss = torch.nn.functional.cross_entropy(ty, torch.tensor(t))
+    assert ty.dtype == torch.bfloat16 and tloss.dtype == torch.float32
+    tloss.backward()
+    np.testing.assert_array_equal(np.asarray(y.detach().astype(ember.float32)), ty.detach().float().numpy())
+    np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-6)
+    assert ew.grad.dtype == F32
+    np.testing.assert_allclose(np.asarray(ew.grad), tw.grad.numpy(), rtol=2e-2, atol=2e-3)

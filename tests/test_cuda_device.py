@@ -24,7 +24,7 @@ pytestmark = GPU_MARK
 OPS = _ew.op_names()
 UNARY = [n for n in OPS if getattr(np, n).nin == 1]
 BINARY = [n for n in OPS if getattr(np, n).nin == 2]
-DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]
+DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "bool"]
 
 
 def values_for(name, dtype, shape, seed=0):
@@ -72,7 +72,7 @@ def loose(name, dtype):
         return None
     if name in ("tan", "expm1", "log1p", "power", "arccosh", "arctanh", "cbrt", "sinh", "cosh",
                 "exp2", "logaddexp", "logaddexp2"):
-        return {"float16": 4e-3, "float32": 1e-4, "float64": 1e-11}.get(np.dtype(dtype).name)
+        return {"float16": 4e-3, "bfloat16": 3e-2, "float32": 1e-4, "float64": 1e-11}.get(np.dtype(dtype).name)
     return None
 
 
@@ -131,7 +131,7 @@ def test_broadcast_error_matches_cpu():
         gpu(np.zeros((2, 3))) + gpu(np.zeros((4,)))
 
 
-@pytest.mark.parametrize("dtype", ["bool", "int32", "int64", "float16", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["bool", "int32", "int64", "float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("scalar", [True, 3, -2, 2.5])
 @pytest.mark.parametrize("op", [operator.add, operator.sub, operator.mul, operator.truediv,
                                 operator.pow, operator.gt, ember.maximum])
@@ -167,12 +167,12 @@ AXES = [None, 0, -1, (0, 2), (1, 2), ()]
 
 @pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("axis", AXES)
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "int64", "bool"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "int64", "bool"])
 @pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "var", "std", "all", "any"])
 def test_reductions(name, dtype, axis, keepdims):
     fn = getattr(ember, name)
     base = random_array((3, 4, 5), dtype, low=-2, high=3)
-    rtol = {"float16": 5e-3, "float32": 1e-5, "float64": 1e-12}.get(dtype)
+    rtol = {"float16": 5e-3, "bfloat16": 3e-2, "float32": 1e-5, "float64": 1e-12}.get(dtype)
     for label, xc, xg in layout_pairs(base):
         check_like_cpu(fn, (xc,), (xg,), axis=axis, keepdims=keepdims, rtol=rtol)
 
@@ -240,13 +240,13 @@ MATMUL_SHAPES = [((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 5)), ((3, 4), (4, 5)),
                  ((0, 4), (4, 5)), ((3, 0), (0, 5)), ((1, 1), (1, 1))]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 @pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
 def test_matmul(sa, sb, dtype):
     a = random_array(sa, dtype, low=-1, high=1)
     b = random_array(sb, dtype, np.random.default_rng(1), low=-1, high=1)
-    rtol = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-12}[dtype]
-    atol = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}[dtype]
+    rtol = {"float16": 1e-2, "bfloat16": 5e-2, "float32": 1e-4, "float64": 1e-12}[dtype]
+    atol = {"float16": 1e-2, "bfloat16": 5e-2, "float32": 1e-5, "float64": 1e-12}[dtype]
     check_like_cpu(ember.matmul, (ember.asarray(a), ember.asarray(b)), (gpu(a), gpu(b)),
                    rtol=rtol, atol=atol)
     check_like_cpu(operator.matmul, (ember.asarray(a), ember.asarray(b)), (gpu(a), gpu(b)),
@@ -486,7 +486,7 @@ def test_creation_requires_grad_on_device():
 
 # ----------------------------------------------------------------- astype / copy
 
-CASTS = ["bool", "int32", "int64", "float16", "float32", "float64"]
+CASTS = ["bool", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 
 
 @pytest.mark.parametrize("src", CASTS)
@@ -516,7 +516,7 @@ def test_copy_is_independent_and_on_device():
 
 # ----------------------------------------------------------------- transfers
 
-@pytest.mark.parametrize("dtype", ["bool", "int32", "int64", "float16", "float32", "float64",
+@pytest.mark.parametrize("dtype", ["bool", "int32", "int64", "float16", "bfloat16", "float32", "float64",
                                    "complex64"])
 def test_round_trip_keeps_values_dtype_shape(dtype):
     a = random_array((3, 4, 5), dtype)

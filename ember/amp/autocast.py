@@ -21,12 +21,11 @@ The state is per thread (as in PyTorch); ``_ACTIVE[0]`` counts the enabled
 regions open in all threads, so a region in one thread costs the others only
 the thread-local lookup in :func:`_cast_args`.
 
-CPU autocast: PyTorch's default there is bfloat16, which ember's CPU arrays do
-not have (NumPy has no bfloat16).  ``autocast('cpu')`` therefore defaults to
-bfloat16 when ember provides it and to float16 otherwise; ``dtype=float16``
-can always be asked for.  Lower precision on the CPU saves memory, not time;
-convolutions stay in float32 there (``CPU_KEEP_OPS``: ember's CPU convolution
-kernels have no float16).
+CPU autocast: the default dtype is bfloat16, as in PyTorch (``ember.bfloat16``,
+ml_dtypes' NumPy dtype); ``dtype=float16`` can be asked for.  Lower precision on
+the CPU saves memory, not time (16-bit arithmetic runs in float32 and rounds);
+convolutions stay in float32 there (``CPU_KEEP_OPS``: the CPU convolution would
+widen 16-bit inputs to float32 anyway).
 """
 import functools
 import threading
@@ -80,7 +79,7 @@ FLOAT32_OPS = {
 }
 
 # Lower-precision ops that stay in their inputs' dtype on the CPU: ember's CPU
-# kernels for them have no float16 (im2col is float32/float64 only).
+# kernels for them are float32/float64 (16-bit inputs would be widened again).
 CPU_KEEP_OPS = frozenset({"nn.functional.conv._conv", "nn.functional.conv._conv_transpose"})
 
 _DEVICE_TYPES = ("cuda", "cpu")

@@ -219,11 +219,12 @@ def dlpack(x, *, stream=None, max_version=None, dl_device=None, copy=None):
 
 
 def suffix(dtype):
-    """Kernel-name suffix for dtype ('f32', 'f64', 'f16'), None where ember has no kernel."""
+    """Kernel-name suffix for dtype ('f32', 'f64', 'f16', 'bf16'), None where ember has no
+    kernel (every .cu family is instantiated for the four float types: EMBER_FOR_FLOATS)."""
     return _SUFFIX.get(np.dtype(dtype).name)
 
 
-_SUFFIX = {"float32": "f32", "float64": "f64", "float16": "f16"}
+_SUFFIX = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
 
 
 def blocks(n, threads=256):

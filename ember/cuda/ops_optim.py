@@ -62,8 +62,8 @@ def _check_param(p, opname, i):
                            f"its group are on a GPU; a group's parameters must share a device "
                            f"(move them with module.to(device) before making the optimizer)")
     if _R().suffix(p.dtype) is None:
-        raise TypeError(f"{opname}: parameter {i} has dtype {_dt(p)}; only float16, float32 "
-                        f"and float64 parameters are supported on the GPU")
+        raise TypeError(f"{opname}: parameter {i} has dtype {_dt(p)}; only float16, "
+                        f"bfloat16, float32 and float64 parameters are supported on the GPU")
     return p
 
 

@@ -13,12 +13,13 @@ import numpy as np
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
 from ember.cuda.ops_softmax import launch
-from ember._core.dtypes import dtype_kind
+from ember._core.dtypes import dtype_kind, bfloat16
 
 __all__ = ["set_deterministic", "set_index_checks", "inverse_counts", "renorm_",
            "index_add_rows"]
 
 _F16 = np.dtype(np.float16)
+_BF16 = np.dtype(bfloat16)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
@@ -66,8 +67,9 @@ def _gather(weight, indices, opname="embedding"):
     if weight.ndim != 2:
         raise ValueError(f"{opname}: weight must be 2-d (num_embeddings, embedding_dim), got "
                          f"shape {_shape_str(weight.shape)}")
-    if weight.dtype not in (_F32, _F64, _F16):
-        raise TypeError(f"{opname}: weight must be float32 or float64, got dtype {weight.dtype}")
+    if weight.dtype not in (_F32, _F64, _F16, _BF16):
+        raise TypeError(f"{opname}: weight must be a floating array (float16, bfloat16, float32 "
+                        f"or float64), got dtype {weight.dtype}")
     idx = _flat_indices(indices, opname)
     ishape = tuple(getattr(indices, "shape", np.shape(indices)))
     V, D = weight.shape
@@ -136,7 +138,7 @@ def _embedding_backward(grad, indices, num_weights, padding_idx, scale):
         grad = grad * scale
     g = R.as_cupy(grad)
     if g.dtype != _F32 and g.dtype != _F64:
-        g = g.astype(_F32)              # as the CPU: float16 gradients sum in float32
+        g = g.astype(_F32)              # as the CPU: 16-bit gradients sum in float32
     idx = _flat_indices(indices, "embedding backward")
     g = cp.ascontiguousarray(g.reshape(int(idx.size), D))
     pad = -1 if padding_idx is None else int(padding_idx)
