@@ -602,6 +602,21 @@ def test_dlpack_with_torch_cuda():
     np.testing.assert_array_equal(host(e.T), tt.T.cpu().numpy())
 
 
+@real_gpu
+def test_dlpack_bfloat16_with_torch_cuda():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    xg = gpu(np.arange(6, dtype=np.float32).reshape(2, 3)).astype(ember.bfloat16)
+    t = torch.from_dlpack(xg)
+    assert t.dtype == torch.bfloat16 and t.data_ptr() == xg.data_ptr()
+    np.testing.assert_array_equal(t.float().cpu().numpy(), np.arange(6.0).reshape(2, 3))
+    tt = torch.arange(8, dtype=torch.bfloat16, device="cuda").reshape(2, 4)
+    e = ember.from_dlpack(tt)
+    assert e.is_cuda and e.dtype == ember.bfloat16 and e.data_ptr() == tt.data_ptr()
+    np.testing.assert_array_equal(host(e.astype(ember.float32)), tt.float().cpu().numpy())
+
+
 # ----------------------------------------------------------------- mixing devices
 
 DEVICE_MSG = r"(?s)(cuda.*cpu|cpu.*cuda)"

@@ -27,7 +27,7 @@ def test_namespace_info():
     assert info.default_dtypes()["real floating"] == np.float32
     assert info.default_dtypes()["indexing"] == np.int64
     assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint16", "uint32", "uint64"}
-    assert len(info.dtypes()) == 14
+    assert len(info.dtypes()) == 15 and "bfloat16" in info.dtypes(kind="real floating")
     assert "bool" in info.dtypes(kind=("bool", "real floating"))
     with pytest.raises(ValueError, match="unknown kind"):
         info.dtypes(kind="strings")

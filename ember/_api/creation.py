@@ -17,6 +17,7 @@ from ember._core.array import ndarray, check_device
 from ember._core.dtypes import _code, default_float_dtype, default_complex_dtype, dtype_from_code
 from ember._api._util import wrap, numpy_view, empty_raw, as_array, normalize_axis
 from ember._core.dtypes import dtype_kind
+from ember._api._dlpack_bf16 import import_bfloat16
 
 __all__ = ["asarray", "array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like",
            "ones_like", "full_like", "arange", "linspace", "logspace", "eye", "identity",
@@ -530,18 +531,27 @@ def from_dlpack(x, /, *, device=None, copy=None):
     [0, 1, 2]
     """
     if type(x).__name__ == "PyCapsule":
-        res = wrap(x)                       # a bare DLPack capsule (zero-copy)
+        # a bare DLPack capsule (zero-copy); bfloat16 ones NumPy cannot read alone
+        arr = import_bfloat16(x)
+        res = wrap(arr) if arr is not None else wrap(x)
         return res.copy() if copy else res
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"from_dlpack: {type(x).__name__} does not implement __dlpack__")
     if isinstance(x, ndarray):
         return x.copy() if copy else x
     try:
-        arr = np.from_dlpack(x, copy=copy)
-    except TypeError:
-        arr = np.from_dlpack(x)
+        try:
+            arr = np.from_dlpack(x, copy=copy)
+        except TypeError:
+            arr = np.from_dlpack(x)
     except BufferError as err:
         raise BufferError(f"from_dlpack: {err}") from None
+    except RuntimeError as err:            # NumPy: "Unsupported dtype in DLTensor"
+        arr = import_bfloat16(x) if x.__dlpack_device__()[0] == 1 else None
+        if arr is None:
+            raise BufferError(f"from_dlpack: {err}") from None
+        if copy:
+            arr = arr.copy()
     return wrap(arr)
 
 

@@ -17,7 +17,7 @@ from libc.string cimport memcpy, memset
 
 from ember._core.storage cimport Storage, new_storage, wrap_pointer, wrap_buffer, wrap_device_pointer
 from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, T_BOOL, T_INT64,
-                                 T_FLOAT64, T_COMPLEX128, code_of, code_of_numpy_dtype,
+                                 T_FLOAT64, T_COMPLEX128, T_BFLOAT16, code_of, code_of_numpy_dtype,
                                  default_float, default_complex, scalar_default_code)
 from ember._core.opcodes cimport *
 
@@ -1000,6 +1000,9 @@ cdef class ndarray:
         kw = {}
         if max_version is not None:
             kw["max_version"] = max_version
+        if self.tcode == T_BFLOAT16:        # NumPy's exporter knows no bfloat16
+            from ember._api._dlpack_bf16 import export_bfloat16
+            return export_bfloat16(arr, **kw)
         try:
             return arr.__dlpack__(**kw)
         except TypeError:
@@ -1127,7 +1130,13 @@ cdef class ndarray:
         return (_index_int(self, i) for i in range(self.shape[0]))
 
     def __repr__(self):
-        r = repr(host_values(self))
+        if self.tcode == T_BFLOAT16:
+            # through float32 (exact): NumPy prints ml_dtypes' bfloat16 like integers ("3")
+            r = repr(host_values(self).astype(_np.float32))
+            r = (r[:-len("dtype=float32)")] if r.endswith("dtype=float32)") else r[:-1] + ", ") \
+                + "dtype=bfloat16)"
+        else:
+            r = repr(host_values(self))
         if on_gpu(self):
             r = r[:-1] + f", device='{self.device}')"
         if self._requires_grad or self.grad_fn is not None:
@@ -1136,6 +1145,8 @@ cdef class ndarray:
         return r
 
     def __str__(self):
+        if self.tcode == T_BFLOAT16:
+            return str(host_values(self).astype(_np.float32))
         return str(host_values(self))
 
     def __format__(self, spec):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ember._core import array as _array
 from ember._core.array import ndarray
-from ember._core.dtypes import _code, dtype_from_code
+from ember._core.dtypes import _code, dtype_from_code, BFLOAT16
 from ember._api.manipulation import _c_strides
 
 _cp = None
@@ -206,16 +206,23 @@ def dlpack(x, *, stream=None, max_version=None, dl_device=None, copy=None):
     c = as_cupy(x)
     if copy:
         c = c.copy()
+    bf16 = c.dtype == BFLOAT16
+    if bf16:                    # exported as uint16, then tagged kDLBfloat (as on the CPU)
+        c = c.view(np.uint16)
     kw = {}
     if stream is not None:
         kw["stream"] = stream
     if max_version is not None:
         kw["max_version"] = max_version
     try:
-        return c.__dlpack__(**kw)
+        capsule = c.__dlpack__(**kw)
     except TypeError:
         kw.pop("max_version", None)
-        return c.__dlpack__(**kw)
+        capsule = c.__dlpack__(**kw)
+    if bf16:
+        from ember._api._dlpack_bf16 import retag_as_bfloat16
+        retag_as_bfloat16(capsule)
+    return capsule
 
 
 def suffix(dtype):
