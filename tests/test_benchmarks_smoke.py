@@ -145,3 +145,13 @@ def test_training_peak_memory_is_measured():
     assert rss["mlp"]["ember"] is not None and rss["mlp"]["ember"] >= 0
     assert rss["mlp"]["torch"] is not None and rss["mlp"]["torch"] >= 0
     assert "| MLP" in bench_train.markdown_rss(rss)
+
+
+def test_bfloat16_benchmark_runs():
+    import bench_bfloat16
+    rows = bench_bfloat16.run(quick=True)
+    assert [r["case"].split(" ")[0] for r in rows] == ["add", "exp", "sum", "matmul", "MLP"]
+    for r in rows:
+        assert set(r) >= ROW_KEYS
+        assert r["times"]["ember"] and r["times"]["ember"] > 0, (r["case"], r["errors"])
+    assert rows[-1]["errors"]["numpy"] == "no nn"
