@@ -132,3 +132,21 @@ def test_unavailable_cuda_is_a_clear_error():
     with pytest.raises(RuntimeError, match="CUDA"):
         ember.ones(2).to("cuda")
     assert ember.cuda.device_count() == 0
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "bfloat16"])
+def test_the_gpu_spacing_formula_is_numpys(dtype):
+    """ember.cuda's spacing is a formula over nextafter; run with NumPy as the array
+    module it must give np.spacing exactly (signed zeros, infinities, NaN, extremes)."""
+    from ember.cuda.ops_core import spacing_of
+    dt = np.dtype(getattr(ember, dtype))
+    info = ember.finfo(dt)
+    special = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, float(info.max), -float(info.max),
+               float(info.tiny), -float(info.tiny), 3.0e-3, -7.5]
+    with np.errstate(all="ignore"):
+        x = np.concatenate([np.array(special, np.float64),
+                            np.random.default_rng(0).standard_normal(200) * 100]).astype(dt)
+        got = spacing_of(np, x)
+        want = np.spacing(x)
+    assert got.dtype == want.dtype == dt
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))

@@ -798,3 +798,13 @@ def test_linalg_long_tail(name, fn):
     a = random_array((4, 4), "float64")
     b = random_array((4, 4), "float64")
     check_like_cpu(fn, (ember.asarray(a), ember.asarray(b)), (gpu(a), gpu(b)), rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "bfloat16", "int32"])
+def test_spacing(dtype):
+    a = np.concatenate([np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan]),
+                        np.random.default_rng(0).standard_normal(50) * 10])
+    if dtype == "int32":
+        a = np.nan_to_num(a, posinf=5, neginf=-5)
+    x = ember.asarray(a).astype(getattr(ember, dtype))
+    assert_same(ember.spacing(gpu(x)), ember.spacing(x), rtol=0, atol=0)

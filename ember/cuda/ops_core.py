@@ -1,5 +1,6 @@
 """Core ops on GPU arrays: advanced indexing (get, set, scatter-add of gradients),
-device transfers as a differentiable op, and matrix products through cuBLAS.
+device transfers as a differentiable op, matrix products through cuBLAS, and
+``spacing`` (the one public op CuPy has no function for).
 
 Index arrays are bounds-checked before use: CuPy's fancy indexing wraps
 out-of-range indices around silently, which would be a wrong answer, not an
@@ -12,7 +13,7 @@ from ember._api.indexing import _check_index_add
 from ember.autograd import inplace as _inplace
 from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op
-from ember._core.dtypes import dtype_kind
+from ember._core.dtypes import dtype_kind, BFLOAT16
 
 
 def _key(key, x):
@@ -250,3 +251,27 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 @gpu_op("linalg.svdvals")
 def svdvals(x, /):
     return R.from_cupy(R.cp().linalg.svd(R.as_cupy(x), compute_uv=False))
+
+
+def spacing_of(xp, c):
+    """NumPy's ``spacing`` of float array c with array module xp (CuPy here; NumPy
+    reproduces it in the tests): the gap from c to the next representable value
+    away from zero, NaN at +-inf.  The quirks of the host's loops are kept: +0 and
+    -0 step up, except in bfloat16 (ml_dtypes steps -0 down); float16 always
+    steps towards +inf whatever the sign."""
+    inf = xp.asarray(np.inf, dtype=c.dtype)
+    if c.dtype == np.float16:
+        direction = xp.broadcast_to(inf, c.shape)
+    elif c.dtype == BFLOAT16:
+        direction = xp.where(xp.signbit(c), -inf, inf)
+    else:
+        direction = xp.where(c < 0, -inf, inf)
+    gap = xp.nextafter(c, direction.astype(c.dtype)) - c
+    return xp.where(xp.isinf(c), xp.asarray(np.nan, dtype=c.dtype), gap).astype(c.dtype)
+
+
+@gpu_op("spacing")
+def spacing(x):
+    c = R.as_cupy(x)
+    out_dt = np.spacing(np.zeros(1, c.dtype)).dtype      # NumPy's choice (ints: float)
+    return R.from_cupy(spacing_of(R.cp(), c.astype(out_dt, copy=False)))

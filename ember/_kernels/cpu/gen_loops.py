@@ -168,12 +168,12 @@ cdef inline float b2f(uint16_t h) noexcept nogil:
 
 
 cdef inline uint16_t f2b(float f) noexcept nogil:
+    # branch-free (a select), so the compiler vectorises the loops around it
     cdef uint32_t bits
     memcpy(&bits, &f, 4)
-    if (bits & 0x7fffffff) > 0x7f800000:
-        return <uint16_t>((bits >> 16) | 0x40)
-    bits += 0x7fff + ((bits >> 16) & 1)
-    return <uint16_t>(bits >> 16)
+    cdef uint32_t rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16
+    cdef uint32_t quiet_nan = (bits >> 16) | 0x40
+    return <uint16_t>(quiet_nan if (bits & 0x7fffffff) > 0x7f800000 else rounded)
 
 
 # ---- helpers with NumPy's semantics for the integer and float corner cases
