@@ -25,6 +25,11 @@ def bf_np(values):
     return np.asarray(values, dtype=np.float32).astype(NPBF)
 
 
+def _f32(x):
+    """float32 NumPy copy of an ember array."""
+    return np.asarray(x.detach().astype(ember.float32))
+
+
 def rand_bf(shape, seed=0, scale=1.0):
     return bf_np(np.random.default_rng(seed).standard_normal(shape) * scale)
 
@@ -531,3 +536,53 @@ def test_save_load_bfloat16_is_readable_by_safetensors(tmp_path):
     t = st_torch.load_file(path)["x"]
     assert t.dtype == torch.bfloat16
     np.testing.assert_array_equal(t.float().numpy(), np.asarray(x.astype(ember.float32)))
+
+
+def test_asarray_of_a_torch_bfloat16_tensor_shares_memory():
+    t = torch.arange(4, dtype=torch.bfloat16) / 4
+    x = ember.asarray(t)
+    assert x.dtype == ember.bfloat16 and x.tolist() == [0.0, 0.25, 0.5, 0.75]
+    t[0] = 2.0
+    assert x[0].item() == 2.0
+
+
+def test_batchnorm_module_in_bfloat16_matches_torch():
+    rng = np.random.default_rng(7)
+    xv = (rng.standard_normal((6, 3, 4)) * 2 + 1).astype(np.float32)
+    em = ember.nn.BatchNorm1d(3).bfloat16()
+    tm = torch.nn.BatchNorm1d(3).bfloat16()
+    for _ in range(2):
+        y = em(ember.asarray(xv).astype(ember.bfloat16))
+        ty = tm(torch.tensor(xv).bfloat16())
+    assert y.dtype == ember.bfloat16 and em.running_mean.dtype == ember.bfloat16
+    np.testing.assert_allclose(_f32(y), ty.detach().float().numpy(), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(_f32(em.running_mean), tm.running_mean.float().numpy(),
+                               rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(_f32(em.running_var), tm.running_var.float().numpy(),
+                               rtol=1e-2, atol=1e-2)
+    em.eval(), tm.eval()
+    np.testing.assert_allclose(_f32(em(ember.asarray(xv).astype(ember.bfloat16))),
+                               tm(torch.tensor(xv).bfloat16()).detach().float().numpy(),
+                               rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
+def test_recurrent_modules_in_bfloat16_match_torch(mode):
+    rng = np.random.default_rng(8)
+    em = getattr(ember.nn, mode)(4, 5, num_layers=2)
+    tm = getattr(torch.nn, mode)(4, 5, num_layers=2)
+    tm.load_state_dict({k: torch.tensor(np.asarray(v)) for k, v in em.state_dict().items()})
+    em, tm = em.bfloat16(), tm.bfloat16()
+    xv = rng.standard_normal((3, 2, 4)).astype(np.float32)
+    out, _ = em(ember.asarray(xv).astype(ember.bfloat16))
+    tout, _ = tm(torch.tensor(xv).bfloat16())
+    assert out.dtype == ember.bfloat16
+    np.testing.assert_allclose(_f32(out), tout.detach().float().numpy(), rtol=5e-2, atol=3e-2)
+
+
+def test_numpy_long_tail_statistics_compute_in_float32():
+    x = ember.full((4096,), 1.0, dtype=ember.bfloat16)
+    assert ember.nansum(x).dtype == ember.bfloat16
+    assert ember.nansum(x).item() == 4096.0      # a bfloat16 accumulator stops at 256
+    q = ember.quantile(ember.asarray([1.0, 2.0, 3.0, 4.0]).astype(ember.bfloat16), 0.5)
+    assert q.dtype == ember.bfloat16 and q.item() == 2.5

@@ -17,7 +17,7 @@ from ember._core import elementwise as _ew
 from ember._kernels.cpu import reduce as _R
 from ember._api._util import (as_array, numpy_view, wrap, empty_raw, normalize_axis,
                               normalize_axis_tuple, pick_axis)
-from ember._core.dtypes import dtype_kind, is_half_dtype
+from ember._core.dtypes import dtype_kind, is_half_dtype, BFLOAT16
 
 __all__ = ["sum", "prod", "mean", "var", "std", "min", "max", "amin", "amax", "argmin",
            "argmax", "all", "any", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
@@ -500,12 +500,20 @@ def _np_wrap(npfunc, name, takes_axis=True):
                                                "quantile", "percentile", "nanquantile",
                                                "nanpercentile", "average"):
             xa = xa.astype(default_float_dtype())
+        narrow = None
+        if xa.dtype == BFLOAT16:
+            # ml_dtypes' loops would accumulate in bfloat16: compute in float32, round once
+            narrow, xa = xa.dtype, xa.astype(np.float32)
         args = tuple(numpy_view(as_array(a)) if isinstance(a, ndarray) else a for a in args)
         kw = {k: (numpy_view(v) if isinstance(v, ndarray) else v) for k, v in kw.items()}
         res = npfunc(numpy_view(xa), *args, **kw)
+
+        def back(r):
+            r = np.asarray(r)
+            return wrap(r.astype(narrow) if narrow is not None and r.dtype == np.float32 else r)
         if isinstance(res, tuple):
-            return tuple(wrap(np.asarray(r)) for r in res)
-        return wrap(np.asarray(res))
+            return tuple(back(r) for r in res)
+        return back(res)
     f.__name__ = name
     f.__doc__ = (f"ember.{name}: NumPy's ``{name}`` run on ember memory (zero-copy input).\n\n"
                  f"    >>> import ember\n    >>> ember.{name}(ember.asarray([1.0, 2.0, 3.0])).ndim <= 1\n    True\n")

@@ -528,7 +528,16 @@ cdef ndarray as_ndarray(object obj):
         return wrap_numpy(arr)
     if PyObject_CheckBuffer(obj) and not hasattr(obj, "__array__"):
         return wrap_numpy(_np.asarray(memoryview(obj)))
-    arr = _np.asarray(obj)
+    try:
+        arr = _np.asarray(obj)
+    except TypeError:
+        # a bfloat16 producer whose __array__ refuses (torch.Tensor) may still speak DLPack
+        if not hasattr(obj, "__dlpack__") or obj.__dlpack_device__()[0] != 1:
+            raise
+        from ember._api._dlpack_bf16 import import_bfloat16
+        arr = import_bfloat16(obj)
+        if arr is None:
+            raise
     if dtype_kind(arr.dtype) in "OUSV":
         raise TypeError(f"asarray: cannot convert object of type {type(obj).__name__} to an array")
     return wrap_numpy(arr)

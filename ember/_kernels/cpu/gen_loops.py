@@ -100,61 +100,46 @@ cdef extern from "math.h" nogil:
     int signbit(double)
 
 
-# ---- float16 <-> float32, round to nearest even (IEEE 754 binary16)
+# ---- float16 <-> float32, round to nearest even (IEEE 754 binary16).  Both are
+# branch-free (selects by bit masks: Cython writes `a if c else b` as an if, which
+# keeps GCC from vectorising), so the loops that call them vectorise.
+
+cdef inline uint32_t _select(bint c, uint32_t a, uint32_t b) noexcept nogil:
+    """a where c else b, without a branch."""
+    cdef uint32_t m = (<uint32_t>0) - (<uint32_t>c)
+    return (a & m) | (b & ~m)
+
 
 cdef inline float h2f(uint16_t h) noexcept nogil:
-    cdef uint32_t sign = (<uint32_t>(h & 0x8000)) << 16
-    cdef uint32_t ex = (h >> 10) & 0x1f
-    cdef uint32_t mant = h & 0x3ff
-    cdef uint32_t bits
+    # the 15 magnitude bits moved into float32 position and scaled by 2**112 give
+    # every finite value exactly (subnormals too); inf/NaN take the top exponent
+    cdef uint32_t em = h & 0x7fff
+    cdef uint32_t bits = em << 13
     cdef float f
-    if ex == 0:
-        if mant == 0:
-            bits = sign
-        else:
-            ex = 113
-            while (mant & 0x400) == 0:
-                mant <<= 1
-                ex -= 1
-            mant &= 0x3ff
-            bits = sign | (ex << 23) | (mant << 13)
-    elif ex == 31:
-        bits = sign | 0x7f800000 | (mant << 13)
-    else:
-        bits = sign | ((ex + 112) << 23) | (mant << 13)
+    memcpy(&f, &bits, 4)
+    f = f * <float>5.192296858534828e33
+    memcpy(&bits, &f, 4)
+    bits = _select(em >= 0x7c00, (em << 13) | 0x7f800000, bits)
+    bits = bits | ((<uint32_t>(h & 0x8000)) << 16)
     memcpy(&f, &bits, 4)
     return f
 
 
 cdef inline uint16_t f2h(float f) noexcept nogil:
-    cdef uint32_t bits
-    memcpy(&bits, &f, 4)
-    cdef uint32_t sign = (bits >> 16) & 0x8000
-    cdef int ex = (bits >> 23) & 0xff
-    cdef uint32_t mant = bits & 0x7fffff
-    cdef int e, shift
-    cdef uint32_t hm, rem, halfway, h
-    if ex == 0xff:
-        return <uint16_t>(sign | 0x7c00 | (0x200 if mant != 0 else 0))
-    e = ex - 112
-    if e >= 31:
-        return <uint16_t>(sign | 0x7c00)
-    if e <= 0:
-        if e < -10:
-            return <uint16_t>sign
-        mant |= 0x800000
-        shift = 14 - e
-        hm = mant >> shift
-        rem = mant & ((1u << shift) - 1)
-        halfway = 1u << (shift - 1)
-        if rem > halfway or (rem == halfway and (hm & 1)):
-            hm += 1
-        return <uint16_t>(sign | hm)
-    h = sign | (<uint32_t>e << 10) | (mant >> 13)
-    rem = mant & 0x1fff
-    if rem > 0x1000 or (rem == 0x1000 and (h & 1)):
-        h += 1
-    return <uint16_t>h
+    cdef uint32_t x, sign, o_big, o_sub, o_norm, t
+    cdef float g
+    memcpy(&x, &f, 4)
+    sign = (x >> 16) & 0x8000
+    x = x & 0x7fffffff
+    o_big = _select(x > 0x7f800000, 0x7e00, 0x7c00)         # NaN (quiet) or overflow to inf
+    memcpy(&g, &x, 4)
+    g = g + <float>0.5        # below 2**-14 the FPU's rounding at 2**-24 is float16's
+    memcpy(&t, &g, 4)
+    o_sub = t - 0x3f000000
+    # normal range: rebias the exponent (-112 << 23) and round the 13 dropped bits to even
+    o_norm = (x - 0x37fff001 + ((x >> 13) & 1)) >> 13     # x + (-112 << 23) + 0xfff
+    return <uint16_t>(sign | _select(x >= 0x47800000, o_big,
+                                     _select(x < 0x38800000, o_sub, o_norm)))
 
 
 # ---- bfloat16 <-> float32: bfloat16 is the top half of a float32; rounding to
@@ -173,7 +158,7 @@ cdef inline uint16_t f2b(float f) noexcept nogil:
     memcpy(&bits, &f, 4)
     cdef uint32_t rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16
     cdef uint32_t quiet_nan = (bits >> 16) | 0x40
-    return <uint16_t>(quiet_nan if (bits & 0x7fffffff) > 0x7f800000 else rounded)
+    return <uint16_t>_select((bits & 0x7fffffff) > 0x7f800000, quiet_nan, rounded)
 
 
 # ---- helpers with NumPy's semantics for the integer and float corner cases

@@ -246,9 +246,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                              f"shape {_shape(x.shape)}, got "
                              f"{_shape(r.shape) if hasattr(r, 'shape') else type(r).__name__}")
     if x.dtype not in (_F32, _F64):
-        y = batch_norm(x.astype(_F32), running_mean, running_var,
+        # 16-bit input: computed in float32; 16-bit running statistics (a module made
+        # with .half() / .bfloat16()) are updated in float32 and written back rounded
+        wide = [r.astype(_F32) if isinstance(r, ndarray) and r.dtype not in (_F32, _F64)
+                else r for r in (running_mean, running_var)]
+        y = batch_norm(x.astype(_F32), wide[0], wide[1],
                        None if weight is None else weight.astype(_F32),
                        None if bias is None else bias.astype(_F32), training, momentum, eps)
+        for r, w in zip((running_mean, running_var), wide):
+            if w is not r and training:
+                r[...] = w
         return y.astype(x.dtype)
     if not training:
         if running_mean is None or running_var is None:

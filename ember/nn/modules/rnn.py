@@ -21,6 +21,7 @@ import numpy as np
 
 import ember as E
 from ember._core.array import ndarray
+from ember._core.dtypes import is_half_dtype
 from ember._api._util import numpy_view, wrap
 from ember.autograd.registry import defop
 from ember.nn.parameter import Parameter
@@ -420,14 +421,19 @@ class RNNBase(Module):
         from ember.nn import functional as F
         D = 2 if self.bidirectional else 1
         bf = self.batch_first
-        x = input
+        # 16-bit floats on the CPU run the recurrence in float32 and round the results
+        # once (NumPy's loops would compute in bfloat16 and hand float32 back)
+        narrow = input.dtype if is_half_dtype(input.dtype) and not input.is_cuda else None
+        widen = (lambda a: a if a is None else a.astype(np.float32)) if narrow is not None \
+            else (lambda a: a)
+        x, hx, cx = widen(input), widen(hx), widen(cx)
         hn, cn = [], []
         mode = self.mode
         for layer in range(self.num_layers):
             outs = []
             for d in range(D):
                 idx = layer * D + d
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(idx)
+                w_ih, w_hh, b_ih, b_hh, w_hr = map(widen, self._layer_params(idx))
                 res = _rnn_layer(mode, x, hx[idx], None if cx is None else cx[idx], w_ih, w_hh,
                                  b_ih, b_hh, w_hr, d == 1, bf)
                 outs.append(res[0])
@@ -437,7 +443,10 @@ class RNNBase(Module):
             x = outs[0] if D == 1 else E.concatenate(outs, axis=2)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, p=self.dropout, training=True)
-        return x, E.stack(hn, axis=0), (E.stack(cn, axis=0) if cx is not None else None)
+        res = (x, E.stack(hn, axis=0), (E.stack(cn, axis=0) if cx is not None else None))
+        if narrow is not None:
+            res = tuple(r if r is None else r.astype(narrow) for r in res)
+        return res
 
     def _prepare(self, input, hx, name):
         """Checks; returns (input 3-d, hx (tuple or array) 3-d, is_batched)."""
