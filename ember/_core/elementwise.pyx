@@ -23,8 +23,39 @@ from ember._core.opcodes cimport *
 
 import numpy as _np
 from ember._kernels.cpu import optable as _optable
-from ember._kernels.cpu import _loops_ops0, _loops_ops1, _loops_ops2, _loops_ops3, _loops_casts
-_LOOP_MODULES = (_loops_ops0, _loops_ops1, _loops_ops2, _loops_ops3)
+cdef extern from *:
+    """
+    /* AVX2 + FMA usable (CPU and OS): the _v3 loop modules may run */
+    static int ember_cpu_has_avx2_fma(void) {
+    #if defined(__x86_64__) && defined(__GNUC__)
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    #else
+        return 0;
+    #endif
+    }
+    """
+    int ember_cpu_has_avx2_fma() noexcept nogil
+
+
+def _loop_modules():
+    """The generated loop modules for this CPU: the AVX2 build where the CPU has AVX2
+    and FMA (and EMBER_NO_AVX2 is not set), else the baseline (SSE2) build."""
+    import importlib
+    import os
+    names = ["_loops_ops0", "_loops_ops1", "_loops_ops2", "_loops_ops3", "_loops_casts"]
+    if ember_cpu_has_avx2_fma() and os.environ.get("EMBER_NO_AVX2", "") in ("", "0"):
+        try:
+            return [importlib.import_module("ember._kernels.cpu." + n + "_v3") for n in names], \
+                "avx2"
+        except ImportError:         # built without the AVX2 variant (other compilers)
+            pass
+    return [importlib.import_module("ember._kernels.cpu." + n) for n in names], "baseline"
+
+
+_mods, LOOP_ISA = _loop_modules()
+_LOOP_MODULES = tuple(_mods[:4])
+_loops_casts = _mods[4]
 from ember._core import array as _array_mod
 from ember._core.dtypes import _code as _code_of_np
 from ember._core.dtypes import dtype_kind

@@ -26,7 +26,9 @@ cimport numpy as cnp
 import numpy as np
 import ml_dtypes
 
-from ember._core.elementwise cimport num_threads
+from ember._core.elementwise cimport num_threads, cast, assign
+from ember._core.array cimport wrap_numpy, numpy_view
+from ember._core.dtypes cimport T_FLOAT32
 
 cnp.import_array()
 
@@ -345,10 +347,11 @@ def matmul(a, b, out):
                     return out
     if _is_half(out.dtype) and a.dtype == out.dtype and b.dtype == out.dtype:
         # 16-bit floats multiply in float32 (BLAS; NumPy's float16 loop is scalar
-        # and bfloat16's is generic) and round once at the end, as PyTorch does
+        # and bfloat16's is generic) and round once at the end, as PyTorch does;
+        # the widening and the rounding are ember's own (vectorised) cast loops
         wide = np.empty(out.shape, np.float32)
-        matmul(np.asarray(a, np.float32), np.asarray(b, np.float32), wide)
-        out[...] = wide
+        matmul(_widened(a), _widened(b), wide)
+        assign(wrap_numpy(out), wrap_numpy(wide))
         return out
     return np.matmul(a, b, out=out)
 
@@ -358,6 +361,11 @@ cdef object _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 cdef bint _is_half(object dt):
     return dt == _HALF[0] or dt == _HALF[1]
+
+
+cdef object _widened(object a):
+    """A float32 NumPy copy of 16-bit NumPy array a (through ember's cast loops)."""
+    return numpy_view(cast(wrap_numpy(a), T_FLOAT32))
 
 
 cdef bint _shapes_ok(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c):

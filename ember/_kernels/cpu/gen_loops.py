@@ -142,6 +142,53 @@ cdef inline uint16_t f2h(float f) noexcept nogil:
                                      _select(x < 0x38800000, o_sub, o_norm)))
 
 
+# ---- exp in float32 without libm: branch-free, so the loops vectorise (libm's
+# expf is one call per element).  exp(x) = 2**n * p(r) with n = round(x / ln 2),
+# r = x - n ln 2 in two parts (Cody-Waite), p Cephes' degree-7 polynomial (about
+# 1 ulp); 2**n is applied as two exact powers of two so that a subnormal result
+# is rounded once.  float64 keeps libm's exp.
+
+cdef inline float _fselect(bint c, float a, float b) noexcept nogil:
+    """a where c else b, without a branch."""
+    cdef uint32_t ua, ub
+    memcpy(&ua, &a, 4)
+    memcpy(&ub, &b, 4)
+    ua = _select(c, ua, ub)
+    memcpy(&a, &ua, 4)
+    return a
+
+
+cdef inline float _pow2i(int32_t k) noexcept nogil:
+    """2**k for -126 <= k <= 127."""
+    cdef uint32_t bits = (<uint32_t>(k + 127)) << 23
+    cdef float f
+    memcpy(&f, &bits, 4)
+    return f
+
+
+cdef inline float _expf(float x) noexcept nogil:
+    cdef float xc = _fselect(x < <float>-104.0, <float>-104.0, x)
+    xc = _fselect(xc > <float>89.0, <float>89.0, xc)
+    # round(x / ln 2) by the 1.5 * 2**23 trick (round to nearest even, no libm call)
+    cdef float n = (xc * <float>1.4426950408889634 + <float>12582912.0) - <float>12582912.0
+    cdef float r = (xc - n * <float>0.693359375) - n * <float>-2.12194440e-4
+    cdef float r2 = r * r
+    cdef float p = <float>1.9875691500e-4 * r + <float>1.3981999507e-3
+    p = p * r + <float>8.3334519073e-3
+    p = p * r + <float>4.1665795894e-2
+    p = p * r + <float>1.6666665459e-1
+    p = p * r + <float>5.0000001201e-1
+    p = p * r2 + r + <float>1.0
+    cdef int32_t k = <int32_t>n
+    cdef int32_t k1 = k >> 1
+    p = (p * _pow2i(k1)) * _pow2i(k - k1)
+    return _fselect(x != x, x, p)
+
+
+cdef inline double _exp(double x) noexcept nogil:
+    return exp(x)
+
+
 # ---- bfloat16 <-> float32: bfloat16 is the top half of a float32; rounding to
 # nearest even on the dropped 16 bits; NaN stays a (quiet) NaN
 
@@ -528,11 +575,12 @@ def generate_part(part):
 
 
 if __name__ == "__main__":
-    # usage: gen_loops.py OUT_OPS0.pyx ... OUT_OPS{N-1}.pyx OUT_CASTS.pyx
+    # usage: gen_loops.py OUT_OPS0.pyx ... OUT_OPS{N-1}.pyx OUT_CASTS.pyx [the same again]
+    # (the second set, when given, is the same source for the AVX2 build)
     paths = sys.argv[1:]
-    assert len(paths) == N_OP_PARTS + 1, paths
-    for k, path in enumerate(paths[:-1]):
+    per_set = N_OP_PARTS + 1
+    assert len(paths) in (per_set, 2 * per_set), paths
+    sources = [generate_part(k) for k in range(N_OP_PARTS)] + [generate_part("casts")]
+    for k, path in enumerate(paths):
         with open(path, "w") as f:
-            f.write(generate_part(k))
-    with open(paths[-1], "w") as f:
-        f.write(generate_part("casts"))
+            f.write(sources[k % per_set])

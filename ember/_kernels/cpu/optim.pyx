@@ -24,7 +24,7 @@ from cpython.ref cimport PyObject
 
 from ember._core.array cimport ndarray, new_empty, shape_tuple
 from ember._core.dtypes cimport T_FLOAT32, T_FLOAT64, DTYPE_OBJS, default_float, is_half
-from ember._core.elementwise cimport num_threads
+from ember._core.elementwise cimport num_threads, cast, assign
 
 import numpy as _np
 from ember._api._util import numpy_view as _numpy_view, wrap as _wrap
@@ -257,7 +257,7 @@ cdef class _Work:
         cdef ndarray a
         if self.copy_back is not None:
             for p, tmp in self.copy_back:
-                _np.copyto(_numpy_view(p), _numpy_view(tmp), casting="same_kind")
+                assign(<ndarray>p, tmp)         # (rounds a 16-bit parameter's float32 copy)
                 (<ndarray>p).storage.version += 1
         for a in self.bump:
             a.storage.version += 1
@@ -401,11 +401,11 @@ cdef int _fill(_Work w, Item* it, ndarray p, ndarray g) except -1:
     cdef ndarray pc = p, gc = g
     if is_half(p.tcode):
         # 16-bit parameters: the kernels update a float32 copy, rounded back in finish()
-        pc = _wrap(_np.ascontiguousarray(_numpy_view(p), dtype=_np.float32))
+        pc = cast(p, T_FLOAT32)
         if w.copy_back is None:
             w.copy_back = []
         w.copy_back.append((p, pc))
-        gc = _wrap(_np.ascontiguousarray(_numpy_view(g), dtype=_np.float32))
+        gc = cast(g, T_FLOAT32)
         if w.keep is None:
             w.keep = []
         w.keep.append(gc)
