@@ -54,3 +54,4 @@ def test_arithmetic_rounds_once_from_float32(name):
     np.testing.assert_array_equal(np.asarray(ea + eb).view(np.uint16), want.view(np.uint16))
     want = (a.astype(np.float32) * np.float32(0.5)).astype(WIDE[name])
     np.testing.assert_array_equal(np.asarray(ea * 0.5).view(np.uint16), want.view(np.uint16))
+

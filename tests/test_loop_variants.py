@@ -70,9 +70,10 @@ def test_avx2_loops_equal_the_baseline_bit_for_bit(tmp_path):
                                       err_msg=key)
 
 
-def test_the_variant_in_use_is_reported():
+def test_the_variant_in_use_is_reported(tmp_path):
     assert _ew.LOOP_ISA in ("avx2", "baseline")
+    # (run outside the source tree, so the installed ember is the one imported)
     res = subprocess.run([sys.executable, "-c", "from ember._core import elementwise as e; "
                           "print(e.LOOP_ISA)"], capture_output=True, text=True, check=True,
-                         env={**os.environ, "EMBER_NO_AVX2": "1"})
+                         env={**os.environ, "EMBER_NO_AVX2": "1"}, cwd=str(tmp_path))
     assert res.stdout.strip() == "baseline"
