@@ -129,66 +129,8 @@ cdef extern from *:
     #define EM_CLONES
     #endif
 
-    static inline float em_i2f(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
-    static inline int32_t em_f2i(float f) { int32_t i; memcpy(&i, &f, 4); return i; }
-
-    /* exp for float32: Cephes' range reduction and polynomial, branch-free */
-    static inline float em_expf(float x) {
-        float xc = x < -87.3365f ? -87.3365f : x;
-        xc = xc > 88.7228f ? 88.7228f : xc;
-        float t = xc * 1.44269504088896341f + 12582912.0f;     /* round(x / ln 2) */
-        int32_t n = em_f2i(t) - 0x4B400000;
-        float fn = t - 12582912.0f;
-        float r = xc - fn * 0.693359375f;
-        r = r - fn * -2.12194440e-4f;
-        float y = 1.9875691500E-4f;
-        y = y * r + 1.3981999507E-3f;
-        y = y * r + 8.3334519073E-3f;
-        y = y * r + 4.1665795894E-2f;
-        y = y * r + 1.6666665459E-1f;
-        y = y * r + 5.0000001201E-1f;
-        y = y * r * r + r + 1.0f;
-        /* 2^n in two halves, so n = 128 (x near 88.72) does not overflow the exponent */
-        int32_t n1 = n >> 1;
-        float res = y * em_i2f((n1 + 127) << 23) * em_i2f((n - n1 + 127) << 23);
-        res = x > 88.7228f ? INFINITY : res;
-        res = x < -87.3365f ? 0.0f : res;
-        return x != x ? x : res;
-    }
-
-    /* expm1 for float32: Taylor series near 0 (no cancellation), exp - 1 elsewhere */
-    static inline float em_expm1f(float x) {
-        float p = x * (1.0f + x * (0.5f + x * (1.6666667e-1f + x * (4.1666668e-2f
-                  + x * (8.3333338e-3f + x * (1.3888889e-3f + x * 1.9841270e-4f))))));
-        float e = em_expf(x) - 1.0f;
-        float ax = x < 0 ? -x : x;
-        return ax < 0.35f ? p : e;
-    }
-
-    /* log for float32 > 0: Cephes logf, branch-free */
-    static inline float em_logf(float x) {
-        int32_t ix = em_f2i(x);
-        int32_t e = ((ix >> 23) & 0xff) - 126;
-        float m = em_i2f((ix & 0x007fffff) | 0x3f000000);     /* in [0.5, 1) */
-        int small = m < 0.70710678f;
-        e = small ? e - 1 : e;
-        m = small ? m + m - 1.0f : m - 1.0f;
-        float z = m * m;
-        float y = 7.0376836292E-2f;
-        y = y * m - 1.1514610310E-1f;
-        y = y * m + 1.1676998740E-1f;
-        y = y * m - 1.2420140846E-1f;
-        y = y * m + 1.4249322787E-1f;
-        y = y * m - 1.6668057665E-1f;
-        y = y * m + 2.0000714765E-1f;
-        y = y * m - 2.4999993993E-1f;
-        y = y * m + 3.3333331174E-1f;
-        y = y * m * z;
-        float fe = (float)e;
-        y += -2.12194440e-4f * fe;
-        y += -0.5f * z;
-        return m + y + 0.693359375f * fe;
-    }
+    /* em_expf, em_expm1f, em_logf, em_tanhf: the shared branch-free float32 math */
+    #include "em_math.h"
 
     /* log1p(y) for y in [0, 1]: log(u) * y / (u - 1) with u = 1 + y corrects the
        rounding of u (Goldberg's trick), so small y keeps full relative accuracy */
@@ -209,20 +151,6 @@ cdef extern from *:
         if (x >= 0) return 1.0 / (1.0 + exp(-x));
         double e = exp(x);
         return e / (1.0 + e);
-    }
-
-    /* tanh for float32: Cephes tanhf (odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1)
-       above), branch-free */
-    static inline float em_tanhf(float x) {
-        float ax = x < 0 ? -x : x;
-        float z = x * x;
-        float poly = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z
-                        - 5.37397155531E-2f) * z + 1.33314422036E-1f) * z
-                      - 3.33332819422E-1f) * z * x + x;
-        float big = 1.0f - 2.0f / (em_expf(ax + ax) + 1.0f);
-        big = x < 0 ? -big : big;
-        float r = ax > 0.625f ? big : poly;
-        return (x != x || x == 0.0f) ? x : r;       /* NaN and signed zeros pass through */
     }
 
     /* erf for float32, Abramowitz-Stegun 7.1.26 (as PyTorch's vectorised CPU erf) */

@@ -25,8 +25,6 @@ from libc.string cimport memcpy, memmove
 
 cdef extern from "math.h" nogil:
     const double M_PI
-    const float INFINITY
-    const float NAN
     float sqrtf(float)
     double sqrt(double)
     float cbrtf(float)
@@ -144,141 +142,31 @@ cdef inline uint16_t f2h(float f) noexcept nogil:
                                      _select(x < 0x38800000, o_sub, o_norm)))
 
 
-# ---- exp in float32 without libm: branch-free, so the loops vectorise (libm's
-# expf is one call per element).  exp(x) = 2**n * p(r) with n = round(x / ln 2),
-# r = x - n ln 2 in two parts (Cody-Waite), p Cephes' degree-7 polynomial (about
-# 1 ulp); 2**n is applied as two exact powers of two so that a subnormal result
-# is rounded once.  float64 keeps libm's exp.
+# ---- float32 exp, expm1, log, log1p, tanh: ember's branch-free versions (em_math.h,
+# shared with the activation kernels), so these loops vectorise; float64 calls libm
 
-cdef inline float _fselect(bint c, float a, float b) noexcept nogil:
-    """a where c else b, without a branch."""
-    cdef uint32_t ua, ub
-    memcpy(&ua, &a, 4)
-    memcpy(&ub, &b, 4)
-    ua = _select(c, ua, ub)
-    memcpy(&a, &ua, 4)
-    return a
-
-
-cdef inline float _pow2i(int32_t k) noexcept nogil:
-    """2**k for -126 <= k <= 127."""
-    cdef uint32_t bits = (<uint32_t>(k + 127)) << 23
-    cdef float f
-    memcpy(&f, &bits, 4)
-    return f
-
-
-cdef inline float _expf(float x) noexcept nogil:
-    cdef float xc = _fselect(x < <float>-104.0, <float>-104.0, x)
-    xc = _fselect(xc > <float>89.0, <float>89.0, xc)
-    # round(x / ln 2) by the 1.5 * 2**23 trick (round to nearest even, no libm call)
-    cdef float n = (xc * <float>1.4426950408889634 + <float>12582912.0) - <float>12582912.0
-    cdef float r = (xc - n * <float>0.693359375) - n * <float>-2.12194440e-4
-    cdef float r2 = r * r
-    cdef float p = <float>1.9875691500e-4 * r + <float>1.3981999507e-3
-    p = p * r + <float>8.3334519073e-3
-    p = p * r + <float>4.1665795894e-2
-    p = p * r + <float>1.6666665459e-1
-    p = p * r + <float>5.0000001201e-1
-    p = p * r2 + r + <float>1.0
-    cdef int32_t k = <int32_t>n
-    cdef int32_t k1 = k >> 1
-    p = (p * _pow2i(k1)) * _pow2i(k - k1)
-    return _fselect(x != x, x, p)
+cdef extern from "em_math.h" nogil:
+    float _expf "em_expf" (float)
+    float _expm1f "em_expm1f" (float)
+    float _logf "em_logf" (float)
+    float _log1pf "em_log1pf" (float)
+    float _tanhf "em_tanhf" (float)
 
 
 cdef inline double _exp(double x) noexcept nogil:
     return exp(x)
 
 
-cdef inline float _fcopysign_bits(float mag, float sgn) noexcept nogil:
-    """|mag| with sgn's sign bit (NaN stays NaN)."""
-    cdef uint32_t a, b
-    memcpy(&a, &mag, 4)
-    memcpy(&b, &sgn, 4)
-    a = (a & 0x7fffffffU) | (b & 0x80000000U)
-    memcpy(&mag, &a, 4)
-    return mag
-
-
-cdef inline float _logf(float x) noexcept nogil:
-    # Cephes' logf, branch-free: x = m 2**e with m in [sqrt(1/2), sqrt(2)), a degree-9
-    # polynomial in m - 1, e ln 2 added in two parts; subnormals are scaled by 2**23 first
-    cdef bint sub = x < <float>1.17549435e-38
-    cdef float xs = _fselect(sub, x * <float>8388608.0, x)
-    cdef uint32_t bits
-    memcpy(&bits, &xs, 4)
-    cdef int32_t e = <int32_t>((bits >> 23) & 0xff) - 126 - _select(sub, 23, 0)
-    bits = (bits & 0x807fffffU) | 0x3f000000U
-    cdef float m
-    memcpy(&m, &bits, 4)
-    cdef bint low = m < <float>0.707106781186547524
-    e = e - <int32_t>low
-    cdef float t = _fselect(low, m + m - <float>1.0, m - <float>1.0)
-    cdef float z = t * t
-    cdef float y = <float>7.0376836292e-2 * t - <float>1.1514610310e-1
-    y = y * t + <float>1.1676998740e-1
-    y = y * t - <float>1.2420140846e-1
-    y = y * t + <float>1.4249322787e-1
-    y = y * t - <float>1.6668057665e-1
-    y = y * t + <float>2.0000714765e-1
-    y = y * t - <float>2.4999993993e-1
-    y = y * t + <float>3.3333331174e-1
-    cdef float fe = <float>e
-    y = y * t * z + fe * <float>-2.12194440e-4 - <float>0.5 * z
-    cdef float r = (t + y) + fe * <float>0.693359375
-    r = _fselect(x == <float>INFINITY, x, r)
-    r = _fselect(x == <float>0.0, <float>-INFINITY, r)
-    return _fselect(x < <float>0.0, <float>NAN, _fselect(x != x, x, r))
+cdef inline double _expm1(double x) noexcept nogil:
+    return expm1(x)
 
 
 cdef inline double _log(double x) noexcept nogil:
     return log(x)
 
 
-cdef inline float _log1pf(float x) noexcept nogil:
-    # log(1 + x) with Kahan's correction: u = 1 + x rounds, log(u) * x / (u - 1) undoes it
-    cdef float u = <float>1.0 + x
-    cdef float r = _logf(u) * (x / (u - <float>1.0))
-    r = _fselect(u == <float>1.0, x, r)
-    return _fselect(x == <float>INFINITY, x, r)
-
-
 cdef inline double _log1p(double x) noexcept nogil:
     return log1p(x)
-
-
-cdef inline float _expm1f(float x) noexcept nogil:
-    # |x| < 1/2: the Taylor series to x**9 (its remainder is below float32's rounding);
-    # elsewhere exp(x) - 1, whose cancellation costs under 2 ulp there
-    cdef float p = <float>(1.0 / 362880.0) * x + <float>(1.0 / 40320.0)
-    p = p * x + <float>(1.0 / 5040.0)
-    p = p * x + <float>(1.0 / 720.0)
-    p = p * x + <float>(1.0 / 120.0)
-    p = p * x + <float>(1.0 / 24.0)
-    p = p * x + <float>(1.0 / 6.0)
-    p = p * x + <float>0.5
-    p = x + x * x * p
-    cdef float r = _fselect((x < <float>0.5) & (x > <float>-0.5), p, _expf(x) - <float>1.0)
-    return _fselect(x == <float>0.0, x, r)          # keeps -0.0
-
-
-cdef inline double _expm1(double x) noexcept nogil:
-    return expm1(x)
-
-
-cdef inline float _tanhf(float x) noexcept nogil:
-    # Cephes' tanhf: an odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above
-    cdef float z = _fcopysign_bits(x, <float>1.0)          # |x|
-    cdef float s = x * x
-    cdef float p = <float>-5.70498872745e-3 * s + <float>2.06390887954e-2
-    p = p * s - <float>5.37397155531e-2
-    p = p * s + <float>1.33314422036e-1
-    p = p * s - <float>3.33332819422e-1
-    p = p * s * x + x
-    cdef float big = <float>1.0 - <float>2.0 / (_expf(z + z) + <float>1.0)
-    p = _fselect(x == <float>0.0, x, p)                  # keeps -0.0
-    return _fselect(z < <float>0.625, p, _fcopysign_bits(big, x))
 
 
 cdef inline double _tanh(double x) noexcept nogil:

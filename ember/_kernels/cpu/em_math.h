@@ -1,0 +1,117 @@
+/* ember's float32 exp, expm1, log, log1p and tanh: branch-free, so the loops that
+ * call them vectorise (libm's are one call per element).  Used by the generated
+ * elementwise loops (ember.exp, ember.log, ...) and by the activation kernels.
+ *
+ * Full IEEE behaviour, as NumPy's: NaN propagates, infinities and signed zeros come
+ * out as they should, subnormal inputs and results are handled (2**n is applied as
+ * two exact powers of two, so a subnormal result is rounded once).  Accuracy against
+ * the float64 result over the whole float32 range (tests/test_float32_math.py):
+ * exp 1.0 ulp, expm1 2, log 1.0, log1p 2.5, tanh 1.5.
+ *
+ * Selects are written with bit masks, not `c ? a : b`: without -fno-trapping-math
+ * GCC keeps a float ternary as a branch and the loop does not vectorise.
+ * The polynomials are Cephes' (expf, logf, tanhf). */
+#ifndef EMBER_EM_MATH_H
+#define EMBER_EM_MATH_H
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float em_i2f(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
+static inline int32_t em_f2i(float f) { int32_t i; memcpy(&i, &f, 4); return i; }
+
+/* a where c else b (c is 0 or 1) */
+static inline float em_fsel(int c, float a, float b) {
+    uint32_t m = 0u - (uint32_t)c, ua, ub;
+    memcpy(&ua, &a, 4);
+    memcpy(&ub, &b, 4);
+    ua = (ua & m) | (ub & ~m);
+    memcpy(&a, &ua, 4);
+    return a;
+}
+
+static inline float em_copysign_bits(float mag, float sgn) {
+    return em_i2f((em_f2i(mag) & 0x7fffffff) | (int32_t)((uint32_t)em_f2i(sgn) & 0x80000000u));
+}
+
+static inline float em_expf(float x) {
+    float xc = em_fsel(x < -104.0f, -104.0f, x);      /* beyond: 0 and inf anyway */
+    xc = em_fsel(xc > 89.0f, 89.0f, xc);
+    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  /* round(x/ln2) */
+    float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;              /* Cody-Waite */
+    float r2 = r * r;
+    float p = 1.9875691500e-4f * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r2 + r + 1.0f;
+    int32_t k = (int32_t)n, k1 = k >> 1;
+    p = (p * em_i2f((k1 + 127) << 23)) * em_i2f((k - k1 + 127) << 23);
+    return em_fsel(x != x, x, p);
+}
+
+static inline float em_expm1f(float x) {
+    /* |x| < 1/2: Taylor to x**9 (remainder below float32 rounding); else exp(x) - 1 */
+    float p = (1.0f / 362880.0f) * x + (1.0f / 40320.0f);
+    p = p * x + (1.0f / 5040.0f);
+    p = p * x + (1.0f / 720.0f);
+    p = p * x + (1.0f / 120.0f);
+    p = p * x + (1.0f / 24.0f);
+    p = p * x + (1.0f / 6.0f);
+    p = p * x + 0.5f;
+    p = x + x * x * p;
+    float r = em_fsel((x < 0.5f) & (x > -0.5f), p, em_expf(x) - 1.0f);
+    return em_fsel(x == 0.0f, x, r);                  /* keeps -0.0 */
+}
+
+static inline float em_logf(float x) {
+    /* x = m 2**e, m in [sqrt(1/2), sqrt(2)); subnormals are scaled by 2**23 first */
+    int sub = x < 1.17549435e-38f;
+    float xs = em_fsel(sub, x * 8388608.0f, x);
+    int32_t ix = em_f2i(xs);
+    int32_t e = ((ix >> 23) & 0xff) - 126 - (sub ? 23 : 0);
+    float m = em_i2f((ix & 0x007fffff) | 0x3f000000);   /* [0.5, 1) */
+    int low = m < 0.707106781186547524f;
+    e -= low;
+    float t = em_fsel(low, m + m - 1.0f, m - 1.0f);
+    float z = t * t;
+    float y = 7.0376836292e-2f * t - 1.1514610310e-1f;
+    y = y * t + 1.1676998740e-1f;
+    y = y * t - 1.2420140846e-1f;
+    y = y * t + 1.4249322787e-1f;
+    y = y * t - 1.6668057665e-1f;
+    y = y * t + 2.0000714765e-1f;
+    y = y * t - 2.4999993993e-1f;
+    y = y * t + 3.3333331174e-1f;
+    float fe = (float)e;
+    y = y * t * z + fe * -2.12194440e-4f - 0.5f * z;
+    float r = (t + y) + fe * 0.693359375f;
+    r = em_fsel(x == INFINITY, x, r);
+    r = em_fsel(x == 0.0f, -INFINITY, r);
+    return em_fsel(x < 0.0f, NAN, em_fsel(x != x, x, r));
+}
+
+static inline float em_log1pf(float x) {
+    /* Kahan: u = 1 + x rounds; log(u) * x / (u - 1) undoes that rounding */
+    float u = 1.0f + x;
+    float r = em_logf(u) * (x / (u - 1.0f));
+    r = em_fsel(u == 1.0f, x, r);
+    return em_fsel(x == INFINITY, x, r);
+}
+
+static inline float em_tanhf(float x) {
+    /* an odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above */
+    float z = em_copysign_bits(x, 1.0f);
+    float s = x * x;
+    float p = -5.70498872745e-3f * s + 2.06390887954e-2f;
+    p = p * s - 5.37397155531e-2f;
+    p = p * s + 1.33314422036e-1f;
+    p = p * s - 3.33332819422e-1f;
+    p = p * s * x + x;
+    p = em_fsel(x == 0.0f, x, p);                     /* keeps -0.0 */
+    float big = 1.0f - 2.0f / (em_expf(z + z) + 1.0f);
+    return em_fsel(z < 0.625f, p, em_copysign_bits(big, x));
+}
+
+#endif
