@@ -13,7 +13,7 @@ from ember._core.array import _swap_alloc_device
 from ember.autograd.engine cimport Rule, record
 
 import inspect as _inspect
-from ember._core.dtypes import dtype_kind
+from ember._core.dtypes cimport KIND
 
 
 ctypedef bint (*array_test)(object a) noexcept
@@ -73,8 +73,10 @@ def _set_autocast(fn):
 
 
 cdef bint _has_float_output(object res):
+    cdef char k
     if isinstance(res, ndarray):
-        return dtype_kind(res.dtype) in "fc"
+        k = KIND[(<ndarray>res).tcode]         # (bfloat16 is 'f' in ember's table)
+        return k == b'f' or k == b'c'
     if isinstance(res, (tuple, list)):
         return any(_has_float_output(r) for r in res)
     return False
