@@ -74,6 +74,13 @@ def test_collectives_match_numpy_on_every_rank(n, tmp_path):
     _assert_all_ok(p, n, tmp_path)
 
 
+@pytest.mark.parametrize("n", [2, 4])
+def test_bfloat16_collectives_and_ddp(n, tmp_path):
+    # MPI has no bfloat16: reductions in float32 rounded once, movement bit-exact, DDP
+    p, _ = _mpirun(n, "bfloat16.py", okdir=tmp_path)
+    _assert_all_ok(p, n, tmp_path)
+
+
 def test_subgroups_on_four_ranks(tmp_path):
     # new_group: collectives within the group, global src/dst, non-members, DDP on a group
     p, _ = _mpirun(4, "groups.py", okdir=tmp_path)

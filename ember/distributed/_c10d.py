@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from ember.distributed import _nccl
-from ember._core.dtypes import dtype_kind
+from ember._core.dtypes import dtype_kind, BFLOAT16
 
 __all__ = ["ReduceOp", "Work", "DistBackendError", "init_process_group", "destroy_process_group",
            "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
@@ -114,7 +114,8 @@ class _Group:
         if t is None:
             dt = np.dtype(dtype)
             try:            # a predefined MPI datatype (reductions are defined on those)
-                t = self.MPI.Datatype.fromcode(dt.char)
+                # bfloat16 has none: it moves as its 16 bits (reductions widen it, _Buf)
+                t = self.MPI.UINT16_T if dt == BFLOAT16 else self.MPI.Datatype.fromcode(dt.char)
             except Exception:
                 raise TypeError(f"ember.distributed: dtype {dt.name} has no MPI "
                                 f"datatype") from None
@@ -548,10 +549,14 @@ def _bump(x):
 
 class _Buf:
     """The contiguous NumPy buffer MPI works on for the array `x` (a view of x's memory,
-    or a staged copy that is written back to x by ``finish`` when x is an output)."""
+    or a staged copy that is written back to x by ``finish`` when x is an output).
+
+    ``reduces``: the buffer takes part in an MPI reduction; bfloat16 has no MPI
+    arithmetic, so it is staged in float32 (reduced there, rounded once on the way
+    back)."""
     __slots__ = ("owner", "view", "arr", "out")
 
-    def __init__(self, x, opname, what, out):
+    def __init__(self, x, opname, what, out, reduces=False):
         v = _numpy_of(x, opname, what)
         if out and not v.flags.writeable:
             raise ValueError(f"{opname}: {what} ({_describe(v)}) is read-only; the result is "
@@ -559,12 +564,15 @@ class _Buf:
         self.owner = x
         self.view = v
         self.out = out
-        self.arr = v if v.flags.c_contiguous else np.ascontiguousarray(v)
+        if reduces and v.dtype == BFLOAT16:
+            self.arr = v.astype(np.float32)
+        else:
+            self.arr = v if v.flags.c_contiguous else np.ascontiguousarray(v)
 
     def finish(self):
         if self.out:
             if self.arr is not self.view:
-                np.copyto(self.view, self.arr)
+                np.copyto(self.view, self.arr, casting="same_kind")
             _bump(self.owner)
 
 
@@ -822,7 +830,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     g = _group(group, "all_reduce")
     if _on_gpu(g, tensor, "all_reduce"):
         return _nccl.all_reduce(g, tensor, op, async_op)
-    b = _Buf(tensor, "all_reduce", "tensor", True)
+    b = _Buf(tensor, "all_reduce", "tensor", True, reduces=True)
     mop, avg = _reduce_op(op, b.arr.dtype, g, "all_reduce")
     reqs = []
     if g.size > 1:
@@ -875,7 +883,7 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     root = g.rank == dst
     if _on_gpu(g, tensor, "reduce"):
         return _nccl.reduce(g, tensor, dst, op, async_op)
-    b = _Buf(tensor, "reduce", "tensor", root)
+    b = _Buf(tensor, "reduce", "tensor", root, reduces=True)
     mop, avg = _reduce_op(op, b.arr.dtype, g, "reduce")
     reqs = []
     if g.size > 1:
@@ -980,11 +988,13 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         _check_list(input_list, g.size, "reduce_scatter", "input_list")
         _check_like(input_list, output, "reduce_scatter", "input_list", "output")
         return _nccl.reduce_scatter(g, output, input_list, op, async_op)
-    recv = _Buf(output, "reduce_scatter", "output", True)
+    recv = _Buf(output, "reduce_scatter", "output", True, reduces=True)
     _check_list(input_list, g.size, "reduce_scatter", "input_list")
-    _check_like(input_list, recv.arr, "reduce_scatter", "input_list", "output")
-    send = _ListBuf(input_list, recv.arr.shape, recv.arr.dtype, "reduce_scatter", "input_list",
-                    False)
+    _check_like(input_list, recv.view, "reduce_scatter", "input_list", "output")
+    send = _ListBuf(input_list, recv.view.shape, recv.view.dtype, "reduce_scatter",
+                    "input_list", False)
+    if send.arr.dtype != recv.arr.dtype:        # bfloat16: reduced in float32
+        send.arr = send.arr.astype(recv.arr.dtype)
     mop, avg = _reduce_op(op, recv.arr.dtype, g, "reduce_scatter")
     reqs = _reduce_scatter(g, send.arr, recv.arr, mop)
 
@@ -1020,9 +1030,9 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     if _on_gpu(g, output, opname):
         _check_split(input, output, g.size, opname, "input", "output")
         return _nccl.reduce_scatter_tensor(g, output, input, op, async_op)
-    recv = _Buf(output, opname, "output", True)
-    send = _Buf(input, opname, "input", False)
-    _check_split(send.arr, recv.arr, g.size, opname, "input", "output")
+    recv = _Buf(output, opname, "output", True, reduces=True)
+    send = _Buf(input, opname, "input", False, reduces=True)
+    _check_split(send.view, recv.view, g.size, opname, "input", "output")
     mop, avg = _reduce_op(op, recv.arr.dtype, g, opname)
     reqs = _reduce_scatter(g, send.arr, recv.arr, mop)
 
