@@ -150,3 +150,20 @@ def test_the_gpu_spacing_formula_is_numpys(dtype):
         want = np.spacing(x)
     assert got.dtype == want.dtype == dt
     np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+
+def test_bfloat16_on_the_gpu_checks_cupy_knows_it(monkeypatch):
+    """CuPy >= 14 handles ml_dtypes' bfloat16 (installed here); an older one gets a
+    clear error naming the version instead of a failure deep inside CuPy."""
+    from ember.cuda import _runtime as R
+    monkeypatch.setattr(R, "_BF16_OK", [])
+    R.check_bfloat16()                          # this CuPy: supported
+    assert R._BF16_OK == [True]
+    from cupy._core import _dtype
+
+    def refuses(dt):
+        raise TypeError(f"unsupported dtype {dt}")
+    monkeypatch.setattr(R, "_BF16_OK", [])
+    monkeypatch.setattr(_dtype, "to_cuda_dtype", refuses)
+    with pytest.raises(TypeError, match=r"bfloat16 arrays on the GPU need CuPy >= 14"):
+        R.check_bfloat16()

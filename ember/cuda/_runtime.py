@@ -82,6 +82,25 @@ def np_dtype(dtype):
     return dtype_from_code(_code(dtype))
 
 
+_BF16_OK = []
+
+
+def check_bfloat16():
+    """bfloat16 GPU arrays need a CuPy that knows ml_dtypes' bfloat16 (CuPy >= 14): its
+    kernels, casts and cuBLAS run on them.  An older CuPy gets a clear error here,
+    before any array exists, instead of failing inside CuPy later."""
+    if not _BF16_OK:
+        c = cp()
+        try:
+            from cupy._core import _dtype
+            _dtype.to_cuda_dtype(BFLOAT16)
+        except Exception:
+            raise TypeError(f"bfloat16 arrays on the GPU need CuPy >= 14 (with ml_dtypes), "
+                            f"found CuPy {c.__version__}; use float16 or float32 there") \
+                from None
+        _BF16_OK.append(True)
+
+
 def empty(shape, dtype, device=None):
     """A new C-contiguous GPU array (uninitialised) from CuPy's memory pool.
 
@@ -90,6 +109,8 @@ def empty(shape, dtype, device=None):
         shape = (shape,)
     shape = tuple(int(s) for s in shape)
     dt = np_dtype(dtype)
+    if dt == BFLOAT16 and not _BF16_OK:
+        check_bfloat16()
     if device is None:
         idx = current_device()
     elif isinstance(device, int):
