@@ -586,3 +586,15 @@ def test_numpy_long_tail_statistics_compute_in_float32():
     assert ember.nansum(x).item() == 4096.0      # a bfloat16 accumulator stops at 256
     q = ember.quantile(ember.asarray([1.0, 2.0, 3.0, 4.0]).astype(ember.bfloat16), 0.5)
     assert q.dtype == ember.bfloat16 and q.item() == 2.5
+
+
+def test_pytorch_dtype_shorthands():
+    x = ember.asarray([1.5, -2.25], dtype=ember.float32)
+    x.requires_grad_(True)
+    y = x.bfloat16()
+    assert y.dtype == ember.bfloat16 and y.half().dtype == ember.float16
+    assert y.float().dtype == ember.float32 and y.double().dtype == ember.float64
+    assert y.is_floating_point() and not ember.arange(2).is_floating_point()
+    assert not y.is_complex() and (ember.ones(1) * 1j).is_complex()
+    (y.float() * 3).sum().backward()            # astype is differentiable
+    assert x.grad.tolist() == [3.0, 3.0]

@@ -17,8 +17,9 @@ from libc.string cimport memcpy, memset
 
 from ember._core.storage cimport Storage, new_storage, wrap_pointer, wrap_buffer, wrap_device_pointer
 from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, T_BOOL, T_INT64,
-                                 T_FLOAT64, T_COMPLEX128, T_BFLOAT16, code_of, code_of_numpy_dtype,
-                                 default_float, default_complex, scalar_default_code)
+                                 T_FLOAT16, T_FLOAT32, T_FLOAT64, T_COMPLEX128, T_BFLOAT16,
+                                 code_of, code_of_numpy_dtype, default_float, default_complex,
+                                 scalar_default_code)
 from ember._core.opcodes cimport *
 
 import numpy as _np
@@ -1335,6 +1336,35 @@ cdef class ndarray:
 
     def numel(self):
         return self.size
+
+    # PyTorch's dtype shorthands (NumPy arrays have none of these names)
+    def half(self):
+        """``x.astype(float16)``, PyTorch's spelling (differentiable)."""
+        return self.astype(DTYPE_OBJS[T_FLOAT16])
+
+    def bfloat16(self):
+        """``x.astype(bfloat16)``, PyTorch's spelling (differentiable)."""
+        return self.astype(DTYPE_OBJS[T_BFLOAT16])
+
+    def float(self):
+        """``x.astype(float32)``, PyTorch's spelling (differentiable)."""
+        return self.astype(DTYPE_OBJS[T_FLOAT32])
+
+    def double(self):
+        """``x.astype(float64)``, PyTorch's spelling (differentiable)."""
+        return self.astype(DTYPE_OBJS[T_FLOAT64])
+
+    def is_floating_point(self):
+        """True for float16, bfloat16, float32 and float64 arrays (PyTorch's test).
+
+        >>> import ember
+        >>> ember.ones(2).bfloat16().is_floating_point(), ember.arange(2).is_floating_point()
+        (True, False)
+        """
+        return KIND[self.tcode] == b'f'
+
+    def is_complex(self):
+        return KIND[self.tcode] == b'c'
 
     def dim(self):
         return self.ndim
