@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pytest
 
-import ember
 from ember._core import elementwise as _ew
 from ember._kernels.cpu import optable
 
