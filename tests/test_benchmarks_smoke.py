@@ -155,3 +155,12 @@ def test_bfloat16_benchmark_runs():
         assert set(r) >= ROW_KEYS
         assert r["times"]["ember"] and r["times"]["ember"] > 0, (r["case"], r["errors"])
     assert rows[-1]["errors"]["numpy"] == "no nn"
+
+
+def test_math_benchmark_runs():
+    import bench_math
+    rows = bench_math.run(quick=True)
+    assert [r["case"].split("`")[1] for r in rows] == list(bench_math.FUNCS)
+    for r in rows:
+        assert set(r) >= ROW_KEYS
+        assert r["times"]["ember"] and r["times"]["numpy"], (r["case"], r["errors"])
