@@ -1,4 +1,4 @@
-"""ember's own float32 exp, expm1, log, log1p and tanh (branch-free, so the
+"""ember's own float32 exp, expm1, log, log1p, tanh, sin and cos (branch-free, so the
 generated loops vectorise; float16/bfloat16 use them too) against the float64
 result: within a stated number of ulp over the whole float32 range, special
 values (signed zeros, infinities, NaN, subnormal inputs and results) as NumPy
@@ -26,6 +26,10 @@ CASES = [
     ("log", np.concatenate([POSITIVE, WIDE]), 1.0),
     ("log1p", np.concatenate([WIDE, NEAR_ZERO, [-1.0, -1.0000001, -0.9999999]]), 2.5),
     ("tanh", np.concatenate([WIDE, NEAR_ZERO, RNG.uniform(-12, 12, 400_000)]), 1.5),
+    # sin/cos: em_math.h below 256 in magnitude (3.4 ulp seen near multiples of pi at
+    # 16-64), libm above; the sample covers both sides of the switch
+    ("sin", np.concatenate([WIDE, RNG.uniform(-300, 300, 600_000), [256.0, -256.0, 256.00002]]), 3.5),
+    ("cos", np.concatenate([WIDE, RNG.uniform(-300, 300, 600_000), [256.0, -256.0, 256.00002]]), 3.5),
 ]
 
 

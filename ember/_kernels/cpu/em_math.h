@@ -6,7 +6,8 @@
  * out as they should, subnormal inputs and results are handled (2**n is applied as
  * two exact powers of two, so a subnormal result is rounded once).  Accuracy against
  * the float64 result over the whole float32 range (tests/test_float32_math.py):
- * exp 1.0 ulp, expm1 2, log 1.0, log1p 2.5, tanh 1.5.
+ * exp 1.0 ulp, expm1 2, log 1.0, log1p 2.5, tanh 1.5; sin and cos (below 8192 in
+ * magnitude; the loops use libm above) 3.5.
  *
  * Selects are written with bit masks, not `c ? a : b`: without -fno-trapping-math
  * GCC keeps a float ternary as a branch and the loop does not vectorise.
@@ -112,6 +113,50 @@ static inline float em_tanhf(float x) {
     p = em_fsel(x == 0.0f, x, p);                     /* keeps -0.0 */
     float big = 1.0f - 2.0f / (em_expf(z + z) + 1.0f);
     return em_fsel(z < 0.625f, p, em_copysign_bits(big, x));
+}
+
+/* sin and cos for |x| <= EM_TRIG_MAX = 256 (Cephes sinf/cosf: x reduced by pi/4 in three
+ * parts, then the sine or cosine polynomial of the octant; about 1 ulp).  Larger
+ * arguments, infinities and NaN are the caller's: the elementwise loops recompute
+ * those few elements with libm in a second pass. */
+#define EM_TRIG_MAX 256.0f
+
+static inline float em_trig_core(float ax, int32_t* octant) {
+    int32_t j = (int32_t)(ax * 1.27323954473516f);           /* x / (pi/4) */
+    j += j & 1;                                               /* to the even octant */
+    float y = (float)j;
+    *octant = j & 7;
+    return ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f)
+           - y * 3.77489497744594108e-8f;
+}
+
+static inline float em_sin_poly(float r, float z) {
+    return ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+}
+
+static inline float em_cos_poly(float z) {
+    return ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z
+            + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
+}
+
+static inline float em_flip(float v, int neg) {
+    return em_i2f(em_f2i(v) ^ (int32_t)((uint32_t)neg << 31));
+}
+
+static inline float em_sinf_small(float x) {
+    int32_t q;
+    float r = em_trig_core(em_copysign_bits(x, 1.0f), &q);
+    float z = r * r;
+    float v = em_fsel((q & 2) != 0, em_cos_poly(z), em_sin_poly(r, z));
+    return em_flip(v, ((q & 4) != 0) ^ (em_f2i(x) < 0));     /* odd: x's sign bit */
+}
+
+static inline float em_cosf_small(float x) {
+    int32_t q;
+    float r = em_trig_core(em_copysign_bits(x, 1.0f), &q);
+    float z = r * r;
+    float v = em_fsel((q & 2) != 0, em_sin_poly(r, z), em_cos_poly(z));
+    return em_flip(v, ((q + 2) & 4) != 0);
 }
 
 #endif

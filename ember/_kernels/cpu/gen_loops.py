@@ -151,6 +151,9 @@ cdef extern from "em_math.h" nogil:
     float _logf "em_logf" (float)
     float _log1pf "em_log1pf" (float)
     float _tanhf "em_tanhf" (float)
+    float _sinf "em_sinf_small" (float)
+    float _cosf "em_cosf_small" (float)
+    const float EM_TRIG_MAX
 
 
 cdef inline double _exp(double x) noexcept nogil:
@@ -171,6 +174,14 @@ cdef inline double _log1p(double x) noexcept nogil:
 
 cdef inline double _tanh(double x) noexcept nogil:
     return tanh(x)
+
+
+cdef inline double _sin(double x) noexcept nogil:
+    return sin(x)
+
+
+cdef inline double _cos(double x) noexcept nogil:
+    return cos(x)
 
 
 # ---- bfloat16 <-> float32: bfloat16 is the top half of a float32; rounding to
@@ -382,6 +393,28 @@ def store_value(dt, expr, is_bool):
     return f"<{store}>({expr})"
 
 
+# Ops whose float32 loop is exact only on part of the range: a second pass over the
+# elements outside it recomputes them with libm (few in practice; the first pass stays
+# vectorised).  op -> (condition on a for the second pass, libm expression)
+FIXUPS = {
+    "sin": ("not (fabsf(a) <= EM_TRIG_MAX)", "sinf(a)"),
+    "cos": ("not (fabsf(a) <= EM_TRIG_MAX)", "cosf(a)"),
+}
+
+
+def emit_fixup(op, dt, is_bool):
+    """Lines of the second pass (unary ops on float32 / 16-bit floats only)."""
+    code, name, store, comp, kind, suf = dt
+    if op not in FIXUPS or suf != "f":
+        return []
+    cond, expr = FIXUPS[op]
+    out_store = "uint8_t" if is_bool else store
+    return ["    for i in range(n):",
+            f"        a = {load(dt, 'p0 + i * s0')}",
+            f"        if {cond}:",
+            f"            (<{out_store}*>(po + i * so))[0] = {store_value(dt, expr, is_bool)}"]
+
+
 def emit_loop(op, arity, is_bool, dt, expr):
     code, name, store, comp, kind, suf = dt
     out_store = "uint8_t" if is_bool else store
@@ -430,6 +463,7 @@ def emit_loop(op, arity, is_bool, dt, expr):
         lines.append("        for i in range(n):")
         lines.append(f"            a = {load(dt, 'p0 + i * s0')}")
         lines.append(f"            (<{out_store}*>(po + i * so))[0] = {val}")
+        lines += emit_fixup(op, dt, is_bool)
     return fn, "\n".join(lines) + "\n"
 
 

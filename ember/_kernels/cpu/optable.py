@@ -89,8 +89,8 @@ OPS = [
     ("log2", 1, False, {"f": "log2{F}(a)"}),
     ("log10", 1, False, {"f": "log10{F}(a)"}),
     ("log1p", 1, False, {"f": "_log1p{F}(a)"}),
-    ("sin", 1, False, {"f": "sin{F}(a)"}),
-    ("cos", 1, False, {"f": "cos{F}(a)"}),
+    ("sin", 1, False, {"f": "_sin{F}(a)"}),      # float32: em_math.h + libm fix-up
+    ("cos", 1, False, {"f": "_cos{F}(a)"}),      # float32: em_math.h + libm fix-up
     ("tan", 1, False, {"f": "tan{F}(a)"}),
     ("arcsin", 1, False, {"f": "asin{F}(a)"}),
     ("arccos", 1, False, {"f": "acos{F}(a)"}),
