@@ -400,8 +400,6 @@ def test_small_cnn_training_step_matches_cpu():
 # ----------------------------------------------------------------- mixed precision
 
 def _half(name):
-    if name == "bfloat16" and not hasattr(ember, "bfloat16"):
-        pytest.skip("ember has no bfloat16 dtype yet (mixed precision is float16 only)")
     return ember.float16 if name == "float16" else ember.bfloat16
 
 
@@ -505,7 +503,7 @@ def test_grad_scaler_scales_unscales_and_skips_inf_steps():
 @real_gpu
 def test_half_precision_arrays_on_device():
     a = rnd(5, 7)
-    for dt in ("float16", "bfloat16") if hasattr(ember, "bfloat16") else ("float16",):
+    for dt in ("float16", "bfloat16"):
         half = _half(dt)
         h = gpu(a).astype(half)
         assert str(h.dtype) == dt

@@ -367,45 +367,10 @@ cdef int broadcast_shapes2(ndarray a, ndarray b, int* ndim, Py_ssize_t* shape, s
 cdef double complex _as_complex(object v):
     return complex(v)
 
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #include <string.h>
-    /* float -> IEEE binary16, round to nearest even (same rule as the loops' f2h) */
-    static inline void ember_store_half(char* p, double v) {
-        float f = (float)v; uint32_t bits; memcpy(&bits, &f, 4);
-        uint32_t sign = (bits >> 16) & 0x8000; int ex = (bits >> 23) & 0xff;
-        uint32_t mant = bits & 0x7fffff; uint16_t h;
-        if (ex == 0xff) { h = (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0)); }
-        else {
-            int e = ex - 112;
-            if (e >= 31) h = (uint16_t)(sign | 0x7c00);
-            else if (e <= 0) {
-                if (e < -10) h = (uint16_t)sign;
-                else {
-                    mant |= 0x800000; int shift = 14 - e;
-                    uint32_t hm = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-                    if (rem > half || (rem == half && (hm & 1))) hm += 1;
-                    h = (uint16_t)(sign | hm);
-                }
-            } else {
-                uint32_t hh = sign | ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fff;
-                if (rem > 0x1000 || (rem == 0x1000 && (hh & 1))) hh += 1;
-                h = (uint16_t)hh;
-            }
-        }
-        memcpy(p, &h, 2);
-    }
-    /* float -> bfloat16, round to nearest even (same rule as the loops' f2b) */
-    static inline void ember_store_bfloat16(char* p, double v) {
-        float f = (float)v; uint32_t bits; memcpy(&bits, &f, 4); uint16_t h;
-        if ((bits & 0x7fffffffu) > 0x7f800000u) h = (uint16_t)((bits >> 16) | 0x40);
-        else { bits += 0x7fffu + ((bits >> 16) & 1u); h = (uint16_t)(bits >> 16); }
-        memcpy(p, &h, 2);
-    }
-    """
-    void ember_store_half(char* p, double v) noexcept nogil
-    void ember_store_bfloat16(char* p, double v) noexcept nogil
+cdef extern from "em_math.h" nogil:
+    # float -> float16 / bfloat16, round to nearest even (the loops' own conversions)
+    uint16_t em_f2h(float)
+    uint16_t em_f2b(float)
 
 
 cdef int write_scalar(char* buf, int code, object v) except -1:
@@ -416,6 +381,7 @@ cdef int write_scalar(char* buf, int code, object v) except -1:
     cdef double dv
     cdef double complex cv
     cdef float complex fcv
+    cdef uint16_t h
     if code == T_BOOL:
         (<uint8_t*>buf)[0] = 1 if v else 0
     elif k == b'i':
@@ -437,10 +403,9 @@ cdef int write_scalar(char* buf, int code, object v) except -1:
         if isinstance(v, complex):
             v = v.real
         dv = float(v)
-        if code == T_FLOAT16:
-            ember_store_half(buf, dv)
-        elif code == T_BFLOAT16:
-            ember_store_bfloat16(buf, dv)
+        if code == T_FLOAT16 or code == T_BFLOAT16:
+            h = em_f2h(<float>dv) if code == T_FLOAT16 else em_f2b(<float>dv)
+            memcpy(buf, &h, 2)
         elif code == T_FLOAT32:
             (<float*>buf)[0] = <float>dv
         else:

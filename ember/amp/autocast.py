@@ -33,6 +33,8 @@ import warnings
 
 import numpy as np
 
+from ember._core.dtypes import BFLOAT16
+
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype",
            "is_autocast_cache_enabled", "set_autocast_enabled", "set_autocast_dtype",
            "clear_autocast_cache", "casts_to_float32", "LOWER_PRECISION_OPS",
@@ -89,17 +91,11 @@ _ACTIVE = [0]
 _LOCK = threading.Lock()
 
 
-def _bfloat16():
-    """ember's bfloat16 dtype, or None where ember has none."""
-    import ember
-    return getattr(ember, "bfloat16", None)
+_LOWER = frozenset({np.dtype(np.float16), BFLOAT16})   # the lower-precision dtypes
 
 
 def _default_dtype(device_type):
-    if device_type == "cuda":
-        return np.dtype(np.float16)
-    bf = _bfloat16()
-    return np.dtype(bf) if bf is not None else np.dtype(np.float16)
+    return np.dtype(np.float16) if device_type == "cuda" else BFLOAT16
 
 
 class _State(threading.local):
@@ -127,24 +123,11 @@ def _check_device_type(device_type, where):
 
 
 def _resolve_dtype(dtype, where):
-    if isinstance(dtype, str) and dtype == "bfloat16":
-        bf = _bfloat16()
-        if bf is None:
-            raise TypeError(f"{where}: ember has no bfloat16 dtype here; use float16")
-        return np.dtype(bf)
     try:
         return np.dtype(dtype)
     except TypeError:
         raise TypeError(f"{where}: dtype must be a floating dtype (float16, bfloat16), got "
                         f"{dtype!r}") from None
-
-
-def _lower_dtypes():
-    bf = _bfloat16()
-    out = {np.dtype(np.float16)}
-    if bf is not None:
-        out.add(np.dtype(bf))
-    return out
 
 
 def is_autocast_enabled(device_type="cuda"):
@@ -218,8 +201,8 @@ class autocast:
 
     Args:
         device_type: ``'cuda'`` or ``'cpu'``: only arrays on that device type are cast.
-        dtype: the lower-precision dtype (default float16 on 'cuda'; on 'cpu'
-            bfloat16 when ember has it, else float16).
+        dtype: the lower-precision dtype (default float16 on 'cuda', bfloat16 on
+            'cpu').
         enabled: False makes the region a no-op (and disables an enclosing one).
         cache_enabled: cache the casts of leaf arrays that require grad (the
             parameters) for the life of the outermost region, so a weight used
@@ -245,10 +228,9 @@ class autocast:
         t = self.device
         dtype = self.fast_dtype if self.fast_dtype is not None else _default_dtype(t)
         enabled = self._enabled
-        if enabled and dtype not in _lower_dtypes() and dtype != np.dtype(np.float32):
+        if enabled and dtype not in _LOWER and dtype != np.dtype(np.float32):
             warnings.warn(f"autocast: dtype {dtype} is not supported on {t!r} (supported: "
-                          f"float16{', bfloat16' if _bfloat16() is not None else ''}, "
-                          f"float32); disabling autocast", stacklevel=2)
+                          f"float16, bfloat16, float32); disabling autocast", stacklevel=2)
             enabled = False
         if enabled and t == "cuda":
             import ember.cuda
@@ -301,14 +283,7 @@ def casts_to_float32(x):
 # ------------------------------------------------------------------ the dispatcher hook
 
 _F32 = np.dtype(np.float32)
-_ELIGIBLE = None        # the dtypes autocast may cast from: float16, bfloat16, float32
-
-
-def _eligible():
-    global _ELIGIBLE
-    if _ELIGIBLE is None:
-        _ELIGIBLE = frozenset(_lower_dtypes() | {_F32})
-    return _ELIGIBLE
+_ELIGIBLE = _LOWER | {_F32}      # the dtypes autocast may cast from
 
 
 def _cast_args(name, args, kwargs):
@@ -327,7 +302,7 @@ def _cast_args(name, args, kwargs):
     if not (devs["cuda"][0] or devs["cpu"][0]):
         return args, kwargs             # regions are open, but in other threads
     from ember._core.array import ndarray
-    eligible = _eligible()
+    eligible = _ELIGIBLE
     cache = _STATE.cache
 
     def cast(x):

@@ -1,6 +1,8 @@
-/* ember's float32 exp, expm1, log, log1p and tanh: branch-free, so the loops that
- * call them vectorise (libm's are one call per element).  Used by the generated
- * elementwise loops (ember.exp, ember.log, ...) and by the activation kernels.
+/* ember's float32 exp, expm1, log, log1p, tanh, sin, cos and the 16-bit float
+ * conversions: branch-free, so the loops that call them vectorise (libm's are one
+ * call per element).  Used by the generated elementwise loops (ember.exp, ember.log,
+ * every float16 / bfloat16 loop ...), the scalar stores of the dispatcher and the
+ * activation kernels.
  *
  * Full IEEE behaviour, as NumPy's: NaN propagates, infinities and signed zeros come
  * out as they should, subnormal inputs and results are handled (2**n is applied as
@@ -21,14 +23,51 @@
 static inline float em_i2f(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int32_t em_f2i(float f) { int32_t i; memcpy(&i, &f, 4); return i; }
 
-/* a where c else b (c is 0 or 1) */
+/* a where c else b (c is 0 or 1), without a branch */
+static inline uint32_t em_sel_u32(int c, uint32_t a, uint32_t b) {
+    uint32_t m = 0u - (uint32_t)c;
+    return (a & m) | (b & ~m);
+}
+
+/* ---- 16-bit floats <-> float32, round to nearest even, branch-free (the loops that
+ * call them vectorise).  NaN stays a quiet NaN. */
+
+/* IEEE binary16: the 15 magnitude bits moved into float32 position and scaled by
+ * 2**112 give every finite value exactly (subnormals too); inf/NaN take the top
+ * exponent */
+static inline float em_h2f(uint16_t h) {
+    uint32_t em = h & 0x7fffu;
+    float f = em_i2f((int32_t)(em << 13)) * 5.192296858534828e33f;
+    uint32_t bits = em_sel_u32(em >= 0x7c00u, (em << 13) | 0x7f800000u, (uint32_t)em_f2i(f));
+    return em_i2f((int32_t)(bits | ((uint32_t)(h & 0x8000u) << 16)));
+}
+
+static inline uint16_t em_f2h(float f) {
+    uint32_t x = (uint32_t)em_f2i(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    x &= 0x7fffffffu;
+    uint32_t o_big = em_sel_u32(x > 0x7f800000u, 0x7e00u, 0x7c00u);   /* NaN, or inf */
+    /* below 2**-14 the FPU's rounding of x + 0.5 at 2**-24 is float16's */
+    uint32_t o_sub = (uint32_t)em_f2i(em_i2f((int32_t)x) + 0.5f) - 0x3f000000u;
+    /* normal range: rebias the exponent (-112 << 23), round the 13 dropped bits to even */
+    uint32_t o_norm = (x - 0x37fff001u + ((x >> 13) & 1u)) >> 13;
+    return (uint16_t)(sign | em_sel_u32(x >= 0x47800000u, o_big,
+                                        em_sel_u32(x < 0x38800000u, o_sub, o_norm)));
+}
+
+/* a where c else b, for floats */
 static inline float em_fsel(int c, float a, float b) {
-    uint32_t m = 0u - (uint32_t)c, ua, ub;
-    memcpy(&ua, &a, 4);
-    memcpy(&ub, &b, 4);
-    ua = (ua & m) | (ub & ~m);
-    memcpy(&a, &ua, 4);
-    return a;
+    return em_i2f((int32_t)em_sel_u32(c, (uint32_t)em_f2i(a), (uint32_t)em_f2i(b)));
+}
+
+/* bfloat16 is the top half of a float32 */
+static inline float em_b2f(uint16_t h) { return em_i2f((int32_t)((uint32_t)h << 16)); }
+
+static inline uint16_t em_f2b(float f) {
+    uint32_t bits = (uint32_t)em_f2i(f);
+    uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    return (uint16_t)em_sel_u32((bits & 0x7fffffffu) > 0x7f800000u, (bits >> 16) | 0x40u,
+                                rounded);
 }
 
 static inline float em_copysign_bits(float mag, float sgn) {

@@ -24,11 +24,11 @@ from libc.stdint cimport int64_t, intptr_t
 
 cimport numpy as cnp
 import numpy as np
-import ml_dtypes
 
 from ember._core.elementwise cimport num_threads, cast, assign
 from ember._core.array cimport wrap_numpy, numpy_view
 from ember._core.dtypes cimport T_FLOAT32
+from ember._core.dtypes import is_half_dtype
 
 cnp.import_array()
 
@@ -345,7 +345,7 @@ def matmul(a, b, out):
                     and not _overlaps(na, nb_, nc):
                 if _run(na, nb_, nc):
                     return out
-    if _is_half(out.dtype) and a.dtype == out.dtype and b.dtype == out.dtype:
+    if is_half_dtype(out.dtype) and a.dtype == out.dtype and b.dtype == out.dtype:
         # 16-bit floats multiply in float32 (BLAS; NumPy's float16 loop is scalar
         # and bfloat16's is generic) and round once at the end, as PyTorch does;
         # the widening and the rounding are ember's own (vectorised) cast loops
@@ -354,13 +354,6 @@ def matmul(a, b, out):
         assign(wrap_numpy(out), wrap_numpy(wide))
         return out
     return np.matmul(a, b, out=out)
-
-
-cdef object _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
-
-
-cdef bint _is_half(object dt):
-    return dt == _HALF[0] or dt == _HALF[1]
 
 
 cdef object _widened(object a):

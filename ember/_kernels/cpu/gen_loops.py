@@ -100,52 +100,15 @@ cdef extern from "math.h" nogil:
     int signbit(double)
 
 
-# ---- float16 <-> float32, round to nearest even (IEEE 754 binary16).  Both are
-# branch-free (selects by bit masks: Cython writes `a if c else b` as an if, which
-# keeps GCC from vectorising), so the loops that call them vectorise.
-
-cdef inline uint32_t _select(bint c, uint32_t a, uint32_t b) noexcept nogil:
-    """a where c else b, without a branch."""
-    cdef uint32_t m = (<uint32_t>0) - (<uint32_t>c)
-    return (a & m) | (b & ~m)
-
-
-cdef inline float h2f(uint16_t h) noexcept nogil:
-    # the 15 magnitude bits moved into float32 position and scaled by 2**112 give
-    # every finite value exactly (subnormals too); inf/NaN take the top exponent
-    cdef uint32_t em = h & 0x7fff
-    cdef uint32_t bits = em << 13
-    cdef float f
-    memcpy(&f, &bits, 4)
-    f = f * <float>5.192296858534828e33
-    memcpy(&bits, &f, 4)
-    bits = _select(em >= 0x7c00, (em << 13) | 0x7f800000, bits)
-    bits = bits | ((<uint32_t>(h & 0x8000)) << 16)
-    memcpy(&f, &bits, 4)
-    return f
-
-
-cdef inline uint16_t f2h(float f) noexcept nogil:
-    cdef uint32_t x, sign, o_big, o_sub, o_norm, t
-    cdef float g
-    memcpy(&x, &f, 4)
-    sign = (x >> 16) & 0x8000
-    x = x & 0x7fffffff
-    o_big = _select(x > 0x7f800000, 0x7e00, 0x7c00)         # NaN (quiet) or overflow to inf
-    memcpy(&g, &x, 4)
-    g = g + <float>0.5        # below 2**-14 the FPU's rounding at 2**-24 is float16's
-    memcpy(&t, &g, 4)
-    o_sub = t - 0x3f000000
-    # normal range: rebias the exponent (-112 << 23) and round the 13 dropped bits to even
-    o_norm = (x - 0x37fff001 + ((x >> 13) & 1)) >> 13     # x + (-112 << 23) + 0xfff
-    return <uint16_t>(sign | _select(x >= 0x47800000, o_big,
-                                     _select(x < 0x38800000, o_sub, o_norm)))
-
-
-# ---- float32 exp, expm1, log, log1p, tanh: ember's branch-free versions (em_math.h,
-# shared with the activation kernels), so these loops vectorise; float64 calls libm
+# ---- ember's branch-free float32 math and 16-bit conversions (em_math.h, shared with
+# the dispatcher's scalar stores and the activation kernels), so these loops vectorise.
+# `_exp{F}` in the table: _expf is ember's, _exp (float64) is libm's.
 
 cdef extern from "em_math.h" nogil:
+    float h2f "em_h2f" (uint16_t)
+    uint16_t f2h "em_f2h" (float)
+    float b2f "em_b2f" (uint16_t)
+    uint16_t f2b "em_f2b" (float)
     float _expf "em_expf" (float)
     float _expm1f "em_expm1f" (float)
     float _logf "em_logf" (float)
@@ -155,52 +118,14 @@ cdef extern from "em_math.h" nogil:
     float _cosf "em_cosf_small" (float)
     const float EM_TRIG_MAX
 
-
-cdef inline double _exp(double x) noexcept nogil:
-    return exp(x)
-
-
-cdef inline double _expm1(double x) noexcept nogil:
-    return expm1(x)
-
-
-cdef inline double _log(double x) noexcept nogil:
-    return log(x)
-
-
-cdef inline double _log1p(double x) noexcept nogil:
-    return log1p(x)
-
-
-cdef inline double _tanh(double x) noexcept nogil:
-    return tanh(x)
-
-
-cdef inline double _sin(double x) noexcept nogil:
-    return sin(x)
-
-
-cdef inline double _cos(double x) noexcept nogil:
-    return cos(x)
-
-
-# ---- bfloat16 <-> float32: bfloat16 is the top half of a float32; rounding to
-# nearest even on the dropped 16 bits; NaN stays a (quiet) NaN
-
-cdef inline float b2f(uint16_t h) noexcept nogil:
-    cdef uint32_t bits = (<uint32_t>h) << 16
-    cdef float f
-    memcpy(&f, &bits, 4)
-    return f
-
-
-cdef inline uint16_t f2b(float f) noexcept nogil:
-    # branch-free (a select), so the compiler vectorises the loops around it
-    cdef uint32_t bits
-    memcpy(&bits, &f, 4)
-    cdef uint32_t rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16
-    cdef uint32_t quiet_nan = (bits >> 16) | 0x40
-    return <uint16_t>_select((bits & 0x7fffffff) > 0x7f800000, quiet_nan, rounded)
+cdef extern from "math.h" nogil:
+    double _exp "exp" (double)
+    double _expm1 "expm1" (double)
+    double _log "log" (double)
+    double _log1p "log1p" (double)
+    double _tanh "tanh" (double)
+    double _sin "sin" (double)
+    double _cos "cos" (double)
 
 
 # ---- helpers with NumPy's semantics for the integer and float corner cases

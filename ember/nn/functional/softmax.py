@@ -15,12 +15,10 @@ from ember._core.array import _is_grad_enabled as _grad_on
 from ember._api._util import as_array
 from ember._kernels.cpu import softmax as _k
 from ember.autograd.registry import defop
-from ember._core.dtypes import dtype_kind, bfloat16
+from ember._core.dtypes import dtype_kind, is_half_dtype
 
 __all__ = ["softmax", "log_softmax", "softmin"]
 
-_F16 = np.dtype(np.float16)
-_BF16 = np.dtype(bfloat16)
 _F32 = np.dtype(np.float32)
 
 
@@ -61,7 +59,7 @@ def _prepare(opname, input, dtype):
     """(input as a float array of the computing dtype, dtype to hand back or None)."""
     x = _float_input(opname, input, dtype)
     dt = x.dtype
-    if dt == _F16 or dt == _BF16:       # computed in float32, handed back in 16 bits
+    if is_half_dtype(dt):               # computed in float32, handed back in 16 bits
         return _k.contig(x.astype(_F32)), dt
     return _k.contig(x), None
 
@@ -88,7 +86,7 @@ def _backward(g, res, ndim, dim, axis, log):
         from ember.cuda.ops_softmax import softmax_backward
         return softmax_backward(g, res, d, log)
     y = res
-    if y.dtype == _F16 or y.dtype == _BF16:
+    if is_half_dtype(y.dtype):
         y = y.astype(_F32)
     if g.dtype != y.dtype:
         g = g.astype(y.dtype)
