@@ -9,12 +9,17 @@ backward passes, plus erf) live here until they get a module of their own.
 cimport cython
 from cython.parallel cimport prange
 from libc.string cimport memcpy, memset
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint16_t
 from ember._core.elementwise cimport num_threads
 
 ctypedef fused real:
     float
     double
+
+ctypedef fused row_t:           # what gather_rows copies: bytes, so 16-bit floats as uint16
+    float
+    double
+    uint16_t
 
 ctypedef fused index_t:
     int32_t
@@ -27,13 +32,14 @@ cdef inline int _nthreads(Py_ssize_t n) noexcept nogil:
     return 1 if n < PAR_MIN else num_threads()
 
 
-def gather_rows(const real[:, ::1] weight, const index_t[::1] idx, real[:, ::1] out):
-    """out[i] = weight[idx[i]].  Returns -1, or the position of the first index out of
-    range [0, weight.shape[0]) (nothing is written then)."""
+def gather_rows(const row_t[:, ::1] weight, const index_t[::1] idx, row_t[:, ::1] out):
+    """out[i] = weight[idx[i]] (float32, float64, or 16-bit floats viewed as uint16).
+    Returns -1, or the position of the first index out of range [0, weight.shape[0])
+    (nothing is written then)."""
     cdef Py_ssize_t n = idx.shape[0], D = weight.shape[1], V = weight.shape[0]
     cdef Py_ssize_t i, bad = -1
     cdef int64_t k
-    cdef size_t row_bytes = D * sizeof(real)
+    cdef size_t row_bytes = D * sizeof(row_t)
     with nogil:
         for i in range(n):
             k = idx[i]

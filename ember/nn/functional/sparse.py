@@ -58,14 +58,9 @@ def _gather(weight, indices, opname="embedding"):
     idx = _flat_indices(indices, opname)
     out = empty_raw(tuple(indices.shape) + (weight.shape[1],), weight.dtype)
     ov = numpy_view(out).reshape(idx.shape[0], weight.shape[1])
-    if is_half_dtype(weight.dtype):
-        # the row-copy kernel is typed float/double; 16-bit rows are copied by NumPy
-        outside = np.flatnonzero((idx < 0) | (idx >= weight.shape[0]))
-        bad = int(outside[0]) if outside.size else -1
-        if bad < 0:
-            np.take(wv, idx, axis=0, out=ov)
-    else:
-        bad = _K().gather_rows(wv, idx, ov)
+    if is_half_dtype(weight.dtype):     # the row copy moves bytes: 16-bit rows as uint16
+        wv, ov = wv.view(np.uint16), ov.view(np.uint16)
+    bad = _K().gather_rows(wv, idx, ov)
     if bad >= 0:
         raise IndexError(f"{opname}: index {int(idx[bad])} is out of range for an embedding "
                          f"of num_embeddings={weight.shape[0]} (valid indices are 0 to "
