@@ -17,7 +17,7 @@ import ember
 from ember._core import elementwise as _ew
 from cuda_helpers import (DEV, DRY, GPU_MARK, assert_on_device, assert_same, assert_same_tree,
                           cupy, gpu, host, layout_pairs, real_gpu)
-from helpers import random_array
+from helpers import random_array, values_for
 
 pytestmark = GPU_MARK
 
@@ -25,20 +25,6 @@ OPS = _ew.op_names()
 UNARY = [n for n in OPS if getattr(np, n).nin == 1]
 BINARY = [n for n in OPS if getattr(np, n).nin == 2]
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "bool"]
-
-
-def values_for(name, dtype, shape, seed=0):
-    """Inputs inside each function's domain (as the CPU suite picks them)."""
-    rng = np.random.default_rng(seed)
-    a = random_array(shape, dtype, rng)
-    dt = np.dtype(dtype)
-    if name == "arccosh" and dt.kind == "f":
-        a = np.abs(a) + 1
-    if name in ("arcsin", "arccos", "arctanh") and dt.kind == "f":
-        a = (a / 6).astype(dt)
-    if name in ("left_shift", "right_shift") and dt.kind in "iu":
-        a = (np.abs(a.astype(np.int64)) % (dt.itemsize * 8)).astype(dt)
-    return a
 
 
 def quiet(fn, *args, **kw):
