@@ -1025,6 +1025,8 @@ cdef class ndarray:
         if not on_gpu(self):
             raise AttributeError("__cuda_array_interface__: only CUDA arrays have it "
                                  "(this array is on cpu)")
+        if _G is not None:      # the consumer must not read what a failed check left
+            _G.flush_checks()
         return {"shape": shape_tuple(self), "typestr": DTYPE_OBJS[self.tcode].str,
                 "data": (<size_t>self.data, bool(self.storage.readonly)), "version": 3,
                 "strides": None if self.c_contig else

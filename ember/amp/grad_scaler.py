@@ -27,7 +27,8 @@ class _Stage(enum.Enum):
 
 
 def _new_state():
-    return {"stage": _Stage.READY, "found_inf": None}
+    # found_host: found_inf as read by step() (update() reuses it instead of waiting again)
+    return {"stage": _Stage.READY, "found_inf": None, "found_host": None}
 
 
 class GradScaler:
@@ -89,6 +90,7 @@ class GradScaler:
         self._growth_interval = int(growth_interval)
         self._init_growth_tracker = 0
         self._scale = None              # 0-d float32 array on the device (lazy)
+        self._scale_host = None         # its value as a float: reading it needs no sync
         self._growth_tracker = 0        # consecutive clean steps (host int: no sync needed)
         self._per_optimizer_states = {}
 
@@ -98,11 +100,9 @@ class GradScaler:
 
     def _lazy_init_scale(self, like):
         import ember
-        s = ember.full((), self._init_scale, dtype=ember.float32)
-        dev = self._array_device(like)
-        if dev is not None and getattr(like, "is_cuda", False):
-            s = s.to(dev)
-        self._scale = s
+        dev = self._array_device(like) if getattr(like, "is_cuda", False) else None
+        self._scale = ember.full((), self._init_scale, dtype=ember.float32, device=dev)
+        self._scale_host = float(np.float32(self._init_scale))
 
     def _check_scale(self, funcname):
         if self._scale is None:
@@ -198,7 +198,7 @@ class GradScaler:
         st["stage"] = _Stage.UNSCALED
 
     def _scale_value(self):
-        return float(self._scale.item())
+        return self._scale_host
 
     def step(self, optimizer, *args, **kwargs):
         """Unscale the gradients (unless ``unscale_`` already did) and call
@@ -218,7 +218,8 @@ class GradScaler:
         if st["found_inf"] is None:
             raise RuntimeError("No inf checks were recorded for this optimizer.")
         retval = None
-        if not float(st["found_inf"].item()):
+        st["found_host"] = float(st["found_inf"].item())    # the one wait of a step
+        if not st["found_host"]:
             retval = optimizer.step(*args, **kwargs)
         st["stage"] = _Stage.STEPPED
         return retval
@@ -241,11 +242,14 @@ class GradScaler:
                 value = float(new_scale.reshape(()).item())
             self._fill_scale(value)
         else:
-            flags = [st["found_inf"] for st in self._per_optimizer_states.values()
-                     if st["found_inf"] is not None]
-            if not flags:
+            states = [st for st in self._per_optimizer_states.values()
+                      if st["found_inf"] is not None]
+            if not states:
                 raise RuntimeError("No inf checks were recorded prior to update.")
-            found = any(float(f.item()) for f in flags)
+            # step() has read its flags already: waiting again here would stall the host
+            # until the optimizer's kernels finish
+            found = any(st["found_host"] if st["found_host"] is not None
+                        else float(st["found_inf"].item()) for st in states)
             scale = self._scale_value()
             # float32 scale times the double factor, rounded to float32 (PyTorch's kernel)
             if found:
@@ -265,10 +269,9 @@ class GradScaler:
 
     def _fill_scale(self, value):
         import ember
-        new = ember.full((), value, dtype=ember.float32)
-        if getattr(self._scale, "is_cuda", False):
-            new = new.to(self._scale.device)
-        self._scale = new
+        dev = self._scale.device if getattr(self._scale, "is_cuda", False) else None
+        self._scale = ember.full((), value, dtype=ember.float32, device=dev)  # no host copy
+        self._scale_host = float(np.float32(value))
 
     # ------------------------------------------------------------ accessors
     def get_scale(self):

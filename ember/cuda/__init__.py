@@ -6,6 +6,8 @@ GPU arrays come from ``device='cuda'`` (``ember.zeros(3, device='cuda')``),
 (``ember.asarray(cupy_array)``, ``ember.from_dlpack(torch_cuda_tensor)``).
 Ops on them queue on the current CUDA stream and return at once; only reading
 values (``item()``, ``tolist()``, ``.cpu()``) and explicit synchronisation wait.
+Bad input that only the GPU can see (an index out of range) is flagged by the
+kernels and raised at the next of those waits (``set_check_mode``; _checks.py).
 Memory comes from CuPy's memory pool, the caching allocator.
 
 Importing ember never imports CuPy; the backend starts with the first GPU array.
@@ -26,7 +28,8 @@ __all__ = ["FAMILIES", "DTYPES", "kernel_files", "kernel_source", "nvrtc_options
            "get_device_name", "synchronize", "Stream", "Event", "current_stream",
            "default_stream", "stream", "device", "memory_allocated", "max_memory_allocated",
            "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "empty_cache",
-           "memory_stats", "manual_seed", "manual_seed_all", "seed", "initial_seed"]
+           "memory_stats", "manual_seed", "manual_seed_all", "seed", "initial_seed",
+           "set_check_mode", "get_check_mode"]
 
 _DIR = Path(__file__).with_name("kernels")
 # the shared prelude: a .cu file too, so it compiles on its own (to an empty PTX)
@@ -118,3 +121,4 @@ from ember.cuda._device_api import (  # noqa: E402  (the API needs the names abo
     max_memory_allocated, memory_reserved, max_memory_reserved, reset_peak_memory_stats,
     empty_cache, memory_stats, manual_seed, manual_seed_all, seed, initial_seed, _init,
     _unavailable_reason)
+from ember.cuda._checks import set_check_mode, get_check_mode  # noqa: E402

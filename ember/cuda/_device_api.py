@@ -14,6 +14,8 @@ streams, events, memory statistics of the caching allocator, and seeding.
 """
 import contextlib
 
+from ember.cuda import _checks
+
 _state = {"checked": False, "ok": False, "reason": "", "init": False}
 _peak = {}              # device -> most bytes in use seen (CuPy's pool keeps no peak)
 
@@ -144,6 +146,7 @@ def synchronize(device=None):
     c = _cp()
     with device_ctx(device):
         c.cuda.runtime.deviceSynchronize()
+    _checks.flush()
 
 
 def device_ctx(dev):
@@ -176,6 +179,7 @@ class Stream:
 
     def synchronize(self):
         self._s.synchronize()
+        _checks.flush()
 
     def query(self):
         """True when all work queued on the stream has finished."""
@@ -262,6 +266,7 @@ class Event:
 
     def synchronize(self):
         self._e.synchronize()
+        _checks.flush()
 
     def query(self):
         return self._e.done

@@ -21,6 +21,7 @@ from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._core.dtypes import _code, dtype_from_code, BFLOAT16
 from ember._api.manipulation import _c_strides
+from ember.cuda import _checks
 
 _cp = None
 
@@ -173,8 +174,17 @@ def from_cupy(c_arr):
 
 
 def to_numpy(x):
-    """A host copy of GPU array x (waits for the GPU)."""
-    return cp().asnumpy(as_cupy(x))
+    """A host copy of GPU array x (waits for the GPU, then reports a failed input check
+    of an earlier op: see ember.cuda._checks)."""
+    values = cp().asnumpy(as_cupy(x))
+    _checks.flush()
+    return values
+
+
+def flush_checks():
+    """Report the pending GPU input checks before memory leaves ember (waits only when
+    there are some)."""
+    _checks.flush()
 
 
 def from_host(arr, idx):
@@ -224,6 +234,7 @@ def dlpack(x, *, stream=None, max_version=None, dl_device=None, copy=None):
     """DLPack export of GPU array x (zero-copy unless copy=True)."""
     if dl_device is not None and tuple(dl_device) != (2, x.get_device()):
         raise BufferError(f"__dlpack__: cannot export a {x.device} array to device {dl_device}")
+    _checks.flush()             # the consumer must not read what a failed check left
     c = as_cupy(x)
     if copy:
         c = c.copy()

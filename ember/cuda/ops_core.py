@@ -2,9 +2,11 @@
 device transfers as a differentiable op, matrix products through cuBLAS, and
 ``spacing`` (the one public op CuPy has no function for).
 
-Index arrays are bounds-checked before use: CuPy's fancy indexing wraps
-out-of-range indices around silently, which would be a wrong answer, not an
-error.  The check reads two numbers back from the GPU, so it waits for it.
+Index arrays are bounds-checked: CuPy's fancy indexing wraps out-of-range
+indices around silently, which would be a wrong answer, not an error.  Reads
+(``x[idx]``, and the scatter-adds into fresh arrays) queue the check and raise at
+the next synchronisation (ember.cuda._checks); a write into an existing array
+(``x[idx] = v``) waits for its check first, so a bad index never lands in it.
 """
 import numpy as np
 
@@ -12,13 +14,16 @@ from ember._core.array import ndarray
 from ember._api.indexing import _check_index_add
 from ember.autograd import inplace as _inplace
 from ember.cuda import _runtime as R
+from ember.cuda import _checks
 from ember.cuda._dispatch import gpu_op
 from ember._core.dtypes import dtype_kind, BFLOAT16
 
 
-def _key(key, x):
+def _key(key, x, wait=False, check=True):
     """The indexing key with ember arrays as CuPy arrays (host index arrays are
-    copied to x's device), after checking integer indices are in range."""
+    copied to x's device), with the range checks of its integer indices queued (or,
+    with `wait`, done at once; `check=False` skips them: the indices were checked by the
+    op whose gradient this is)."""
     c = R.cp()
     if not isinstance(key, tuple):
         key = (key,)
@@ -35,7 +40,9 @@ def _key(key, x):
             ck = k
         if isinstance(ck, c.ndarray):
             if dtype_kind(ck.dtype) in "iu":
-                _check_range(ck, x.shape[axis] if axis < x.ndim else 0, axis, x.shape)
+                if check:
+                    _check_range(ck, x.shape[axis] if axis < x.ndim else 0, axis, x.shape,
+                                 wait)
                 axis += 1
             elif dtype_kind(ck.dtype) == "b":
                 axis += max(ck.ndim, 1) if ck.ndim else 0
@@ -54,14 +61,29 @@ def _key(key, x):
     return tuple(out)
 
 
-def _check_range(idx, n, axis, shape):
-    if idx.size == 0:
-        return
+def _range_error(idx, n, axis, shape):
+    """The CPU's IndexError for the first index of idx outside [-n, n)."""
     lo, hi = int(idx.min()), int(idx.max())
-    if lo < -n or hi >= n:
-        bad = hi if hi >= n else lo
-        raise IndexError(f"index: index {bad} is out of bounds for axis {axis} with size {n} "
-                         f"(array shape {tuple(shape)})")
+    if lo >= -n and hi < n:            # the indices were overwritten since the op ran
+        return IndexError(f"index: an index was out of bounds for axis {axis} with size {n} "
+                          f"(array shape {tuple(shape)})")
+    bad = hi if hi >= n else lo
+    return IndexError(f"index: index {bad} is out of bounds for axis {axis} with size {n} "
+                      f"(array shape {tuple(shape)})")
+
+
+def _check_range(idx, n, axis, shape, wait=False):
+    """Check idx against an axis of size n: queued for the next synchronisation (CuPy
+    wraps a bad index around, so reading through it is safe meanwhile), or at once with
+    `wait` (for writes into an existing array, which a wrapped index would corrupt)."""
+    if idx.size == 0 or not _checks.checks_enabled():
+        return
+    flag = R.cp().any((idx < -n) | (idx >= n))
+    if wait:
+        if bool(flag):
+            raise _range_error(idx, n, axis, shape)
+        return
+    _checks.defer(flag, lambda: _range_error(idx, n, axis, shape))
 
 
 def getitem_advanced(x, key):
@@ -81,7 +103,7 @@ def setitem_advanced(x, key, value):
         value = R.as_cupy(value) if value.is_cuda else c.asarray(R._array._numpy(value))
     elif not isinstance(value, (bool, int, float, complex)):
         value = c.asarray(np.asarray(value))
-    k = _key(key, x)
+    k = _key(key, x, wait=True)
     try:
         R.as_cupy(x)[k] = value
     except (IndexError, ValueError) as e:
@@ -98,7 +120,7 @@ def _index_add_into(g, key, shape, dtype):
     z = R.zeros(shape, dtype, g.get_device())
     cz = R.as_cupy(z)
     cg = R.as_cupy(g) if isinstance(g, ndarray) else g
-    k = _key(key, z)
+    k = _key(key, z, check=False)      # getitem's indices: its forward checked them
     if all(not isinstance(e, R.cp().ndarray) for e in k):
         cz[k] += cg                 # basic indexing: no repeats possible
     else:

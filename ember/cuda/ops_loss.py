@@ -8,9 +8,12 @@
   log-sum-exp with the forward kernel (one pass over the logits).
 * ``_nll_nc``: CuPy gathers and scatters.
 * The elementwise losses run their CPU bodies, which are ember ops and so run on
-  the GPU; binary_cross_entropy checks its input range on the device.
+  the GPU; binary_cross_entropy checks its input range on the device (reported at
+  the next synchronisation, as the class-index checks).
 
-Bad class indices raise the CPU's IndexError; finding one costs a device sync.
+Bad class indices raise the CPU's IndexError at the next synchronisation (the
+kernels flag them without a wait: see ember.cuda._checks); the kernels never read
+through them.
 The gradient rules in loss.py call ``cross_entropy_nc_grad`` / ``nll_nc_grad``
 for GPU arrays (their CPU branches read host memory).
 """
@@ -20,6 +23,7 @@ import numpy as np
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember.cuda import _checks
 from ember.cuda.ops_softmax import launch, row_grid, row_threads
 
 __all__ = ["cross_entropy_nc_grad", "nll_nc_grad", "smoothed_targets", "coef"]
@@ -41,26 +45,35 @@ def _cp(a):
     return None if a is None else R.as_cupy(a)
 
 
-def _raise_bad_target(tc, C, ignore_index, opname):
-    """Raise the CPU's IndexError for the first target outside [0, C) (not ignored)."""
+def _bad_target_error(tc, C, ignore_index, opname):
+    """The CPU's IndexError for the first target outside [0, C) (not ignored); built when
+    a deferred check reports, so it reads the targets then."""
     cp = R.cp()
     bad = ((tc < 0) | (tc >= C)) & (tc != ignore_index)
+    where = f"{C} classes (expected 0 <= target < {C}, or ignore_index={ignore_index})"
+    if not bool(cp.any(bad)):          # the targets were overwritten since the op ran
+        return IndexError(f"{opname}: a target was out of bounds for {where}")
     pos = int(cp.argmax(bad))
-    v = int(tc[pos])
-    raise IndexError(f"{opname}: target {v} (at position {pos}) is out of bounds for "
-                     f"{C} classes (expected 0 <= target < {C}, or ignore_index="
-                     f"{ignore_index})")
+    return IndexError(f"{opname}: target {int(tc[pos])} (at position {pos}) is out of "
+                      f"bounds for {where}")
+
+
+def _defer_target_check(flag, tc, C, ignore_index, opname):
+    _checks.defer(flag, lambda: _bad_target_error(tc, C, ignore_index, opname))
 
 
 def _check_targets(tc, C, ignore_index, opname):
-    cp = R.cp()
-    if tc.size and bool(cp.any(((tc < 0) | (tc >= C)) & (tc != ignore_index))):
-        _raise_bad_target(tc, C, ignore_index, opname)
+    """Queue the range check of class indices tc (raised at the next synchronisation)."""
+    if tc.size and _checks.checks_enabled():
+        cp = R.cp()
+        flag = cp.any(((tc < 0) | (tc >= C)) & (tc != ignore_index))
+        _defer_target_check(flag, tc, C, ignore_index, opname)
 
 
 def _row_lse(xc, tc, ignore_index, eps, opname=None):
     """(per-row unweighted loss, per-row log-sum-exp) of (N, C) cupy logits from the fused
-    kernel, both in the accumulator dtype.  With `opname`, a bad target raises."""
+    kernel, both in the accumulator dtype.  With `opname`, a bad target's error is queued
+    (the kernel gives its row a NaN loss)."""
     cp = R.cp()
     N, C = xc.shape
     acc = _acc(xc.dtype)
@@ -71,8 +84,8 @@ def _row_lse(xc, tc, ignore_index, eps, opname=None):
     bad = cp.zeros(1, dtype=cp.int32)
     launch(f"ember_cross_entropy_fwd_{R.suffix(xc.dtype)}", row_grid(N), row_threads(C),
            (xc, tc, loss, lse, int(N), int(C), int(ignore_index), float(eps), bad))
-    if opname is not None and int(bad[0]):
-        _raise_bad_target(tc, C, ignore_index, opname)
+    if opname is not None:
+        _defer_target_check(bad, tc, C, ignore_index, opname)
     return loss, lse
 
 
@@ -274,9 +287,10 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     red = L._reduction("binary_cross_entropy", reduction, size_average, reduce)
     x, t = L._pair("binary_cross_entropy", input, target, same_shape=True)
     c = R.as_cupy(x)
-    if c.size and not bool(cp.all((c >= 0) & (c <= 1))):
-        raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1 "
-                         "(pass logits to binary_cross_entropy_with_logits instead)")
+    if c.size and _checks.checks_enabled():
+        _checks.defer(~cp.all((c >= 0) & (c <= 1)), lambda: ValueError(
+            "binary_cross_entropy: all elements of input should be between 0 and 1 (pass "
+            "logits to binary_cross_entropy_with_logits instead)"))
     l = L._bce_terms(x, t)
     if weight is not None:
         l = l * L._float_input("binary_cross_entropy", weight, "weight")

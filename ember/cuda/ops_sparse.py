@@ -4,18 +4,19 @@ The lookup is index.cu's ``embedding_fwd`` (a warp per row); the weight gradient
 is ``index_add`` (atomics, rows at padding_idx skipped) or, when
 ``set_deterministic(True)`` was called, ``index_add_sorted`` (indices sorted
 once, each row summed in index order: bitwise reproducible).  An out-of-range
-index raises the CPU's IndexError; the kernels flag it and the host reads the
-flag, which waits for the GPU (``set_index_checks(False)`` skips that wait; bad
-indices are then skipped silently, their output rows left unwritten).
+index raises the CPU's IndexError at the next synchronisation: the kernel flags
+it without a wait and skips it (see ember.cuda._checks; its output row is left
+unwritten, and the error is raised before any value can be read).
 """
 import numpy as np
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember.cuda import _checks
 from ember.cuda.ops_softmax import launch
 from ember._core.dtypes import dtype_kind, bfloat16
 
-__all__ = ["set_deterministic", "set_index_checks", "inverse_counts", "renorm_",
+__all__ = ["set_deterministic", "inverse_counts", "renorm_",
            "index_add_rows"]
 
 _F16 = np.dtype(np.float16)
@@ -24,17 +25,12 @@ _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
 
-_state = {"deterministic": False, "check": True}
+_state = {"deterministic": False}
 
 
 def set_deterministic(flag):
     """Use the sorted, order-fixed scatter-add for embedding gradients (slower, reproducible)."""
     _state["deterministic"] = bool(flag)
-
-
-def set_index_checks(flag):
-    """Whether embedding lookups wait for the GPU to report out-of-range indices."""
-    _state["check"] = bool(flag)
 
 
 def _shape_str(s):
@@ -76,21 +72,29 @@ def _gather(weight, indices, opname="embedding"):
     w = cp.ascontiguousarray(R.as_cupy(weight))
     n = int(idx.size)
     out = cp.empty((n, D), dtype=w.dtype)
+    check = n and _checks.checks_enabled()
     if n and D:
         bad = cp.zeros(1, dtype=cp.int32)
         launch(f"ember_embedding_fwd_{R.suffix(w.dtype)}", R.blocks(n * 32), 256,
                (w, idx, out, n, int(V), int(D), bad))
-        if _state["check"] and int(bad[0]):
-            b = int(cp.argmax((idx < 0) | (idx >= V)))
-            raise IndexError(f"{opname}: index {int(idx[b])} is out of range for an embedding "
-                             f"of num_embeddings={V} (valid indices are 0 to {V - 1}); indices "
-                             f"shape {_shape_str(ishape)}")
-    elif n and _state["check"] and bool(cp.any((idx < 0) | (idx >= V))):
-        b = int(cp.argmax((idx < 0) | (idx >= V)))
-        raise IndexError(f"{opname}: index {int(idx[b])} is out of range for an embedding "
-                         f"of num_embeddings={V} (valid indices are 0 to {V - 1}); indices "
-                         f"shape {_shape_str(ishape)}")
+    elif check:
+        bad = cp.any((idx < 0) | (idx >= V))
+    if check:
+        _checks.defer(bad, lambda: _bad_index_error(idx, V, ishape, opname))
     return R.from_cupy(out.reshape(ishape + (D,)))
+
+
+def _bad_index_error(idx, V, ishape, opname):
+    """The CPU's IndexError for the first index outside [0, V); built when the deferred
+    check reports, so it reads the indices then."""
+    cp = R.cp()
+    where = (f"an embedding of num_embeddings={V} (valid indices are 0 to {V - 1}); "
+             f"indices shape {_shape_str(ishape)}")
+    bad = (idx < 0) | (idx >= V)
+    if not bool(cp.any(bad)):          # the indices were overwritten since the op ran
+        return IndexError(f"{opname}: an index was out of range for {where}")
+    return IndexError(f"{opname}: index {int(idx[int(cp.argmax(bad))])} is out of range "
+                      f"for {where}")
 
 
 def index_add_rows(src, idx, n_out, skip_index=-1):

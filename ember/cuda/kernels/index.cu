@@ -91,9 +91,9 @@ __device__ void index_add(const T* __restrict__ src, const i64* __restrict__ idx
   }
 }
 
-// sorted_idx[m] = idx[perm[m]], already wrapped and range-checked by the host
-// (it sorted them, so it has seen them); seg_start has nseg + 1 entries, the
-// last being n_idx.
+// sorted_idx[m] = idx[perm[m]]; seg_start has nseg + 1 entries, the last being
+// n_idx.  A segment whose index is outside [0, n_out) is skipped: the op that
+// made the indices reports them later (deferred checks), so they can get here.
 template <typename T>
 __device__ void index_add_sorted(const T* __restrict__ src, const i64* __restrict__ sorted_idx,
                                  const i64* __restrict__ perm, const i64* __restrict__ seg_start, i64 nseg,
@@ -104,7 +104,7 @@ __device__ void index_add_sorted(const T* __restrict__ src, const i64* __restric
     const i64 i = k % inner, s = (k / inner) % nseg, o = k / (nseg * inner);
     const i64 b = seg_start[s], e = seg_start[s + 1];
     const i64 d = sorted_idx[b];
-    if (d == skip_index) continue;
+    if (d == skip_index || d < 0 || d >= n_out) continue;
     A acc = 0;
     for (i64 m = b; m < e; ++m) acc += (A)ld(src[(o * n_idx + perm[m]) * inner + i]);
     T* p = out + (o * n_out + d) * inner + i;
