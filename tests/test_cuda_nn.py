@@ -397,6 +397,86 @@ def test_small_cnn_training_step_matches_cpu():
             o.step()
 
 
+class _TinyGPT(nn.Module):
+    """bench_gpu.py's GPT-2-shaped model, small: embeddings, pre-norm causal encoder
+    layers, a vocabulary head."""
+
+    def __init__(self, vocab=50, d=32, heads=4, seq=16):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        block = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, dropout=0.0,
+                                           activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.blocks = nn.TransformerEncoder(block, 2, enable_nested_tensor=False)
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx, pos, mask):
+        h = self.tok(idx) + self.pos(pos)
+        h = self.blocks(h, mask=mask, is_causal=True)
+        return self.head(self.ln(h))
+
+
+def _no_sync_steps(model, opt, batch, loss_of, autocast=None):
+    """One warm-up step (kernels compile, the memory pool fills), then two steps with
+    CuPy's synchronisation detector armed: nothing may wait for the GPU."""
+    import contextlib
+    import warnings
+    cupyx = pytest.importorskip("cupyx")
+    allow = getattr(cupyx, "allow_synchronize", None)
+    if allow is None:
+        pytest.skip("this CuPy has no synchronisation detector")
+
+    def step():
+        opt.zero_grad()
+        with (ember.amp.autocast("cuda", dtype=autocast) if autocast is not None
+              else contextlib.nullcontext()):
+            loss = loss_of(model(*batch))
+        loss.backward()
+        opt.step()
+        return loss
+    step()
+    ember.cuda.synchronize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)     # (the detector is deprecated)
+        with allow(False):
+            for _ in range(2):
+                loss = step()
+    assert np.isfinite(loss.item())
+
+
+@real_gpu
+@pytest.mark.parametrize("autocast", [None, "float16", "bfloat16"])
+def test_transformer_training_step_never_waits_for_the_gpu(autocast):
+    """The issue's asynchrony: ops queue and return; only reads wait (embedding indices
+    and cross-entropy targets are checked without waiting: ember/cuda/_checks.py)."""
+    import ember.amp
+    ember.random.manual_seed(0)
+    model = _TinyGPT().to("cuda")
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    idx = gpu(rng.integers(0, 50, (4, 16)))
+    pos = gpu(np.broadcast_to(np.arange(16), (4, 16)).copy())
+    tgt = gpu(rng.integers(0, 50, (4 * 16,)))
+    mask = nn.generate_square_subsequent_mask(16).to("cuda")
+    _no_sync_steps(model, opt, (idx, pos, mask),
+                   lambda out: F.cross_entropy(out.reshape(-1, 50).astype(ember.float32), tgt),
+                   None if autocast is None else _half(autocast))
+
+
+@real_gpu
+def test_cnn_training_step_never_waits_for_the_gpu():
+    ember.random.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(16, 10)).to("cuda")
+    opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    x = gpu(rnd(8, 3, 16, 16))
+    y = gpu(np.random.default_rng(1).integers(0, 10, 8))
+    _no_sync_steps(model, opt, (x,), lambda out: F.cross_entropy(out, y))
+
+
 # ----------------------------------------------------------------- mixed precision
 
 def _half(name):
