@@ -166,6 +166,8 @@ def _bad_inputs():
         "index_add": (IndexError, "index -5 is out of bounds for axis 0 with size 4",
                       lambda: ember.index_add(gpu(logits), 0, gpu(np.array([-5])),
                                               gpu(np.ones((1, 5), np.float32)))),
+        "integer_power": (ValueError, "Integers to negative integer powers are not allowed",
+                          lambda: gpu(np.array([2, 3])) ** gpu(np.array([1, -1]))),
         "binary_cross_entropy": (
             ValueError, "binary_cross_entropy: all elements of input should be between 0 and 1",
             lambda: F.binary_cross_entropy(gpu(np.array([0.5, 1.5], np.float32)),

@@ -16,6 +16,7 @@ from ember._core import elementwise as _ew
 from ember._core.array import ndarray
 from ember._core.dtypes import _code, dtype_from_code
 from ember.cuda import _runtime as R
+from ember.cuda import _checks
 from ember.cuda import _launch
 from ember.cuda._kernels import function as _function
 from ember._core.dtypes import dtype_kind
@@ -241,10 +242,12 @@ def _same_errors_as_host(name, operands):
                 (isinstance(expo, ndarray) and dtype_kind(expo.dtype) in "iu" and
                  isinstance(base, ndarray) and dtype_kind(base.dtype) in "iub") or
                 (type(expo) is int and isinstance(base, ndarray) and dtype_kind(base.dtype) in "iub")):
-            negative = expo < 0 if type(expo) is int else bool(
-                R.as_cupy(expo).min() < 0) if expo.size else False
-            if negative:
-                raise ValueError("Integers to negative integer powers are not allowed.")
+            if type(expo) is int:
+                if expo < 0:
+                    raise ValueError("Integers to negative integer powers are not allowed.")
+            elif expo.size and _checks.checks_enabled():    # NumPy's error, without a wait
+                _checks.defer(R.cp().any(R.as_cupy(expo) < 0), lambda: ValueError(
+                    "Integers to negative integer powers are not allowed."))
 
 
 def _cupy_ufunc(name, operands, out, tout):
