@@ -79,6 +79,12 @@ _UNARY = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu"
           "gelu_tanh", "silu")
 _BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
 
+#: (source, destination) suffixes of elementwise.cu's contiguous cast kernels
+#: (float64 -> 16-bit is not among them: through float it would round twice).
+CASTS = (("f32", "f64"), ("f32", "f16"), ("f32", "bf16"), ("f64", "f32"),
+         ("f16", "f32"), ("f16", "f64"), ("f16", "bf16"),
+         ("bf16", "f32"), ("bf16", "f64"), ("bf16", "f16"))
+
 
 def _per_dtype(stems, dtypes=_ALL, variants=("",)):
     return [f"ember_{s}_{d}{v}" for s in stems for d in dtypes for v in variants]
@@ -89,7 +95,8 @@ def kernel_names(family):
     checks this list against the compiled PTX, both ways)."""
     if family == "elementwise":
         return (_per_dtype(_UNARY, variants=("_contig", "_strided"))
-                + _per_dtype(_BINARY, variants=("_contig", "_strided", "_scalar")))
+                + _per_dtype(_BINARY, variants=("_contig", "_strided", "_scalar"))
+                + [f"ember_cast_{s}_{d}" for s, d in CASTS])
     if family == "reduce":
         return (_per_dtype(("sum", "mean", "max", "min"),
                            variants=("_inner", "_outer", "_full_pass1", "_full_pass2"))

@@ -156,6 +156,14 @@ def register_contig(int op, int tcode, int device, size_t func):
     _contig[(op, tcode, device)] = func
 
 
+cdef dict _casts = {}           # (source tcode, destination tcode, device) -> CUfunction
+
+
+def register_cast(int src, int dst, int device, size_t func):
+    """Allow the fast path for casts src -> dst on device with this ember_cast kernel."""
+    _casts[(src, dst, device)] = func
+
+
 cdef inline unsigned _grid(Py_ssize_t n, Py_ssize_t itemsize) noexcept:
     # 16-byte vectors, 256 threads a block, at most _max_blocks (see runtime.vec_blocks)
     cdef Py_ssize_t g = ((n * itemsize + 15) // 16 + 255) // 256
@@ -227,4 +235,29 @@ def unary_contig(int op, ndarray a):
     params[1] = &py
     params[2] = &n
     _run(func, params, n, a.itemsize)
+    return y
+
+
+def cast_contig(ndarray a, int dst, Py_ssize_t dst_itemsize):
+    """a.astype(<dtype code dst>) by the fast path, or None when it does not apply."""
+    cdef int64_t n
+    cdef void* params[3]
+    cdef char* pa
+    cdef char* py
+    cdef ndarray y
+    if not a.c_contig or a.size == 0:
+        return None
+    dev = a.storage.device_index
+    func = _casts.get((a.tcode, dst, dev))
+    if func is None:
+        return None
+    n = a.size
+    mem = _alloc(n * dst_itemsize)
+    y = new_device_array(dst, a.ndim, a.shape, mem.ptr, n * dst_itemsize, mem, dev)
+    pa = a.data
+    py = y.data
+    params[0] = &pa
+    params[1] = &py
+    params[2] = &n
+    _run(func, params, n, a.itemsize if a.itemsize > dst_itemsize else dst_itemsize)
     return y

@@ -9,6 +9,8 @@
 //                            when `swap` is set; the scalar is passed as double so
 //                            one signature serves every dtype.
 // Arithmetic is done in AccT<T> (float for half types), as the CPU loops do.
+// ember_cast_<src>_<dst>: dtype conversion of a contiguous array, rounded once to
+// nearest even (float64 -> 16-bit is left to CuPy: via float it would round twice).
 #include "ember_common.cu"
 
 // Shape and per-operand strides, passed by value (kernel parameter space, no
@@ -196,3 +198,19 @@ DEF_UNARY(neg) DEF_UNARY(abs) DEF_UNARY(exp) DEF_UNARY(log) DEF_UNARY(sqrt) DEF_
 DEF_UNARY(tanh) DEF_UNARY(sigmoid) DEF_UNARY(relu) DEF_UNARY(gelu) DEF_UNARY(gelu_tanh) DEF_UNARY(silu)
 DEF_BINARY(add) DEF_BINARY(sub) DEF_BINARY(mul) DEF_BINARY(div) DEF_BINARY(maximum) DEF_BINARY(minimum)
 DEF_BINARY(pow)
+
+// ---- dtype casts (contiguous) ---------------------------------------------------
+// Widening a 16-bit type to float is exact, so every cast here rounds at most once.
+template <typename S, typename D>
+__device__ void cast_contig(const S* __restrict__ x, D* __restrict__ y, i64 n) {
+  EMBER_GRID_LOOP(i, n) y[i] = st<D>(ld(x[i]));
+}
+#define DEF_CAST(sd, S, dd, D)                                                               \
+  extern "C" __global__ void ember_cast_##sd##_##dd(const S* x, D* y, i64 n) {               \
+    cast_contig<S, D>(x, y, n);                                                              \
+  }
+// Keep in step with CASTS in ember/cuda/__init__.py.
+DEF_CAST(f32, float, f64, double) DEF_CAST(f32, float, f16, f16) DEF_CAST(f32, float, bf16, bf16)
+DEF_CAST(f64, double, f32, float)
+DEF_CAST(f16, f16, f32, float) DEF_CAST(f16, f16, f64, double) DEF_CAST(f16, f16, bf16, bf16)
+DEF_CAST(bf16, bf16, f32, float) DEF_CAST(bf16, bf16, f64, double) DEF_CAST(bf16, bf16, f16, f16)
