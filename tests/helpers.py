@@ -84,3 +84,43 @@ def assert_matches(got, expected, rtol=None, atol=None, check_dtype=True):
         np.testing.assert_array_equal(g, exp)
 
 
+
+
+def check_ddp_reducer_on(device):
+    """Drive DistributedDataParallel's reducer by hand in a one-rank group (where DDP
+    itself skips it): gradients go into buckets on `device`, are averaged by
+    all_reduce and written back into the same gradient arrays, unchanged in value."""
+    from ember import nn
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+            self.unused = nn.Linear(2, 2)          # never gets a gradient
+
+        def forward(self, x):
+            return self.body(x)
+    ember.random.seed(0)
+    m = Net().to(device)
+    ddp = DDP(m, find_unused_parameters=True)
+    x = ember.asarray(np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32))
+    x = x.to(device)
+    m(x).sum().backward()
+    expected = {n: np.asarray(p.grad.cpu()).copy() for n, p in m.named_parameters()
+                if p.grad is not None}
+    before = {n: p.grad for n, p in m.named_parameters()}
+    out = m(x)
+    ddp._prepare_for_backward(out)          # marks the unused layer ready at once
+    for b in ddp._buckets:
+        assert b.data.device == m.body[0].weight.device
+    for p in reversed(list(m.parameters())):
+        if p.grad is not None:
+            ddp._on_grad_ready(p)
+    assert ddp._state == "done"
+    for n, p in m.named_parameters():
+        if n.startswith("unused"):
+            assert p.grad is None           # unused on every rank: stays None
+            continue
+        assert p.grad is before[n]          # written in place
+        assert p.grad.device == m.body[0].weight.device
+        np.testing.assert_array_equal(np.asarray(p.grad.cpu()), expected[n])

@@ -244,6 +244,22 @@ def test_ddp_in_one_process_is_the_plain_module(world1):
         DDP(m, device_ids=[0])
 
 
+def test_ddp_reducer_in_one_process(world1):
+    from helpers import check_ddp_reducer_on
+    check_ddp_reducer_on("cpu")
+
+
+def test_ddp_device_arguments(world1):
+    from ember import nn
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    m = nn.Linear(3, 2)
+    for kw in ({"device_ids": [0]}, {"output_device": 0}, {"device_ids": ["cuda:0"]}):
+        with pytest.raises(ValueError, match="is for GPU models"):
+            DDP(m, **kw)
+    DDP(m, device_ids=None, output_device=None)
+    DDP(m, device_ids=[])
+
+
 @pytest.mark.parametrize("modname", ["ember.distributed", "ember.distributed._c10d"])
 def test_docstring_examples_run_in_one_process(modname):
     # (tests/test_docstrings.py covers ember.nn.parallel and ember.data.distributed)

@@ -59,8 +59,20 @@ def test_non_contiguous_all_reduce(nccl_group):
     np.testing.assert_array_equal(np.asarray(x.cpu()), a[:, ::2])
 
 
-def test_ddp_of_a_gpu_model_is_a_clear_error(nccl_group):
+def test_ddp_of_a_gpu_model_reduces_in_gpu_buckets(nccl_group):
+    from helpers import check_ddp_reducer_on
+    check_ddp_reducer_on("cuda")
+
+
+def test_ddp_device_ids_of_a_gpu_model(nccl_group):
     from ember import nn
+    from ember.nn.parallel import DistributedDataParallel as DDP
     model = nn.Linear(3, 2).to("cuda")
-    with pytest.raises(NotImplementedError, match="GPU"):
-        nn.parallel.DistributedDataParallel(model)
+    dev = model.weight.device
+    for ok in ({"device_ids": [dev.index]}, {"device_ids": [str(dev)]},
+               {"device_ids": [dev], "output_device": dev.index}):
+        DDP(model, **ok)
+    for bad in ({"device_ids": [dev.index + 1]}, {"device_ids": [0, 1]},
+                {"output_device": "cuda:%d" % (dev.index + 1)}):
+        with pytest.raises(ValueError, match="one device per process"):
+            DDP(model, **bad)

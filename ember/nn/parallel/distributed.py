@@ -50,6 +50,53 @@ class _Bucket:
         self.work = None
 
 
+def _model_device(module):
+    """The one device of the module's parameters (CPU for a model without any)."""
+    from ember._core.array import CPU
+    devices = {}
+    for n, p in module.named_parameters():
+        devices.setdefault(p.device, n)
+    if len(devices) > 1:
+        desc = ", ".join(f"{d} ({n!r})" for d, n in devices.items())
+        raise ValueError(f"DistributedDataParallel: the model's parameters must all be on one "
+                         f"device, got parameters on {desc}")
+    return next(iter(devices), CPU)
+
+
+def _check_device_ids(device, device_ids, output_device):
+    """PyTorch's arguments: None for CPU models; for a GPU model also [its device] (an
+    index, 'cuda:N' or a Device) and output_device its device."""
+    import ember
+
+    def same(v):
+        try:
+            d = ember.Device(f"cuda:{v}") if isinstance(v, int) else ember.Device(v)
+        except (TypeError, ValueError):
+            return False
+        return d.type == "cuda" and (d.index or 0) == (device.index or 0)
+    for what, v in (("device_ids", device_ids), ("output_device", output_device)):
+        if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+            continue
+        if device.type != "cuda":
+            raise ValueError(f"DistributedDataParallel: {what}={v!r}: the model is on {device}; "
+                             f"{what} is for GPU models (leave it None)")
+        ok = same(v) if what == "output_device" else (
+            isinstance(v, (list, tuple)) and len(v) == 1 and same(v[0]))
+        if not ok:
+            raise ValueError(f"DistributedDataParallel: {what}={v!r}: a GPU model takes "
+                             f"{'[its device]' if what == 'device_ids' else 'its device'} "
+                             f"({device}), one device per process")
+
+
+def _writable(g):
+    """Whether the averaged gradient can be written into g in place (a host gradient
+    that NumPy sees as read-only, a broadcast one, gets a fresh array instead)."""
+    if g.is_cuda:
+        return g.is_contiguous()
+    from ember._api._util import numpy_view
+    return numpy_view(g).flags.writeable
+
+
 def _is_array(x):
     from ember._core.array import ndarray
     return isinstance(x, ndarray)
@@ -99,8 +146,10 @@ class DistributedDataParallel(Module):
 
     ``ddp(x)`` runs ``module(x)``; ``ddp.module`` is the wrapped model and
     ``ddp.state_dict()`` prefixes its keys with ``module.`` (as PyTorch does).  Needs
-    ``ember.distributed.init_process_group()`` first.  Arguments as in PyTorch;
-    ``device_ids``/``output_device`` must be None (CPU arrays only);
+    ``ember.distributed.init_process_group()`` first (``'nccl'`` for a model on a GPU:
+    its gradient buckets live on that GPU).  Arguments as in PyTorch; ``device_ids`` is
+    None or ``[the model's GPU]``, ``output_device`` None or that GPU (one device per
+    process);
     ``gradient_as_bucket_view``, ``static_graph`` and ``check_reduction`` are accepted and
     have no effect (gradients are copied into the buckets and back, which costs a memory
     copy per step, not a different result).
@@ -128,18 +177,13 @@ class DistributedDataParallel(Module):
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be an ember.nn.Module, got "
                             f"{type(module).__name__}")
-        for what, v in (("device_ids", device_ids), ("output_device", output_device)):
-            if v is not None and not (isinstance(v, (list, tuple)) and len(v) == 0):
-                raise ValueError(f"DistributedDataParallel: {what}={v!r}: ember's data-parallel "
-                                 f"wrapper runs host models only, so {what} must be None")
-        on_gpu = [n for n, p in module.named_parameters() if getattr(p, "is_cuda", False)]
-        if on_gpu:
-            raise NotImplementedError(
-                f"DistributedDataParallel: the model has parameters on a GPU ({on_gpu[0]!r} "
-                f"and {len(on_gpu) - 1} more); data-parallel training of GPU models is not "
-                f"implemented yet (its gradient buckets are host memory). The collectives "
-                f"themselves work on GPU arrays with backend='nccl': all-reduce the gradients "
-                f"with ember.distributed.all_reduce after backward()")
+        self._device = _model_device(module)
+        _check_device_ids(self._device, device_ids, output_device)
+        if self._device.type == "cuda" and g.size > 1 and getattr(g, "nccl", None) is None:
+            raise RuntimeError(
+                f"DistributedDataParallel: the model's parameters are on {self._device}, but "
+                f"the process group's backend is {g.backend!r}; GPU models reduce their "
+                f"gradients over NCCL: init_process_group('nccl')")
         if bucket_cap_mb is None:
             bucket_cap_mb = 25
         if not bucket_cap_mb > 0:
@@ -226,8 +270,9 @@ class DistributedDataParallel(Module):
             cur.offsets.append(cur_bytes // dt.itemsize)
             cur.sizes.append(int(p.size))
             cur_bytes += nbytes
-        for b in buckets:
-            b.data = np.zeros(sum(b.sizes), b.dtype)
+        import ember
+        for b in buckets:           # on the parameters' device: NCCL reduces GPU buckets
+            b.data = ember.zeros(sum(b.sizes), dtype=b.dtype, device=self._device)
         self._buckets = buckets
 
     # ------------------------------------------------------------ forward
@@ -299,8 +344,8 @@ class DistributedDataParallel(Module):
         self._mark_ready(i, used=True)
 
     def _mark_ready(self, i, used):
-        from ember._api._util import numpy_view
         from ember import distributed as dist
+        from ember.autograd.grad_mode import no_grad
         self._ready[i] = True
         self._nready += 1
         if used:
@@ -310,17 +355,19 @@ class DistributedDataParallel(Module):
         off, sz = b.offsets[k], b.sizes[k]
         dst = b.data[off:off + sz]
         g = self._params[i].grad
-        if g is None:
-            dst.fill(0)
-        else:
-            np.copyto(dst, numpy_view(g).reshape(-1))
+        with no_grad():
+            if g is None:
+                dst[...] = 0
+            else:
+                dst[...] = g.reshape(-1)
         b.pending -= 1
         if b.pending == 0:
             bs = self._buckets
             while self._next_bucket < len(bs) and bs[self._next_bucket].pending == 0:
                 nb = bs[self._next_bucket]
                 if dtype_kind(nb.dtype) in "fc":
-                    np.multiply(nb.data, 1.0 / self._world, out=nb.data)
+                    with no_grad():
+                        nb.data *= 1.0 / self._world
                     nb.work = dist.all_reduce(nb.data, group=self.process_group, async_op=True)
                 else:
                     nb.work = dist.all_reduce(nb.data, op=dist.ReduceOp.AVG,
@@ -330,39 +377,36 @@ class DistributedDataParallel(Module):
             # drive MPI's progress on the buckets in flight (no progress thread)
             for j in range(self._next_bucket):
                 w = self._buckets[j].work
-                if w is not None and not w._done:
+                if w is not None and not getattr(w, "_done", True):
                     w.is_completed()
                     break
         if self._nready == len(self._params):
             self._finalize()
 
     def _finalize(self):
-        import ember
-        from ember._api._util import numpy_view
         from ember import distributed as dist
+        from ember.autograd.grad_mode import no_grad
         used = None
         if self.find_unused_parameters:
             used = self._used.copy()
             dist.all_reduce(used, op=dist.ReduceOp.MAX, group=self.process_group)
         for b in self._buckets:
             b.work.wait()
-        for i, p in enumerate(self._params):
-            b = self._buckets[self._bucket_of[i]]
-            k = self._slot_of[i]
-            off, sz = b.offsets[k], b.sizes[k]
-            src = b.data[off:off + sz].reshape(tuple(p.shape))
-            g = p.grad
-            if g is None:
-                if used is not None and not used[i]:
-                    continue        # unused on every rank: stays None, as in PyTorch
-                p.grad = ember.asarray(src.copy())
-            else:
-                gv = numpy_view(g)
-                if not gv.flags.writeable:
-                    p.grad = ember.asarray(src.copy())
+        with no_grad():
+            for i, p in enumerate(self._params):
+                b = self._buckets[self._bucket_of[i]]
+                k = self._slot_of[i]
+                off, sz = b.offsets[k], b.sizes[k]
+                src = b.data[off:off + sz].reshape(tuple(p.shape))
+                g = p.grad
+                if g is None:
+                    if used is not None and not used[i]:
+                        continue        # unused on every rank: stays None, as in PyTorch
+                    p.grad = src.copy()
+                elif not _writable(g):
+                    p.grad = src.copy()
                 else:
-                    np.copyto(gv, src)
-                    g._bump_version()
+                    g[...] = src
         self._state = "done"
 
     # ------------------------------------------------------------ API
