@@ -581,6 +581,34 @@ def test_grad_scaler_scales_unscales_and_skips_inf_steps():
 
 
 @real_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_grad_scaler_unscale_matches_cpu_bit_for_bit(dtype):
+    """The fused unscale (one launch for every contiguous gradient) and the per-gradient
+    kernel (non-contiguous ones) against the CPU's g * inv.astype(dtype); the found-inf
+    flag is per device and set by an inf in any chunk of any gradient."""
+    from ember.amp.grad_scaler import _unscale_on_gpu
+    dt = _half(dtype) if dtype in ("float16", "bfloat16") else getattr(ember, dtype)
+    rng = np.random.default_rng(3)
+    shapes = [(7,), (3, 5), (40000,), (129, 257), (1,)]
+    host_grads = [ember.asarray(rng.standard_normal(s) * 300).astype(dt) for s in shapes]
+    inv = ember.asarray(np.float32(1.0 / 3.0))
+    for inject_inf in (False, True):
+        grads = [gpu(g) for g in host_grads]
+        grads.append(gpu(host_grads[3]).T)                  # a non-contiguous gradient
+        if inject_inf:
+            grads[2][39999] = float("inf")                  # in the last chunk of a big one
+        expected = [np.asarray(ember.asarray(host(g)) * inv.astype(dt)) for g in grads]
+        found = _unscale_on_gpu(grads, gpu(inv))
+        assert len(found) == 1 and bool(found[0].item()) is inject_inf
+        for g, e in zip(grads, expected):
+            got = host(g)
+            nan = np.isnan(e.astype(np.float64))
+            np.testing.assert_array_equal(np.isnan(got.astype(np.float64)), nan)
+            np.testing.assert_array_equal(got.view(f"u{got.itemsize}")[~nan],
+                                          e.view(f"u{e.itemsize}")[~nan])
+
+
+@real_gpu
 def test_half_precision_arrays_on_device():
     a = rnd(5, 7)
     for dt in ("float16", "bfloat16"):

@@ -231,7 +231,6 @@ class GradScaler:
         if not self._enabled:
             return
         self._check_scale("update")
-        import ember
         if new_scale is not None:
             if isinstance(new_scale, (int, float, np.floating, np.integer)):
                 value = float(new_scale)
@@ -336,27 +335,30 @@ class GradScaler:
 
 
 def _unscale_on_gpu(grads, inv_scale):
-    """GPU gradients times inv_scale in place, through CuPy (a multiply and an
-    isfinite-all per gradient, no host round trip); returns one 0-d "found inf"
-    flag (an ember GPU bool array) per device."""
+    """GPU gradients times inv_scale in place, with no host round trip; returns one 0-d
+    "found inf" flag (an ember GPU bool array) per device.  Contiguous gradients go
+    through one fused launch per (device, dtype) (ember.cuda.ops_optim.unscale_grads);
+    any others through a CuPy kernel each."""
     from ember.cuda import _runtime as R
+    from ember.cuda.ops_optim import unscale_grads
     cp = R.cp()
-    kernel = _unscale_kernel(cp)
-    per_dev = {}
-    for g in grads:
-        per_dev.setdefault(g.get_device(), []).append(g)
+    found = unscale_grads([g for g in grads if g.is_contiguous()], inv_scale)
+    rest = [g for g in grads if not g.is_contiguous()]
+    if rest:
+        kernel = _unscale_kernel(cp)
+        for g in rest:
+            dev = g.get_device()
+            if dev not in found:
+                found[dev] = R.zeros((1,), np.int32, dev)
+            with cp.cuda.Device(dev):
+                inv = R.as_cupy(inv_scale.to(g.device) if inv_scale.get_device() != dev
+                                else inv_scale).astype(cp.float32).reshape(1)
+                kernel(inv, R.as_cupy(g), R.as_cupy(found[dev]))
+            g._bump_version()
     out = []
-    for dev, gs in per_dev.items():
+    for dev, f in found.items():
         with cp.cuda.Device(dev):
-            inv = R.as_cupy(inv_scale.to(gs[0].device) if inv_scale.get_device() != dev
-                            else inv_scale).astype(cp.float32).reshape(1)
-            found = cp.zeros(1, dtype=cp.int32)
-            for g in gs:
-                # one launch per gradient: scale in place and raise the shared flag
-                kernel(inv, R.as_cupy(g), found)
-                g._bump_version()
-            bad = found.reshape(()) != 0
-        out.append(R.from_cupy(bad))
+            out.append(R.from_cupy(R.as_cupy(f).reshape(()) != 0))
     return out
 
 

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 __all__ = ["sgd_group", "adam_group", "adagrad_group", "rmsprop_group",
-           "init_state_adagrad", "any_on_gpu"]
+           "init_state_adagrad", "any_on_gpu", "unscale_grads"]
 
 _CHUNK = 16384          # elements per chunk (one block of _THREADS works on it)
 _THREADS = 256
@@ -229,6 +229,30 @@ def _launch(kernel, device, lists, sizes, scalars):
         grid = min(nchunks, _MAX_BLOCKS)
         R.launch(kernel, grid, _THREADS, ptrs + (int(nchunks), int(_CHUNK)) + tuple(scalars))
     # `dev` may go back to CuPy's pool now: the pool reuses it in stream order
+
+
+# ------------------------------------------------------------------ GradScaler
+
+def unscale_grads(grads, inv_scale):
+    """GradScaler's unscale of contiguous GPU gradients: g *= inv_scale in place, one
+    launch per (device, dtype) (ember_multi_unscale); returns {device: int32 (1,) GPU
+    array}, 1 where a result was inf or NaN.  Nothing is read back."""
+    import ember
+    R = _R()
+    groups = {}
+    for g in grads:
+        groups.setdefault((g.get_device(), str(g.dtype)), []).append(g)
+    found = {}
+    for (dev, _), gs in groups.items():
+        if dev not in found:
+            found[dev] = R.zeros((1,), np.int32, dev)
+        inv = inv_scale if inv_scale.get_device() == dev else inv_scale.to(gs[0].device)
+        if inv.dtype != np.float32:
+            inv = inv.astype(ember.float32)
+        _launch(f"ember_multi_unscale_{R.suffix(gs[0].dtype)}", dev, ([_addr(g) for g in gs],),
+                [g.size for g in gs], (inv, found[dev]))
+        _bump(gs)
+    return found
 
 
 # ------------------------------------------------------------------ SGD

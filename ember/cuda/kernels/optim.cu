@@ -17,6 +17,10 @@
 //                           that creates the momentum buffers (buf = g, no dampening).
 //   ember_multi_adam_<dt>   Adam (decoupled = 0) and AdamW (decoupled = 1), amsgrad;
 //                           bc1 = 1 - beta1**t, bc2_sqrt = sqrt(1 - beta2**t) from the host.
+//   ember_multi_unscale_<dt> GradScaler's unscale: g *= inv (inv[0] rounded to the
+//                           gradient's dtype first, as the CPU path), in place; a
+//                           result that is inf or NaN sets *found = 1.  inv and found
+//                           stay on the device, so nothing is read back.
 #include "ember_common.cu"
 
 __device__ __forceinline__ float m_sqrt(float x) { return sqrtf(x); }
@@ -94,6 +98,28 @@ __device__ void multi_adam(const u64* params, const u64* grads, const u64* exp_a
   }
 }
 
+template <typename T>
+__device__ void multi_unscale(const u64* grads, const i64* sizes, const int* chunk_tensor,
+                              const i64* chunk_begin, i64 nchunks, i64 chunk, const float* inv,
+                              int* found) {
+  typedef typename AccT<T>::type A;
+  const A s = (A)ld(st<T>(inv[0]));
+  for (i64 c = blockIdx.x; c < nchunks; c += gridDim.x) {
+    const int t = chunk_tensor[c];
+    const i64 b = chunk_begin[c];
+    const i64 e = b + chunk < sizes[t] ? b + chunk : sizes[t];
+    T* g = tensor_ptr<T>(grads, t);
+    bool bad = false;
+    for (i64 i = b + threadIdx.x; i < e; i += blockDim.x) {
+      const T r = st<T>((A)ld(g[i]) * s);
+      g[i] = r;
+      const A v = (A)ld(r);
+      bad |= !(v - v == A(0));  // inf - inf and NaN - NaN are NaN
+    }
+    if (bad) atomicExch(found, 1);
+  }
+}
+
 #define DEF_OPTIM(dt, T)                                                                            \
   extern "C" __global__ void ember_multi_sgd_##dt(const u64* params, const u64* grads, const u64* bufs, \
       const i64* sizes, const int* chunk_tensor, const i64* chunk_begin, i64 nchunks, i64 chunk,    \
@@ -110,5 +136,10 @@ __device__ void multi_adam(const u64* params, const u64* grads, const u64* exp_a
     multi_adam<T>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, sizes, chunk_tensor,       \
                   chunk_begin, nchunks, chunk, lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt,  \
                   decoupled, amsgrad, maximize);                                                    \
+  }                                                                                                 \
+  extern "C" __global__ void ember_multi_unscale_##dt(const u64* grads, const i64* sizes,           \
+      const int* chunk_tensor, const i64* chunk_begin, i64 nchunks, i64 chunk, const float* inv,    \
+      int* found) {                                                                                 \
+    multi_unscale<T>(grads, sizes, chunk_tensor, chunk_begin, nchunks, chunk, inv, found);          \
   }
 EMBER_FOR_FLOATS(DEF_OPTIM)
