@@ -1,4 +1,5 @@
-"""bfloat16 on the CPU: ember vs NumPy (ml_dtypes' bfloat16 ufuncs) vs PyTorch.
+"""bfloat16 (and float16 elementwise) on the CPU: ember vs NumPy (ml_dtypes' bfloat16
+ufuncs; NumPy's own float16) vs PyTorch.
 
     python benchmarks/bench_bfloat16.py            # the table (~1 minute)
     python benchmarks/bench_bfloat16.py --quick    # tiny sizes, a few seconds
@@ -24,16 +25,16 @@ import ml_dtypes  # noqa: E402
 BF = ml_dtypes.bfloat16
 
 
-def _case(name, stmts, arrays, number, repeat, work=None, unit="GB/s"):
+def _case(name, stmts, arrays, number, repeat, work=None, unit="GB/s", dtype="bfloat16"):
     """stmts: {lib: statement}; arrays: {name: float32 NumPy array} given to each library
-    as its bfloat16 array."""
+    as its `dtype` array (bfloat16 or float16)."""
     ns = {"ember": {"ember": ember}, "numpy": {"np": np},
           "torch": {"torch": torch} if torch is not None else None}
     for k, v in arrays.items():
-        ns["ember"][k] = ember.asarray(v).astype(ember.bfloat16)
-        ns["numpy"][k] = v.astype(BF)
+        ns["ember"][k] = ember.asarray(v).astype(getattr(ember, dtype))
+        ns["numpy"][k] = v.astype(BF if dtype == "bfloat16" else np.float16)
         if torch is not None:
-            ns["torch"][k] = torch.from_numpy(v).to(torch.bfloat16)
+            ns["torch"][k] = torch.from_numpy(v).to(getattr(torch, dtype))
     impls = {lib: (stmts[lib], ns[lib]) if ns[lib] is not None and lib in stmts else None
              for lib in harness.LIBS}
     times, errors = interleaved(impls, number, repeat)
@@ -48,6 +49,11 @@ def elementwise(n, number, repeat):
     rows += _case(f"exp bfloat16 ({n:,})", {"ember": "ember.exp(a)", "numpy": "np.exp(a)",
                                             "torch": "torch.exp(a)"},
                   {"a": a}, number, repeat, work=2 * 2 * n)
+    rows += _case(f"add float16 ({n:,})", {"ember": "a + b", "numpy": "a + b", "torch": "a + b"},
+                  {"a": a, "b": b}, number, repeat, work=3 * 2 * n, dtype="float16")
+    rows += _case(f"exp float16 ({n:,})", {"ember": "ember.exp(a)", "numpy": "np.exp(a)",
+                                           "torch": "torch.exp(a)"},
+                  {"a": a}, number, repeat, work=2 * 2 * n, dtype="float16")
     return rows
 
 

@@ -150,7 +150,9 @@ def test_training_peak_memory_is_measured():
 def test_bfloat16_benchmark_runs():
     import bench_bfloat16
     rows = bench_bfloat16.run(quick=True)
-    assert [r["case"].split(" ")[0] for r in rows] == ["add", "exp", "sum", "matmul", "MLP"]
+    assert [" ".join(r["case"].split(" ")[:2]) for r in rows] == [
+        "add bfloat16", "exp bfloat16", "add float16", "exp float16", "sum bfloat16",
+        "matmul bfloat16", "MLP 784-256-10"]
     for r in rows:
         assert set(r) >= ROW_KEYS
         assert r["times"]["ember"] and r["times"]["ember"] > 0, (r["case"], r["errors"])

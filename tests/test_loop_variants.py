@@ -48,6 +48,18 @@ with np.errstate(all="ignore"):
             for dst in ["float16", "bfloat16", "float32", "int8", "bool"]:
                 v = np.asarray(a.astype(getattr(ember, dst)))
                 out[f"cast:{src}:{dst}"] = v.view(np.uint8) if v.dtype.kind in "fcV" else v
+    # every float16 bit pattern (NaN payloads, subnormals, both zeros): the AVX2 build
+    # converts with F16C, the baseline with integer code
+    bits = np.arange(65536, dtype=np.uint16)
+    pat = ember.asarray(bits.view(np.float16))
+    rev = ember.asarray(bits[::-1].copy().view(np.float16))
+    for name in ("negative", "absolute", "positive", "sqrt", "exp", "tanh", "rint"):
+        out[f"all16:{name}"] = np.asarray(getattr(ember, name)(pat)).view(np.uint16)
+    for name in ("add", "multiply", "maximum", "fmin", "copysign", "divide"):
+        fn = getattr(ember, name)
+        out[f"all16:{name}"] = np.asarray(fn(pat, rev)).view(np.uint16)
+        out[f"all16:{name}:scalar"] = np.asarray(fn(pat, pat[12345])).view(np.uint16)
+        out[f"all16:{name}:strided"] = np.asarray(fn(pat[::3], rev[::3])).view(np.uint16)
 np.savez(sys.argv[1], **out)
 """
 

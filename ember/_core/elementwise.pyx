@@ -25,11 +25,12 @@ import numpy as _np
 from ember._kernels.cpu import optable as _optable
 cdef extern from *:
     """
-    /* AVX2 + FMA usable (CPU and OS): the _v3 loop modules may run */
+    /* AVX2 + FMA + F16C usable (CPU and OS): the _v3 loop modules may run */
     static int ember_cpu_has_avx2_fma(void) {
     #if defined(__x86_64__) && defined(__GNUC__)
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
     #else
         return 0;
     #endif
@@ -39,8 +40,8 @@ cdef extern from *:
 
 
 def _loop_modules():
-    """The generated loop modules for this CPU: the AVX2 build where the CPU has AVX2
-    and FMA (and EMBER_NO_AVX2 is not set), else the baseline (SSE2) build."""
+    """The generated loop modules for this CPU: the AVX2 build where the CPU has AVX2,
+    FMA and F16C (and EMBER_NO_AVX2 is not set), else the baseline (SSE2) build."""
     import importlib
     import os
     names = ["_loops_ops0", "_loops_ops1", "_loops_ops2", "_loops_ops3", "_loops_casts"]

@@ -17,6 +17,7 @@
 #ifndef EMBER_EM_MATH_H
 #define EMBER_EM_MATH_H
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -54,6 +55,58 @@ static inline uint16_t em_f2h(float f) {
     return (uint16_t)(sign | em_sel_u32(x >= 0x47800000u, o_big,
                                         em_sel_u32(x < 0x38800000u, o_sub, o_norm)));
 }
+
+/* em_h2f with a signalling NaN made quiet (bit 22 set), as F16C's conversion does: the
+ * float16 op loops widen with it, so fmin / fmax treat every NaN as C's quiet NaN on
+ * every build (C's fminf returns NaN for a signalling one; NumPy returns the number).
+ * The casts keep em_h2f, which is NumPy's widening bit for bit. */
+static inline float em_h2f_quiet(uint16_t h) {
+    uint32_t nan = (uint32_t)((h & 0x7fffu) > 0x7c00u);
+    return em_i2f((int32_t)((uint32_t)em_f2i(em_h2f(h)) | (nan << 22)));
+}
+
+/* ---- blocks of float16 <-> float32 (contiguous), for the float16 loops: they widen a
+ * block of each input into float32 buffers, compute there, and narrow the block back.
+ * Where the build has F16C (the AVX2 loop modules) the conversions are its
+ * instructions, 8 per instruction; elsewhere the branch-free helpers above.  Both give
+ * the same bits: exact widening (a signalling NaN made quiet), narrowing rounded to
+ * nearest even, and every NaN narrowed to em_f2h's quiet NaN (sign kept). */
+#define EM_HALF_BLOCK 256
+#if defined(__F16C__) && defined(__AVX2__)
+#include <immintrin.h>
+static inline void em_h2f_block(const uint16_t *src, float *dst, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++)
+        dst[i] = em_h2f_quiet(src[i]);
+}
+
+static inline void em_f2h_block(const float *src, uint16_t *dst, ptrdiff_t n) {
+    const __m128i mag_mask = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
+    const __m128i sign_mask = _mm_set1_epi16((short)0x8000), qnan = _mm_set1_epi16(0x7e00);
+    ptrdiff_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+        /* F16C keeps a NaN's payload; em_f2h (and so the SSE2 build) does not */
+        __m128i nan = _mm_cmpgt_epi16(_mm_and_si128(h, mag_mask), inf);
+        h = _mm_blendv_epi8(h, _mm_or_si128(_mm_and_si128(h, sign_mask), qnan), nan);
+        _mm_storeu_si128((__m128i *)(dst + i), h);
+    }
+    for (; i < n; i++)
+        dst[i] = em_f2h(src[i]);
+}
+#else
+static inline void em_h2f_block(const uint16_t *src, float *dst, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++)
+        dst[i] = em_h2f_quiet(src[i]);
+}
+
+static inline void em_f2h_block(const float *src, uint16_t *dst, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++)
+        dst[i] = em_f2h(src[i]);
+}
+#endif
 
 /* a where c else b, for floats */
 static inline float em_fsel(int c, float a, float b) {

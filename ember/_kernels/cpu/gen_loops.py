@@ -106,9 +106,13 @@ cdef extern from "math.h" nogil:
 
 cdef extern from "em_math.h" nogil:
     float h2f "em_h2f" (uint16_t)
+    float h2fq "em_h2f_quiet" (uint16_t)
     uint16_t f2h "em_f2h" (float)
     float b2f "em_b2f" (uint16_t)
     uint16_t f2b "em_f2b" (float)
+    void h2f_block "em_h2f_block" (const uint16_t*, float*, Py_ssize_t)
+    void f2h_block "em_f2h_block" (const float*, uint16_t*, Py_ssize_t)
+    enum: EM_HALF_BLOCK
     float _expf "em_expf" (float)
     float _expm1f "em_expm1f" (float)
     float _logf "em_logf" (float)
@@ -340,6 +344,40 @@ def emit_fixup(op, dt, is_bool):
             f"            (<{out_store}*>(po + i * so))[0] = {store_value(dt, expr, is_bool)}"]
 
 
+def op_load(dt, ptr_expr):
+    """load() for the op loops: float16 widens with a signalling NaN made quiet (as the
+    block conversions do; see em_h2f_quiet)."""
+    if dt[1] == "float16":
+        return f"h2fq((<uint16_t*>({ptr_expr}))[0])"
+    return load(dt, ptr_expr)
+
+
+def emit_half_blocks(arity, expr):
+    """The contiguous branches of a float16 loop, a block at a time: the inputs widened
+    into float buffers, the op computed there (vectorised like a float32 loop), the
+    block narrowed back (em_h2f_block / em_f2h_block: F16C in the AVX2 build)."""
+    def block(inputs, scalar=None):
+        out = ["        i = 0", "        while i < n:",
+               "            m = n - i if n - i < EM_HALF_BLOCK else EM_HALF_BLOCK"]
+        for var, ptr in inputs:
+            out.append(f"            h2f_block(<uint16_t*>{ptr} + i, t{var}, m)")
+        out.append("            for j in range(m):")
+        for var, _ in inputs:
+            out.append(f"                {var} = t{var}[j]")
+        out.append(f"                tr[j] = {expr}")
+        out.append("            f2h_block(tr, <uint16_t*>po + i, m)")
+        out.append("            i += m")
+        return out
+    if arity == 1:
+        return (["    if s0 == 2 and so == 2:"] + block([("a", "p0")]), "    else:")
+    lines = ["    if s0 == 2 and s1 == 2 and so == 2:"] + block([("a", "p0"), ("b", "p1")])
+    lines += ["    elif s0 == 2 and s1 == 0 and so == 2:", "        b = h2fq((<uint16_t*>(p1))[0])"]
+    lines += block([("a", "p0")])
+    lines += ["    elif s0 == 0 and s1 == 2 and so == 2:", "        a = h2fq((<uint16_t*>(p0))[0])"]
+    lines += block([("b", "p1")])
+    return lines, "    else:"
+
+
 def emit_loop(op, arity, is_bool, dt, expr):
     code, name, store, comp, kind, suf = dt
     out_store = "uint8_t" if is_bool else store
@@ -354,9 +392,31 @@ def emit_loop(op, arity, is_bool, dt, expr):
     if arity == 2:
         lines.append(f"    cdef {comp} b")
     lines.append("    cdef Py_ssize_t i")
+    blocks = name == "float16" and not is_bool
+    if blocks:
+        lines.append("    cdef Py_ssize_t j, m")
+        lines.append("    cdef float ta[EM_HALF_BLOCK]\n    cdef float tr[EM_HALF_BLOCK]")
+        if arity == 2:
+            lines.append("    cdef float tb[EM_HALF_BLOCK]")
     if arity == 2:
         lines.append("    cdef char* p0 = args[0]\n    cdef char* p1 = args[1]\n    cdef char* po = args[2]")
         lines.append("    cdef Py_ssize_t s0 = steps[0], s1 = steps[1], so = steps[2]")
+    else:
+        lines.append("    cdef char* p0 = args[0]\n    cdef char* po = args[1]")
+        lines.append("    cdef Py_ssize_t s0 = steps[0], so = steps[1]")
+    if blocks:
+        contiguous, strided_head = emit_half_blocks(arity, expr)
+        lines += contiguous
+        lines.append(strided_head)
+        lines.append("        for i in range(n):")
+        lines.append(f"            a = {op_load(dt, 'p0 + i * s0')}")
+        if arity == 2:
+            lines.append(f"            b = {op_load(dt, 'p1 + i * s1')}")
+        lines.append(f"            (<{out_store}*>(po + i * so))[0] = {val}")
+        if arity == 1:
+            lines += emit_fixup(op, dt, is_bool)
+        return fn, "\n".join(lines) + "\n"
+    if arity == 2:
         lines.append(f"    if s0 == {isz} and s1 == {isz} and so == {osz}:")
         lines.append("        for i in range(n):")
         lines.append(f"            a = {load_idx(dt, 'p0', 'i')}")
@@ -378,8 +438,6 @@ def emit_loop(op, arity, is_bool, dt, expr):
         lines.append(f"            b = {load(dt, 'p1 + i * s1')}")
         lines.append(f"            (<{out_store}*>(po + i * so))[0] = {val}")
     else:
-        lines.append("    cdef char* p0 = args[0]\n    cdef char* po = args[1]")
-        lines.append("    cdef Py_ssize_t s0 = steps[0], so = steps[1]")
         lines.append(f"    if s0 == {isz} and so == {osz}:")
         lines.append("        for i in range(n):")
         lines.append(f"            a = {load_idx(dt, 'p0', 'i')}")
