@@ -58,6 +58,14 @@ def host(x):
     return np.asarray(x)
 
 
+def settle(result=None):
+    """Wait for the device, so that the input checks a GPU op deferred (an index out of
+    range: ember/cuda/_checks.py) raise here, not in some later test."""
+    if not DRY and HAVE_GPU:
+        import ember.cuda
+        ember.cuda.synchronize()
+
+
 def assert_on_device(x):
     assert isinstance(x, ember.ndarray), f"expected an ember array, got {type(x)}"
     if not DRY:

@@ -16,7 +16,7 @@ import pytest
 import ember
 from ember._core import elementwise as _ew
 from cuda_helpers import (DEV, DRY, GPU_MARK, assert_on_device, assert_same, assert_same_tree,
-                          cupy, gpu, host, layout_pairs, real_gpu)
+                          cupy, gpu, host, layout_pairs, real_gpu, settle)
 from helpers import random_array, values_for
 
 pytestmark = GPU_MARK
@@ -47,6 +47,7 @@ def check_like_cpu(fn, cpu_args, gpu_args, rtol=None, atol=None, **kw):
     if err is not None:
         with pytest.raises(type(err)):
             quiet(fn, *gpu_args, **kw)
+            settle()                # bad indices are reported at the next synchronisation
         return
     got = quiet(fn, *gpu_args, **kw)
     assert_same_tree(got, exp, rtol=rtol, atol=atol)
