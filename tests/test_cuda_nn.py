@@ -397,24 +397,16 @@ def test_small_cnn_training_step_matches_cpu():
             o.step()
 
 
-class _TinyGPT(nn.Module):
-    """bench_gpu.py's GPT-2-shaped model, small: embeddings, pre-norm causal encoder
-    layers, a vocabulary head."""
-
-    def __init__(self, vocab=50, d=32, heads=4, seq=16):
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
-        block = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, dropout=0.0,
-                                           activation="gelu", batch_first=True,
-                                           norm_first=True)
-        self.blocks = nn.TransformerEncoder(block, 2, enable_nested_tensor=False)
-        self.ln = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-
-    def forward(self, idx, pos, mask):
-        h = self.tok(idx) + self.pos(pos)
-        h = self.blocks(h, mask=mask, is_causal=True)
-        return self.head(self.ln(h))
+def _bench_gpt(**shape):
+    """bench_gpu.py's GPT-2-shaped model (the one the GPU benchmark times), small."""
+    import os
+    import sys
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    from bench_gpu import gpt
+    return gpt(nn, **shape)
 
 
 def _no_sync_steps(model, opt, batch, loss_of, autocast=None):
@@ -452,7 +444,7 @@ def test_transformer_training_step_never_waits_for_the_gpu(autocast):
     and cross-entropy targets are checked without waiting: ember/cuda/_checks.py)."""
     import ember.amp
     ember.random.manual_seed(0)
-    model = _TinyGPT().to("cuda")
+    model = _bench_gpt(vocab=50, seq=16, d=32, heads=4, layers=2).to("cuda")
     opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
     rng = np.random.default_rng(0)
     idx = gpu(rng.integers(0, 50, (4, 16)))
