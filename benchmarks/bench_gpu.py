@@ -382,19 +382,30 @@ def _train_case(case, target, build_torch, build, make_inputs, make_opt, loss_fn
                                                                rtol=check_rtol, atol=check_rtol):
         errors["ember"] = f"first loss {first['ember']:.5g} vs PyTorch's {first['torch']:.5g}"
 
-    def batch_of(step, sync):
+    host = {lib: [] for lib in steps}
+
+    def batch_of(lib, step, sync):
         def f():
             sync()
             t0 = time.perf_counter()
             for _ in range(number):
                 step()
+            t1 = time.perf_counter()        # the host has queued every step
             sync()
-            return (time.perf_counter() - t0) / number
+            t2 = time.perf_counter()
+            host[lib].append((t1 - t0) / (t2 - t0))
+            return (t2 - t0) / number
         return f
 
     for lib, step in steps.items():
-        batches[lib] = batch_of(step, _sync(lib))
+        batches[lib] = batch_of(lib, step, _sync(lib))
     times, errs = alternate(batches, repeat)
+    for lib, shares in host.items():
+        # well below 1: the GPU sets the pace.  Near 1: the host does, or it waited inside
+        # the step (GradScaler reads its inf flag once a step; a full launch queue blocks)
+        if shares:
+            harness.log(f"bench_gpu {case}: {lib} host time until the last step returned "
+                        f"{100 * statistics.median(shares):.0f}% of the step time")
     errs.update(errors)
     r = row(case, times, errs, True, lambda t: f"{work / t:,.0f} {unit}", target)
     steps = batches = step = None      # free this case's device memory
