@@ -132,6 +132,12 @@ def test_unavailable_cuda_is_a_clear_error():
     with pytest.raises(RuntimeError, match="CUDA"):
         ember.ones(2).to("cuda")
     assert ember.cuda.device_count() == 0
+    assert ember.cuda.is_bf16_supported() is False
+    for fn in (ember.cuda.get_device_properties, ember.cuda.get_device_capability,
+               ember.cuda.mem_get_info):
+        name = "mem_get_info" if fn is ember.cuda.mem_get_info else "get_device_properties"
+        with pytest.raises(RuntimeError, match=f"ember.cuda.{name}: CUDA is not available"):
+            fn()
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "bfloat16"])

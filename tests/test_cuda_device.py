@@ -757,6 +757,27 @@ def test_memory_statistics():
 
 
 @real_gpu
+def test_device_properties_against_pytorch():
+    import ember.cuda as ec
+    torch = pytest.importorskip("torch")
+    p = ec.get_device_properties(0)
+    assert p.name == ec.get_device_name(0)
+    assert ec.get_device_capability() == (p.major, p.minor) >= (3, 0)
+    assert p.total_memory > (1 << 30) and p.multi_processor_count > 0
+    assert "DeviceProperties(name=" in repr(p)
+    free, total = ec.mem_get_info()
+    assert 0 < free <= total and abs(total - p.total_memory) <= (64 << 20)
+    assert ec.is_bf16_supported() == (p.major >= 8)
+    if torch.cuda.is_available():
+        t = torch.cuda.get_device_properties(0)
+        assert (p.major, p.minor, p.total_memory, p.multi_processor_count) == \
+            (t.major, t.minor, t.total_memory, t.multi_processor_count)
+        assert ec.get_device_capability(0) == torch.cuda.get_device_capability(0)
+    with pytest.raises(Exception):
+        ec.get_device_properties(ec.device_count())        # no such device
+
+
+@real_gpu
 def test_manual_seed_reproducible():
     import ember.cuda as ec
     import ember.nn.functional as F

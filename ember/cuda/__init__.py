@@ -29,7 +29,8 @@ __all__ = ["FAMILIES", "DTYPES", "kernel_files", "kernel_source", "nvrtc_options
            "default_stream", "stream", "device", "memory_allocated", "max_memory_allocated",
            "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "empty_cache",
            "memory_stats", "manual_seed", "manual_seed_all", "seed", "initial_seed",
-           "set_check_mode", "get_check_mode"]
+           "set_check_mode", "get_check_mode", "get_device_properties",
+           "get_device_capability", "mem_get_info", "is_bf16_supported", "DeviceProperties"]
 
 _DIR = Path(__file__).with_name("kernels")
 # the shared prelude: a .cu file too, so it compiles on its own (to an empty PTX)
@@ -127,5 +128,6 @@ from ember.cuda._device_api import (  # noqa: E402  (the API needs the names abo
     Stream, Event, current_stream, default_stream, stream, device, memory_allocated,
     max_memory_allocated, memory_reserved, max_memory_reserved, reset_peak_memory_stats,
     empty_cache, memory_stats, manual_seed, manual_seed_all, seed, initial_seed, _init,
-    _unavailable_reason)
+    _unavailable_reason, get_device_properties, get_device_capability, mem_get_info,
+    is_bf16_supported, DeviceProperties)
 from ember.cuda._checks import set_check_mode, get_check_mode  # noqa: E402

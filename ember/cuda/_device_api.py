@@ -123,6 +123,78 @@ def get_device_name(device=None):
     return c.cuda.runtime.getDeviceProperties(_index(device))["name"].decode()
 
 
+class DeviceProperties:
+    """What ``get_device_properties`` reports (PyTorch's field names)."""
+    __slots__ = ("name", "major", "minor", "total_memory", "multi_processor_count")
+
+    def __init__(self, name, major, minor, total_memory, multi_processor_count):
+        self.name = name
+        self.major = major
+        self.minor = minor
+        self.total_memory = total_memory
+        self.multi_processor_count = multi_processor_count
+
+    def __repr__(self):
+        return (f"DeviceProperties(name={self.name!r}, major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // (1 << 20)}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
+
+
+def get_device_properties(device=None):
+    """Name, compute capability, memory and SM count of a CUDA device.
+
+    >>> import ember
+    >>> if ember.cuda.is_available():
+    ...     p = ember.cuda.get_device_properties(0)
+    ...     print(p.major >= 3, p.total_memory > 0)
+    ... else:
+    ...     print(True, True)
+    True True
+    """
+    _require("get_device_properties")
+    p = _cp().cuda.runtime.getDeviceProperties(_index(device))
+    name = p["name"]
+    return DeviceProperties(name.decode() if isinstance(name, bytes) else str(name),
+                            int(p["major"]), int(p["minor"]), int(p["totalGlobalMem"]),
+                            int(p["multiProcessorCount"]))
+
+
+def get_device_capability(device=None):
+    """(major, minor) compute capability of a CUDA device, e.g. (9, 0) for an H100."""
+    p = get_device_properties(device)
+    return p.major, p.minor
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of a CUDA device's memory, as the driver reports them
+    (memory the caching allocator holds counts as used: see memory_reserved)."""
+    _require("mem_get_info")
+    with device_ctx(_index(device)):
+        free, total = _cp().cuda.runtime.memGetInfo()
+    return int(free), int(total)
+
+
+def is_bf16_supported():
+    """Whether bfloat16 runs on the current CUDA device: compute capability 8.0 or
+    newer (native bfloat16 arithmetic) and a CuPy that knows the dtype (>= 14).
+    False without CUDA.
+
+    >>> import ember
+    >>> ember.cuda.is_bf16_supported() in (True, False)
+    True
+    """
+    if not is_available():
+        return False
+    if get_device_capability() < (8, 0):
+        return False
+    from ember.cuda import _runtime
+    try:
+        _runtime.check_bfloat16()
+    except TypeError:
+        return False
+    return True
+
+
 class device:
     """Context manager that makes a CUDA device current (``with ember.cuda.device(1):``)."""
 
