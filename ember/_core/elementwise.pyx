@@ -25,12 +25,19 @@ import numpy as _np
 from ember._kernels.cpu import optable as _optable
 cdef extern from *:
     """
-    /* AVX2 + FMA + F16C usable (CPU and OS): the _v3 loop modules may run */
+    /* AVX2 + FMA + F16C usable (CPU and OS): the _v3 loop modules may run.  F16C is
+       read from CPUID (leaf 1, ECX bit 29): not every compiler's
+       __builtin_cpu_supports knows its name. */
+    #if defined(__x86_64__) && defined(__GNUC__)
+    #include <cpuid.h>
+    #endif
     static int ember_cpu_has_avx2_fma(void) {
     #if defined(__x86_64__) && defined(__GNUC__)
+        unsigned int a, b, c, d;
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+        if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29)))
+            return 0;
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     #else
         return 0;
     #endif
