@@ -15,14 +15,20 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.cuda import _checks
-from cuda_helpers import DEV, GPU_MARK, HAVE_GPU, gpu, real_gpu
+from cuda_helpers import GPU_MARK, HAVE_GPU, gpu, real_gpu
 
 
 # ------------------------------------------------------------ the queue (no GPU)
 
 class FakeStream:
-    def __init__(self):
+    _next = [1]
+
+    def __init__(self, done=True):
         self.syncs = 0
+        self.done = done
+        self.device_id = 0
+        self.ptr = self._next[0]
+        self._next[0] += 1
 
     def synchronize(self):
         self.syncs += 1
@@ -76,6 +82,31 @@ def test_the_first_failed_check_in_op_order_is_raised_and_the_rest_dropped(fake_
         _checks.flush()
     assert _checks.pending_count() == 0
     _checks.flush()
+
+
+def test_a_read_on_one_stream_reports_only_that_streams_checks(fake_flags):
+    """Reading a value waits for its own stream only: checks queued on another stream
+    stay pending (and that stream is not waited for) until it is synchronised."""
+    mine, other = FakeStream(), FakeStream(done=False)
+    _checks.defer(True, lambda: IndexError("on the other stream"), other)
+    _checks.defer(False, lambda: AssertionError("never"), mine)
+    _checks.flush(mine)
+    assert (mine.syncs, other.syncs) == (1, 0) and _checks.pending_count() == 1
+    _checks.flush(only_done=True)           # an Event wait: the other stream is still busy
+    assert other.syncs == 0 and _checks.pending_count() == 1
+    other.done = True
+    with pytest.raises(IndexError, match="on the other stream"):
+        _checks.flush(only_done=True)
+    assert _checks.pending_count() == 0
+
+
+def test_streams_are_matched_by_handle_not_by_object(fake_flags):
+    s = FakeStream()
+    same = FakeStream()
+    same.ptr = s.ptr                        # another Python object for the same stream
+    _checks.defer(True, lambda: IndexError("same stream"), s)
+    with pytest.raises(IndexError, match="same stream"):
+        _checks.flush(same)
 
 
 def test_sync_mode_raises_at_the_check_without_the_note(fake_flags, monkeypatch):

@@ -6,10 +6,11 @@ its kernels: the kernel, or a small CuPy expression, sets a device flag when
 the input is bad, and the op hands the flag to :func:`defer` with a function
 that builds the op's usual exception.  The op then returns at once, as every
 GPU op does, and the flags are read at the next point where the host waits
-for the GPU anyway: reading values (``item()``, ``tolist()``, ``.cpu()``,
-``numpy()``), ``ember.cuda.synchronize()``, ``Stream.synchronize()``,
-``Event.synchronize()``, and handing memory to another library (DLPack, the
-CUDA array interface).  The first failed check raises there, with a note that
+for the GPU anyway: reading values (``item()``, ``tolist()``, ``.cpu()``:
+the checks queued on the current stream), ``Stream.synchronize()`` (that
+stream's), ``ember.cuda.synchronize()`` and handing memory to another library
+(DLPack, the CUDA array interface: all of them), ``Event.synchronize()`` (those
+whose stream has finished).  Reading a value never waits for another stream.  The first failed check raises there, with a note that
 says which op found it.  The kernels never touch memory through a bad index
 (they skip it, or CuPy wraps it around), so nothing is corrupted meanwhile.
 
@@ -123,20 +124,34 @@ def defer(flag, make_error, stream=None):
         flush()
 
 
-def flush():
-    """Wait for the GPU work behind every pending check, read their flags, and raise
-    the first failed check's error (the rest are dropped with it).  A no-op when
-    nothing is pending, so the synchronisation points call it freely."""
+def _same_stream(a, b):
+    return a is b or (a.ptr == b.ptr and a.device_id == b.device_id)
+
+
+def flush(stream=None, only_done=False):
+    """Read the flags of pending checks and raise the first failed check's error (the
+    others read with it are dropped).  Which checks: all of them (waiting for their
+    streams), those queued on `stream` (a CuPy stream the caller has just waited for),
+    or with `only_done` those whose stream has finished (no wait at all).  A no-op
+    when nothing is pending, so the synchronisation points call it freely."""
     if not _pending:
         return
     with _lock:
-        todo = list(_pending)
-        _pending.clear()
+        if stream is None and not only_done:
+            todo = list(_pending)
+        elif stream is not None:
+            todo = [e for e in _pending if _same_stream(e[2], stream)]
+        else:
+            todo = [e for e in _pending if e[2].done]
+        if not todo:
+            return
+        taken = {id(e) for e in todo}
+        _pending[:] = [e for e in _pending if id(e) not in taken]
     seen = set()
-    for _, _, stream in todo:
-        if id(stream) not in seen:
-            seen.add(id(stream))
-            stream.synchronize()
+    for _, _, st in todo:
+        if id(st) not in seen:
+            seen.add(id(st))
+            st.synchronize()            # at once when the caller already waited for it
     values = _read_flags([flag for flag, _, _ in todo])
     for (flag, make_error, _), bad in zip(todo, values):
         if bad:

@@ -251,7 +251,7 @@ class Stream:
 
     def synchronize(self):
         self._s.synchronize()
-        _checks.flush()
+        _checks.flush(self._s)
 
     def query(self):
         """True when all work queued on the stream has finished."""
@@ -338,7 +338,7 @@ class Event:
 
     def synchronize(self):
         self._e.synchronize()
-        _checks.flush()
+        _checks.flush(only_done=True)
 
     def query(self):
         return self._e.done

@@ -176,8 +176,9 @@ def from_cupy(c_arr):
 def to_numpy(x):
     """A host copy of GPU array x (waits for the GPU, then reports a failed input check
     of an earlier op: see ember.cuda._checks)."""
-    values = cp().asnumpy(as_cupy(x))
-    _checks.flush()
+    c = cp()
+    values = c.asnumpy(as_cupy(x))          # (on the current stream, which it waits for)
+    _checks.flush(c.cuda.get_current_stream())
     return values
 
 
