@@ -9,8 +9,15 @@ the project (``examples/data/sonnets.txt``), prints the training and
 validation loss as they fall, saves a checkpoint with ``ember.save``, and
 then writes new text one character at a time, sampling with a temperature.
 
+It trains on a GPU with ``--device cuda`` (the model and every batch move there;
+the rest of the program is unchanged), and in mixed precision with ``--amp``:
+``ember.amp.autocast`` runs the matrix products in bfloat16 (or float16 on a GPU
+without bfloat16, with a ``GradScaler`` against underflowing gradients) while
+losses, softmax and normalisation stay in float32.
+
 Run:  python examples/char_transformer.py [--steps N] [--out DIR] [--seed S]
                                           [--temperature T] [--text FILE]
+                                          [--device cpu|cuda] [--amp]
 """
 import argparse
 import math
@@ -48,28 +55,30 @@ class CharTransformer(nn.Module):
     def forward(self, idx):
         """(batch, time) int64 character ids -> (batch, time, vocab) next-char logits."""
         t = idx.shape[1]
-        x = self.tok_emb(idx) + self.pos_emb(ember.arange(t))
-        mask = nn.generate_square_subsequent_mask(t)     # -inf above the diagonal
+        x = self.tok_emb(idx) + self.pos_emb(ember.arange(t, device=idx.device))
+        # -inf above the diagonal, on the model's device
+        mask = nn.generate_square_subsequent_mask(t).to(idx.device)
         x = self.blocks(x, mask=mask, is_causal=True)
         return self.head(self.norm(x))
 
 
-def get_batch(data, block_size, batch_size, rng):
-    """batch_size random windows of the id array `data`, and the same shifted by one."""
+def get_batch(data, block_size, batch_size, rng, device="cpu"):
+    """batch_size random windows of the id array `data`, and the same shifted by one,
+    on `device`."""
     starts = rng.integers(0, len(data) - block_size - 1, size=batch_size)
     rows = starts[:, None] + numpy.arange(block_size + 1)[None, :]
     chunk = data[rows]
-    return ember.asarray(chunk[:, :-1]), ember.asarray(chunk[:, 1:])
+    return (ember.asarray(chunk[:, :-1]).to(device), ember.asarray(chunk[:, 1:]).to(device))
 
 
-def estimate_loss(model, data, block_size, batches=8, batch_size=32, seed=1234):
+def estimate_loss(model, data, block_size, batches=8, batch_size=32, seed=1234, device="cpu"):
     """Mean next-character cross-entropy over a fixed set of windows (eval mode)."""
     rng = numpy.random.default_rng(seed)           # the same windows at every call
     model.eval()
     total = 0.0
     with ember.no_grad():
         for _ in range(batches):
-            x, y = get_batch(data, block_size, batch_size, rng)
+            x, y = get_batch(data, block_size, batch_size, rng, device)
             logits = model(x)
             total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                            y.reshape(-1)))
@@ -109,9 +118,19 @@ def main(argv=None):
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for ember's kernels (default: ember's)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--amp", action="store_true",
+                        help="mixed precision: autocast (bfloat16, or float16 + GradScaler)")
     args = parser.parse_args(argv)
     if args.threads is not None:
         ember.set_num_threads(args.threads)
+    device = args.device
+    if device.startswith("cuda") and not ember.cuda.is_available():
+        parser.error(f"--device {device}: no usable CUDA device here")
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    # bfloat16 keeps float32's range (no loss scaling needed); float16 needs a GradScaler
+    half = ember.bfloat16 if kind == "cpu" or ember.cuda.is_bf16_supported() else ember.float16
+    scaler = ember.amp.GradScaler(kind, enabled=args.amp and half == ember.float16)
 
     with open(args.text, encoding="utf-8") as f:
         text = f.read()
@@ -124,7 +143,7 @@ def main(argv=None):
     ember.random.seed(args.seed)                    # initial weights and dropout
     rng = numpy.random.default_rng(args.seed)       # batch windows and sampling
     model = CharTransformer(len(chars), block_size=args.block_size, d_model=args.d_model,
-                            num_layers=args.layers)
+                            num_layers=args.layers).to(device)
     opt = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     # short linear warm-up, then cosine decay to 10% of the peak rate
     warmup = max(1, min(50, args.steps // 10))
@@ -135,26 +154,31 @@ def main(argv=None):
     print(f"text: {len(text)} characters, vocabulary {len(chars)}; model: {n_params} "
           f"parameters, context {args.block_size}, {args.layers} layers, d_model {args.d_model}")
     print(f"uniform guess: loss {math.log(len(chars)):.3f}")
+    print(f"device {device}" + (f", mixed precision ({half})" if args.amp else ""))
     t0 = time.perf_counter()
-    first_loss = estimate_loss(model, val_data, args.block_size)
+    first_loss = estimate_loss(model, val_data, args.block_size, device=device)
     print(f"step {0:5d}  val loss {first_loss:.3f}")
     train_loss = float("nan")
     for step in range(1, args.steps + 1):
-        x, y = get_batch(train_data, args.block_size, args.batch_size, rng)
-        logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        x, y = get_batch(train_data, args.block_size, args.batch_size, rng, device)
+        with ember.amp.autocast(kind, dtype=half, enabled=args.amp):
+            logits = model(x)
+            # (autocast computes the loss in float32)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad()
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)                        # clip the true gradients
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         sched.step()
         # an exponential moving average gives a readable training curve
         train_loss = float(loss) if step == 1 else 0.9 * train_loss + 0.1 * float(loss)
         if step % args.eval_every == 0 or step == args.steps:
-            val_loss = estimate_loss(model, val_data, args.block_size)
+            val_loss = estimate_loss(model, val_data, args.block_size, device=device)
             print(f"step {step:5d}  train loss {train_loss:.3f}  val loss {val_loss:.3f}  "
                   f"({time.perf_counter() - t0:.1f} s)", flush=True)
-    last_loss = estimate_loss(model, val_data, args.block_size)
+    last_loss = estimate_loss(model, val_data, args.block_size, device=device)
     print(f"val loss {first_loss:.3f} -> {last_loss:.3f} in {args.steps} steps, "
           f"{time.perf_counter() - t0:.1f} s")
 

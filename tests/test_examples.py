@@ -78,6 +78,25 @@ def test_char_transformer_trains_and_samples(tmp_path):
     assert len(ckpt["vocab"]) == config["vocab_size"]
 
 
+def test_char_transformer_trains_in_mixed_precision(tmp_path):
+    out = run_example("char_transformer.py", "--steps", "5", "--eval-every", "5", "--amp",
+                      "--batch-size", "8", "--sample-length", "10", "--out", str(tmp_path),
+                      needs=(), cwd=tmp_path)
+    assert "device cpu, mixed precision" in out and "bfloat16" in out, out
+    first, last = out.split("val loss ")[-1].split(" in ")[0].split(" -> ")
+    assert float(last) < float(first), out
+
+
+def test_char_transformer_refuses_a_missing_gpu(tmp_path):
+    import ember
+    if ember.cuda.is_available():
+        pytest.skip("a GPU is present")
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, "char_transformer.py"),
+                           "--device", "cuda", "--steps", "1"], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2 and "no usable CUDA device" in proc.stderr, proc.stderr
+
+
 def test_custom_function_checks_and_trains(tmp_path):
     import ember
     out = run_example("custom_function.py", "--steps", "5", "--out", str(tmp_path),
