@@ -11,6 +11,10 @@ the final one into a fresh model to check it, and draws the loss and accuracy
 curves to a PNG with matplotlib.
 
 Run:  python examples/digits.py [--epochs N] [--out DIR] [--seed S] [--resume]
+                                [--device cpu|cuda]
+
+``--device cuda`` trains on a GPU: the data and the model move there once, and the
+rest of the program is unchanged.
 
 ``--resume`` continues an interrupted run (Ctrl-C, or ``--stop-after K``) from
 ``DIR/digits.safetensors``, saved after every epoch, to the number of epochs it
@@ -106,9 +110,12 @@ def main(argv=None):
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for ember's kernels (default: ember's)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
     if args.threads is not None:
         ember.set_num_threads(args.threads)
+    if args.device.startswith("cuda") and not ember.cuda.is_available():
+        parser.error(f"--device {args.device}: no usable CUDA device here")
     from tqdm import tqdm
 
     os.makedirs(args.out, exist_ok=True)
@@ -126,10 +133,11 @@ def main(argv=None):
 
     t0 = time.perf_counter()
     ember.random.seed(args.seed)            # weights, dropout and shuffling all draw from it
-    X_train, y_train, X_test, y_test = (ember.asarray(a) for a in load_data(args.seed))
+    X_train, y_train, X_test, y_test = (ember.asarray(a).to(args.device)
+                                        for a in load_data(args.seed))
     loader = DataLoader(TensorDataset(X_train, y_train), batch_size=args.batch_size,
                         shuffle=True, generator=ember.random.default_rng(args.seed))
-    model = make_model()
+    model = make_model().to(args.device)
     opt = optim.Adam(model.parameters(), lr=args.lr, weight_decay=1e-4)
     sched = optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, epochs=epochs,
                                           steps_per_epoch=len(loader))
@@ -180,7 +188,7 @@ def main(argv=None):
     train_time = time.perf_counter() - t0
 
     # reload the checkpoint into a fresh model: it must give the same predictions
-    fresh = make_model()
+    fresh = make_model().to(args.device)
     fresh.load_state_dict(ember.load(ckpt_path)["model"])
     _, reloaded_acc = evaluate(fresh, X_test, y_test)
     final_acc = history["test_acc"][-1] if history["test_acc"] else reloaded_acc
