@@ -335,42 +335,16 @@ class GradScaler:
 
 
 def _unscale_on_gpu(grads, inv_scale):
-    """GPU gradients times inv_scale in place, with no host round trip; returns one 0-d
-    "found inf" flag (an ember GPU bool array) per device.  Contiguous gradients go
-    through one fused launch per (device, dtype) (ember.cuda.ops_optim.unscale_grads);
-    any others through a CuPy kernel each."""
-    from ember.cuda import _runtime as R
+    """GPU gradients times inv_scale in place, with no host round trip, by one fused
+    launch per (device, dtype) (ember.cuda.ops_optim.unscale_grads; a non-contiguous
+    gradient is unscaled in a contiguous copy written back); returns one 0-d "found
+    inf" flag (an ember GPU bool array) per device."""
+    import ember
     from ember.cuda.ops_optim import unscale_grads
-    cp = R.cp()
-    found = unscale_grads([g for g in grads if g.is_contiguous()], inv_scale)
-    rest = [g for g in grads if not g.is_contiguous()]
-    if rest:
-        kernel = _unscale_kernel(cp)
-        for g in rest:
-            dev = g.get_device()
-            if dev not in found:
-                found[dev] = R.zeros((1,), np.int32, dev)
-            with cp.cuda.Device(dev):
-                inv = R.as_cupy(inv_scale.to(g.device) if inv_scale.get_device() != dev
-                                else inv_scale).astype(cp.float32).reshape(1)
-                kernel(inv, R.as_cupy(g), R.as_cupy(found[dev]))
-            g._bump_version()
-    out = []
-    for dev, f in found.items():
-        with cp.cuda.Device(dev):
-            out.append(R.from_cupy(R.as_cupy(f).reshape(()) != 0))
-    return out
-
-
-_UNSCALE = []
-
-
-def _unscale_kernel(cp):
-    """g *= inv in place, setting found[0] when a result is inf or NaN (no reduction
-    and no read-back per gradient: the flag is read once, in update())."""
-    if not _UNSCALE:
-        _UNSCALE.append(cp.ElementwiseKernel(
-            "raw float32 inv", "T g, raw int32 found",
-            "T v = g * (T)inv[0]; g = v; if (!isfinite((double)v)) found[0] = 1;",
-            "ember_unscale_and_check"))
-    return _UNSCALE[0]
+    work = [g if g.is_contiguous() else ember.ascontiguousarray(g) for g in grads]
+    found = unscale_grads(work, inv_scale)
+    with ember.no_grad():
+        for g, w in zip(grads, work):
+            if w is not g:
+                g[...] = w
+    return [f.reshape(()) != 0 for f in found.values()]

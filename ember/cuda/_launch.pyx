@@ -182,6 +182,27 @@ cdef object _run(size_t func, void** params, Py_ssize_t n, Py_ssize_t itemsize):
         raise RuntimeError(f"ember.cuda: kernel launch failed (CUDA driver error {rc})")
 
 
+cdef ndarray _empty_like(ndarray a, int code, Py_ssize_t itemsize, int dev):
+    """A new C-contiguous device array of a's shape in dtype `code`, from CuPy's pool."""
+    cdef Py_ssize_t nbytes = a.size * itemsize
+    mem = _alloc(nbytes)
+    return new_device_array(code, a.ndim, a.shape, mem.ptr, nbytes, mem, dev)
+
+
+cdef ndarray _map(size_t func, ndarray a, int code, Py_ssize_t itemsize, int dev):
+    """y = f(a) elementwise by kernel `func(x, y, n)`, y of dtype `code`."""
+    cdef int64_t n = a.size
+    cdef void* params[3]
+    cdef char* pa = a.data
+    cdef ndarray y = _empty_like(a, code, itemsize, dev)
+    cdef char* py = y.data
+    params[0] = &pa
+    params[1] = &py
+    params[2] = &n
+    _run(func, params, n, a.itemsize if a.itemsize > itemsize else itemsize)
+    return y
+
+
 def binary_contig(int op, ndarray a, ndarray b):
     """a <op> b by the fast path, or None when it does not apply."""
     cdef int64_t n
@@ -200,8 +221,7 @@ def binary_contig(int op, ndarray a, ndarray b):
     if func is None:
         return None
     n = a.size
-    mem = _alloc(n * a.itemsize)
-    y = new_device_array(a.tcode, a.ndim, a.shape, mem.ptr, n * a.itemsize, mem, dev)
+    y = _empty_like(a, a.tcode, a.itemsize, dev)
     pa = a.data
     pb = b.data
     py = y.data
@@ -215,49 +235,21 @@ def binary_contig(int op, ndarray a, ndarray b):
 
 def unary_contig(int op, ndarray a):
     """<op>(a) by the fast path, or None when it does not apply."""
-    cdef int64_t n
-    cdef void* params[3]
-    cdef char* pa
-    cdef char* py
-    cdef ndarray y
     if not a.c_contig or a.size == 0:
         return None
     dev = a.storage.device_index
     func = _contig.get((op, a.tcode, dev))
     if func is None:
         return None
-    n = a.size
-    mem = _alloc(n * a.itemsize)
-    y = new_device_array(a.tcode, a.ndim, a.shape, mem.ptr, n * a.itemsize, mem, dev)
-    pa = a.data
-    py = y.data
-    params[0] = &pa
-    params[1] = &py
-    params[2] = &n
-    _run(func, params, n, a.itemsize)
-    return y
+    return _map(func, a, a.tcode, a.itemsize, dev)
 
 
 def cast_contig(ndarray a, int dst, Py_ssize_t dst_itemsize):
     """a.astype(<dtype code dst>) by the fast path, or None when it does not apply."""
-    cdef int64_t n
-    cdef void* params[3]
-    cdef char* pa
-    cdef char* py
-    cdef ndarray y
     if not a.c_contig or a.size == 0:
         return None
     dev = a.storage.device_index
     func = _casts.get((a.tcode, dst, dev))
     if func is None:
         return None
-    n = a.size
-    mem = _alloc(n * dst_itemsize)
-    y = new_device_array(dst, a.ndim, a.shape, mem.ptr, n * dst_itemsize, mem, dev)
-    pa = a.data
-    py = y.data
-    params[0] = &pa
-    params[1] = &py
-    params[2] = &n
-    _run(func, params, n, a.itemsize if a.itemsize > dst_itemsize else dst_itemsize)
-    return y
+    return _map(func, a, dst, dst_itemsize, dev)

@@ -110,15 +110,18 @@ def _reduced(li, denom, reduction, dtype):
 
 # ---------------------------------------------------------------- cross-entropy
 
+def _ce_operands(x, target, weight, label_smoothing):
+    """(contiguous logits, targets, weights or None, N, C, smoothing) as CuPy arrays."""
+    xc = R.cp().ascontiguousarray(R.as_cupy(x))
+    N, C = xc.shape
+    return xc, R.as_cupy(target), _cp(weight), N, C, float(label_smoothing)
+
+
 @gpu_op("nn.functional.loss._cross_entropy_nc")
 def _cross_entropy_nc(x, target, weight, ignore_index, reduction, label_smoothing, scratch):
     """Fused cross-entropy of (N, C) logits against (N,) int64 class indices (GPU)."""
     cp = R.cp()
-    xc = cp.ascontiguousarray(R.as_cupy(x))
-    tc = R.as_cupy(target)
-    wc = _cp(weight)
-    N, C = xc.shape
-    eps = float(label_smoothing)
+    xc, tc, wc, N, C, eps = _ce_operands(x, target, weight, label_smoothing)
     loss, lse = _row_lse(xc, tc, ignore_index, eps, "cross_entropy")
     keep = tc != ignore_index
     ts, wt = _weights(wc, tc, keep)
@@ -139,11 +142,7 @@ def _cross_entropy_nc(x, target, weight, ignore_index, reduction, label_smoothin
 def _ce_backward(g, x, target, weight, ignore_index, reduction, label_smoothing):
     """First-order gradient of _cross_entropy_nc w.r.t. the logits (GPU)."""
     cp = R.cp()
-    xc = cp.ascontiguousarray(R.as_cupy(x))
-    tc = R.as_cupy(target)
-    wc = _cp(weight)
-    N, C = xc.shape
-    eps = float(label_smoothing)
+    xc, tc, wc, N, C, eps = _ce_operands(x, target, weight, label_smoothing)
     dx = cp.empty((N, C), dtype=xc.dtype)
     if N == 0 or C == 0:
         return R.from_cupy(dx)
