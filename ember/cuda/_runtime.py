@@ -21,7 +21,7 @@ from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._core.dtypes import _code, dtype_from_code, BFLOAT16
 from ember._api.manipulation import _c_strides
-from ember.cuda import _checks
+from ember.cuda import _checks, CASTS
 
 _cp = None
 
@@ -234,7 +234,7 @@ def astype(x, dtype):
     if y is not None:
         return y
     pair = (suffix(x.dtype), suffix(dt))
-    if pair in _cast_pairs() and x.size and x.is_contiguous():
+    if pair in CASTS and x.size and x.is_contiguous():
         from ember.cuda._kernels import function
         dev = x.get_device()
         y = empty(x.shape, dt, dev)
@@ -245,11 +245,6 @@ def astype(x, dtype):
             _launch.register_cast(_code(x.dtype), code, dev, function(name))
         return y
     return from_cupy(as_cupy(x).astype(dt, order="C", copy=True))
-
-
-def _cast_pairs():
-    from ember.cuda import CASTS
-    return CASTS
 
 
 def flags(x):
