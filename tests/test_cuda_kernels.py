@@ -345,10 +345,16 @@ class TestOnGPU:
         x = np.random.default_rng(5).standard_normal((N, C, H, W)).astype(np.float32)
         col = cp.empty((N, C * K * K, OH * OW), cp.float32)
         geom = conv_geom(C=C, H=H, W=W, KH=K, KW=K, OH=OH, OW=OW, sh=s, sw=s, ph=p, pw=p, dh=d, dw=d)
-        get("pool_conv").get_function("ember_im2col_f32")((4,), (128,), (cp.asarray(x), col, np.int64(N), geom))
+        L, R = OH * OW, C * K * K
+        fn = get("pool_conv").get_function("ember_im2col_f32")
+        fn((4,), (128,), (cp.asarray(x), col, np.int64(N), geom, np.int64(R * L), np.int64(L)))
         xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
         want = np.empty((N, C, K, K, OH, OW), np.float32)
         for kh in range(K):
             for kw in range(K):
                 want[:, :, kh, kw] = xp[:, :, kh * d: kh * d + s * OH: s, kw * d: kw * d + s * OW: s]
-        np.testing.assert_array_equal(col.get(), want.reshape(N, C * K * K, OH * OW))
+        want = want.reshape(N, R, L)
+        np.testing.assert_array_equal(col.get(), want)
+        colt = cp.empty((R, N, L), cp.float32)        # the weight gradient's layout
+        fn((4,), (128,), (cp.asarray(x), colt, np.int64(N), geom, np.int64(L), np.int64(N * L)))
+        np.testing.assert_array_equal(colt.get(), want.transpose(1, 0, 2))

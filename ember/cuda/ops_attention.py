@@ -1,7 +1,7 @@
 """The fused attention ops of ember.nn.functional.attention on CUDA arrays.
 
 Scores, weighted sums and their gradients are batched cuBLAS GEMMs
-(``cupy.matmul`` over broadcast (batch, head) axes) around softmax.cu's row
+(``_gemm.mm`` over broadcast (batch, head) axes, k read transposed in place) around softmax.cu's row
 kernels; the multi-head core reads q, k, v as strided views of the packed
 projection and writes its output (and the packed gradient) in place, as the CPU
 does.  ``sdpa_grad`` / ``core_grad`` are the first-order branches of the gradient
@@ -14,6 +14,7 @@ import numpy as np
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember.cuda._gemm import mm
 from ember.cuda.ops_softmax import row_softmax, row_softmax_backward
 
 __all__ = ["sdpa_grad", "core_grad"]
@@ -30,7 +31,7 @@ def _cp_or_none(g):
 def _scores_softmax(q, k, bias, scale, batch):
     """p = softmax(q k^T * scale + bias) over the last axis, shape batch + (L, S), C-contiguous."""
     cp = R.cp()
-    s = cp.matmul(q, k.swapaxes(-1, -2))
+    s = mm(q, k.swapaxes(-1, -2))
     s *= s.dtype.type(scale)
     if bias is not None:
         s = s + R.as_cupy(bias)
@@ -49,16 +50,16 @@ def _attention_grad(go, g_p, p, q, k, v, scale):
         dv = cp.zeros(batch + (v.shape[-2], v.shape[-1]), dtype=v.dtype)
         dp = cp.zeros(p.shape, dtype=p.dtype)
     else:
-        dv = cp.matmul(p.swapaxes(-1, -2), go)
-        dp = cp.matmul(go, v.swapaxes(-1, -2))
+        dv = mm(p.swapaxes(-1, -2), go)
+        dp = mm(go, v.swapaxes(-1, -2))
     if dv.shape[:-2] != batch:
         dv = cp.ascontiguousarray(cp.broadcast_to(dv, batch + dv.shape[-2:]))
     if g_p is not None:
         dp = dp + g_p
     ds = row_softmax_backward(cp.broadcast_to(dp, p.shape), p, False)
-    dq = cp.matmul(ds, k)
+    dq = mm(ds, k)
     dq *= dq.dtype.type(scale)
-    dk = cp.matmul(ds.swapaxes(-1, -2), q)
+    dk = mm(ds.swapaxes(-1, -2), q)
     dk *= dk.dtype.type(scale)
     return dq, dk, dv, ds
 
@@ -72,7 +73,7 @@ def _sdpa(query, key, value, bias, scale):
                              tuple(bias.shape[:-2]) if bias is not None else ())
     q, k, v = R.as_cupy(query), R.as_cupy(key), R.as_cupy(value)
     p = _scores_softmax(q, k, bias, scale, bs)
-    out = cp.matmul(p, v)
+    out = mm(p, v)
     want = bs + (query.shape[-2], value.shape[-1])
     if out.shape != want:
         out = cp.ascontiguousarray(cp.broadcast_to(out, want))
@@ -98,7 +99,7 @@ def _self_attention_core(qkv, bias, num_heads, scale, bf):
     q, k, v = A._qkv_views(c, n, num_heads, d, bf)
     out = cp.empty(tuple(qkv.shape[:2]) + (e,), dtype=c.dtype)
     p = _scores_softmax(q, k, bias, scale, q.shape[:-2])
-    A._merged_view(out, n, num_heads, d, bf)[...] = cp.matmul(p, v)
+    A._merged_view(out, n, num_heads, d, bf)[...] = mm(p, v)
     return R.from_cupy(out), R.from_cupy(p)
 
 

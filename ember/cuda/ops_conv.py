@@ -1,9 +1,11 @@
 """The convolution ops of ``ember.nn.functional.conv`` on CUDA arrays.
 
 Same lowering as the CPU: im2col (``ember_im2col_<dt>`` in pool_conv.cu) and one
-batched GEMM through cuBLAS (``cupy.matmul``); the input gradient (the transposed
-convolution) is a GEMM followed by col2im, a deterministic gather.  A 1x1
-convolution with stride 1 and no padding skips im2col.
+batched GEMM through cuBLAS (``_gemm.mm``: the shared weight is a batch stride of 0,
+not a copy per image); the input gradient (the transposed convolution) is a GEMM
+with the weight read transposed, followed by col2im, a deterministic gather; the
+weight gradient is one GEMM over all images, from columns laid out batch-inner.  A
+1x1 convolution with stride 1 and no padding skips im2col.
 
 The geometry arguments are conv.py's canonical ones: ``stride`` and ``dilation``
 are (h, w) pairs, ``padding`` is (top, bottom, left, right), and 1-d arrays
@@ -15,6 +17,7 @@ import struct
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember.cuda._gemm import mm
 
 __all__ = ["geom"]
 
@@ -55,19 +58,24 @@ def _pointwise(kh, kw, stride, pad, H, W, OH, OW):
             and pad[0] == 0 and pad[2] == 0)
 
 
-def _columns(xc, kh, kw, stride, pad, dil, OH, OW):
-    """im2col of cupy xc (N, C, H, W) -> (N, C*kh*kw, OH*OW) (cupy)."""
+def _columns(xc, kh, kw, stride, pad, dil, OH, OW, by_row=False):
+    """im2col of cupy xc (N, C, H, W) -> (N, C*kh*kw, OH*OW) (cupy), or with ``by_row``
+    (C*kh*kw, N, OH*OW): the weight gradient's layout, where each row spans the batch so
+    that one GEMM sums over every image without a transposed copy of the columns."""
     cp = R.cp()
     N, C, H, W = xc.shape
     L = OH * OW
+    K = C * kh * kw
     if _pointwise(kh, kw, stride, pad, H, W, OH, OW):
-        return xc.reshape(N, C, H * W)
-    col = cp.empty((N, C * kh * kw, L), dtype=xc.dtype)
+        v = xc.reshape(N, C, H * W)
+        return cp.ascontiguousarray(v.transpose(1, 0, 2)) if by_row else v
+    col = cp.empty((K, N, L) if by_row else (N, K, L), dtype=xc.dtype)
     total = col.size
     if total:
         g = geom(C, H, W, kh, kw, OH, OW, stride[0], stride[1], pad[0], pad[2], dil[0], dil[1])
+        sn, sr = (L, N * L) if by_row else (K * L, L)
         R.launch(_kernel("im2col", xc.dtype), R.blocks(total), 256,
-                 (R.from_cupy(xc), R.from_cupy(col), N, g))
+                 (R.from_cupy(xc), R.from_cupy(col), N, g, sn, sr))
     return col
 
 
@@ -116,9 +124,9 @@ def _conv(x, w, b, stride, pad, dil, groups):
     CKg = Cg * kh * kw
     col = _columns(xc, kh, kw, stride, pad, dil, OH, OW)
     if G == 1:
-        out = cp.matmul(wc.reshape(O, CKg), col)                         # (N, O, L)
+        out = mm(wc.reshape(O, CKg), col)                         # (N, O, L)
     else:
-        out = cp.matmul(wc.reshape(G, O // G, CKg), col.reshape(N, G, CKg, L))
+        out = mm(wc.reshape(G, O // G, CKg), col.reshape(N, G, CKg, L))
     out = cp.ascontiguousarray(out).reshape(N, O, OH, OW)
     _add_bias(out, b)
     return _result(out, x.ndim)
@@ -141,9 +149,9 @@ def _conv_transpose(x, w, b, out_hw, stride, pad, dil, groups):
     wt = wc.reshape(G, O // G, CKg).transpose(0, 2, 1)                   # (G, CKg, Og)
     gv = xc.reshape(N, G, O // G, L)
     if G == 1:
-        dcol = cp.matmul(wt[0], gv[:, 0])                                # (N, CKg, L)
+        dcol = mm(wt[0], gv[:, 0])                                # (N, CKg, L)
     else:
-        dcol = cp.matmul(wt, gv)                                         # (N, G, CKg, L)
+        dcol = mm(wt, gv)                                         # (N, G, CKg, L)
     dcol = cp.ascontiguousarray(dcol).reshape(N, C * kh * kw, L)
     if _pointwise(kh, kw, stride, pad, H, W, OH, OW):
         out = dcol.reshape(N, C, H, W)
@@ -168,10 +176,10 @@ def _conv_weight(x, g, wshape, stride, pad, dil, groups):
     L = OH * OW
     if N == 0 or L == 0:
         return R.from_cupy(cp.zeros(tuple(wshape), dtype=xc.dtype))
-    col = _columns(xc, kh, kw, stride, pad, dil, OH, OW).reshape(N, G, CKg, L)
     # One GEMM per group over all N*L output positions at once (the CPU sums per-image
-    # GEMMs): (G, Og, N*L) @ (G, N*L, CKg).
-    gm = gc.reshape(N, G, Og, L).transpose(1, 2, 0, 3).reshape(G, Og, N * L)
-    cm = col.transpose(1, 0, 3, 2).reshape(G, N * L, CKg)
-    out = cp.ascontiguousarray(cp.matmul(gm, cm)).reshape(tuple(wshape))
-    return R.from_cupy(out)
+    # GEMMs): (G, Og, N*L) @ (G, N*L, CKg), the columns read transposed in place.  Only
+    # the output gradient (the smaller operand) is reordered.
+    col = _columns(xc, kh, kw, stride, pad, dil, OH, OW, by_row=True).reshape(G, CKg, N * L)
+    gm = cp.ascontiguousarray(gc.reshape(N, G, Og, L).transpose(1, 2, 0, 3))
+    out = mm(gm.reshape(G, Og, N * L), col.swapaxes(-1, -2))
+    return R.from_cupy(out.reshape(tuple(wshape)))

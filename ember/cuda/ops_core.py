@@ -14,6 +14,7 @@ from ember._core.array import ndarray
 from ember._api.indexing import _check_index_add
 from ember.autograd import inplace as _inplace
 from ember.cuda import _runtime as R
+from ember.cuda._gemm import mm
 from ember.cuda import _checks
 from ember.cuda._dispatch import gpu_op
 from ember._core.dtypes import dtype_kind, BFLOAT16
@@ -135,7 +136,7 @@ def to_device(x, device):
 
 @gpu_op("matmul")
 def matmul(a, b, /, *, out=None):
-    """Matrix product through cuBLAS (cupy.matmul), with NumPy's broadcasting rules."""
+    """Matrix product through cuBLAS (ember.cuda._gemm), with NumPy's broadcasting rules."""
     c = R.cp()
     ca = R.as_cupy(a) if isinstance(a, ndarray) else c.asarray(a)
     cb = R.as_cupy(b) if isinstance(b, ndarray) else c.asarray(b)
@@ -151,10 +152,10 @@ def matmul(a, b, /, *, out=None):
         dt = np.result_type(ca.dtype, cb.dtype)
         ca, cb = ca.astype(dt), cb.astype(dt)
     if out is not None:
-        c.matmul(ca, cb, out=R.as_cupy(out))
+        mm(ca, cb, out=R.as_cupy(out))
         out._bump_version()
         return out
-    return R.from_cupy(c.matmul(ca, cb))
+    return R.from_cupy(mm(ca, cb))
 
 
 def _index_arg(index, device):

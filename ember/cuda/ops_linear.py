@@ -1,11 +1,12 @@
 """linear and bilinear (ember.nn.functional.linear) on CUDA arrays: cuBLAS GEMMs through
-``cupy.matmul``.  Argument checks and their messages are the CPU's (``_linear_error``).
+ember's own dispatch (``ember.cuda._gemm.mm``).  Argument checks and their messages are the CPU's (``_linear_error``).
 The gradient rules are ember ops (matmul, transpose, sum, einsum), so they need nothing here.
 """
 import importlib
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember.cuda._gemm import mm
 from ember._core.dtypes import dtype_kind
 
 __all__ = ["linear", "bilinear"]
@@ -26,14 +27,9 @@ def linear(input, weight, bias=None):
             if bias is not None and (not isinstance(bias, ndarray) or bias.dtype != dt
                                      or tuple(bias.shape) not in ((n_out,), (), (1,))):
                 _lin()._linear_error(input, weight, bias)
-            cp = R.cp()
             x = R.as_cupy(input)
             wt = R.as_cupy(weight).T
-            if len(xs) > 2:
-                # one 2-d GEMM over all leading rows (reshape copies only a strided input)
-                out = cp.matmul(x.reshape(-1, xs[-1]), wt).reshape(xs[:-1] + (n_out,))
-            else:
-                out = cp.matmul(x, wt)
+            out = mm(x, wt)     # leading axes folded into one GEMM's rows (see _gemm)
             if bias is not None:
                 out += R.as_cupy(bias)
             return R.from_cupy(out)
@@ -57,8 +53,8 @@ def bilinear(input1, input2, weight, bias=None):
     x2 = R.as_cupy(input2).reshape(-1, I2)
     w = R.as_cupy(weight)
     # t[m, o, j] = sum_i x1[m, i] W[o, i, j]
-    t = cp.matmul(x1, w.transpose(1, 0, 2).reshape(I1, O * I2)).reshape(-1, O, I2)
-    out = cp.matmul(t, x2[:, :, None])[:, :, 0]          # (M, O): sum_j t[m, o, j] x2[m, j]
+    t = mm(x1, w.transpose(1, 0, 2).reshape(I1, O * I2)).reshape(-1, O, I2)
+    out = mm(t, x2[:, :, None])[:, :, 0]          # (M, O): sum_j t[m, o, j] x2[m, j]
     out = R.from_cupy(cp.ascontiguousarray(out).reshape(lead + (O,)))
     if bias is not None:
         out = out + bias

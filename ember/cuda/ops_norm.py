@@ -25,6 +25,7 @@ import numpy as np
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember.cuda._gemm import mm
 
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
@@ -131,7 +132,7 @@ def layer_norm_forward(x, weight, bias, eps, stats):
 def _row_sums(a):
     """Column sums of cupy a (M, N) through cuBLAS (a ones-vector GEMV)."""
     cp = R.cp()
-    return cp.matmul(cp.ones((a.shape[0],), dtype=a.dtype), a)
+    return mm(cp.ones((a.shape[0],), dtype=a.dtype), a)
 
 
 def layer_norm_backward(g, x, weight, stats, need_x, need_wb):
@@ -197,7 +198,6 @@ def batch_norm_update_running(running_mean, running_var, stats, momentum, count)
     """running = (1 - momentum) * running + momentum * batch statistic, in place on the
     GPU arrays; the variance enters unbiased, as in PyTorch.  (The caller bumps their
     versions, as for the CPU kernel.)"""
-    cp = R.cp()
     st = R.as_cupy(stats)
     C = st.shape[1]
     unb = count / (count - 1) if count > 1 else float("nan")

@@ -20,6 +20,7 @@ import numpy as np
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember.cuda._gemm import mm
 from ember.cuda.ops_conv import geom
 
 _INT64 = np.dtype(np.int64)
@@ -242,7 +243,7 @@ def _adaptive_avg_pool(x, nd, osize):
         dev = _device_id()
         ah = _avg_matrix(H, OH, xv.dtype, dev)
         aw = _avg_matrix(W, OW, xv.dtype, dev)
-        out = cp.matmul(cp.matmul(ah, xv), aw.T)                  # (n, OH, OW)
+        out = mm(mm(ah, xv), aw.T)                  # (n, OH, OW)
     return R.from_cupy(cp.ascontiguousarray(out).reshape(shape))
 
 
@@ -260,5 +261,5 @@ def _adaptive_avg_pool_backward(g, in_shape, nd):
         dev = _device_id()
         ah = _avg_matrix(H, OH, gv.dtype, dev)
         aw = _avg_matrix(W, OW, gv.dtype, dev)
-        out = cp.matmul(cp.matmul(ah.T, gv), aw)                  # (n, H, W)
+        out = mm(mm(ah.T, gv), aw)                  # (n, H, W)
     return R.from_cupy(cp.ascontiguousarray(out).reshape(tuple(in_shape)))

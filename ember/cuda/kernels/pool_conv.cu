@@ -2,7 +2,8 @@
 //
 // conv2d = GEMM(weight (O, C*KH*KW), col (C*KH*KW, OH*OW)) per image, the GEMM
 // through cuBLAS; these kernels only move data.
-//   ember_im2col_<dt>   x (N, C, H, W) -> col (N, C*KH*KW, OH*OW); padding reads as 0
+//   ember_im2col_<dt>   x (N, C, H, W) -> col (N, C*KH*KW, OH*OW), or (C*KH*KW, N, OH*OW)
+//                       through its two strides; padding reads as 0
 //   ember_col2im_<dt>   col -> dx (N, C, H, W), the adjoint of im2col. Written as a
 //                       gather (each input pixel sums the columns that read it), so
 //                       it needs no atomics, no zeroed output, and is deterministic.
@@ -22,16 +23,19 @@ struct Conv2dGeom {
 };
 
 template <typename T>
-__device__ void im2col(const T* __restrict__ x, T* __restrict__ col, i64 N, Conv2dGeom g) {
+__device__ void im2col(const T* __restrict__ x, T* __restrict__ col, i64 N, Conv2dGeom g,
+                       i64 sn, i64 sr) {
   const i64 L = g.OH * g.OW, K = g.C * g.KH * g.KW;
-  // Output order: consecutive threads write consecutive l (coalesced stores).
+  // Element (n, r, l) goes to col[n * sn + r * sr + l]: (sn, sr) = (K * L, L) is the
+  // forward's (N, K, L) layout, (L, N * L) the weight gradient's (K, N, L), whose rows
+  // span the whole batch.  Consecutive threads write consecutive l (coalesced stores).
   EMBER_GRID_LOOP(k, N * K * L) {
     const i64 l = k % L, r = (k / L) % K, n = k / (K * L);
     const i64 kw = r % g.KW, kh = (r / g.KW) % g.KH, c = r / (g.KW * g.KH);
     const i64 ow = l % g.OW, oh = l / g.OW;
     const i64 h = oh * g.sh - g.ph + kh * g.dh, w = ow * g.sw - g.pw + kw * g.dw;
-    col[k] = (h >= 0 && h < g.H && w >= 0 && w < g.W) ? x[((n * g.C + c) * g.H + h) * g.W + w]
-                                                      : st<T>(0.0f);
+    col[n * sn + r * sr + l] = (h >= 0 && h < g.H && w >= 0 && w < g.W)
+                                   ? x[((n * g.C + c) * g.H + h) * g.W + w] : st<T>(0.0f);
   }
 }
 
@@ -164,7 +168,9 @@ __device__ void avg_pool_bwd(const T* __restrict__ dy, T* __restrict__ dx, Conv2
 }
 
 #define DEF_POOL_CONV(dt, T)                                                                        \
-  extern "C" __global__ void ember_im2col_##dt(const T* x, T* col, i64 N, Conv2dGeom g) { im2col<T>(x, col, N, g); } \
+  extern "C" __global__ void ember_im2col_##dt(const T* x, T* col, i64 N, Conv2dGeom g, i64 sn, i64 sr) { \
+    im2col<T>(x, col, N, g, sn, sr);                                                                \
+  }                                                                                                 \
   extern "C" __global__ void ember_col2im_##dt(const T* col, T* dx, i64 N, Conv2dGeom g) { col2im<T>(col, dx, N, g); } \
   extern "C" __global__ void ember_max_pool2d_fwd_##dt(const T* x, T* y, i64* argmax, Conv2dGeom g) { \
     max_pool_fwd<T>(x, y, argmax, g);                                                               \
