@@ -12,9 +12,13 @@ Cases (the GPU issue's "Performance on the GPU" targets):
    outside the timed loop).  Target: ember <= 1.0x PyTorch's time.
 2. Bandwidth of a large elementwise add (2^26 float32): bytes of three arrays
    per call over the time per call, synchronised.  Target: >= 0.9x PyTorch's.
-3. ResNet-50 training step (batch 64, 224x224, SGD with momentum), float32 and
+3. The matrix products those steps are made of (batched attention scores in
+   float16 and bfloat16, a linear layer's input gradient, a convolution's
+   weight-times-columns product), synchronised, in TFLOP/s.  No target: they
+   say whether a slow training row is its GEMMs.
+4. ResNet-50 training step (batch 64, 224x224, SGD with momentum), float32 and
    under autocast float16 with a GradScaler.  Target: >= 0.6x PyTorch's images/s.
-4. GPT-2-small-shaped Transformer training step (12 pre-norm layers, d 768,
+5. GPT-2-small-shaped Transformer training step (12 pre-norm layers, d 768,
    12 heads, causal, seq 1024, batch 8, vocab 50257, AdamW), float32 and under
    autocast float16.  Target: >= 0.7x PyTorch's tokens/s.
 
@@ -138,7 +142,7 @@ def row(case, times, errors, higher_is_better, unit_fn, target, note=""):
     e, t = times.get("ember"), times.get("torch")
     ratio = (t / e) if e and t else None     # times -> speed ratio ember/torch
     met = None
-    if ratio is not None and "ember" not in errors:
+    if ratio is not None and "ember" not in errors and target is not None:
         met = ratio >= target
     return {"case": case, "times": times, "errors": errors, "ratio": ratio, "target": target,
             "met": met, "unit_fn": unit_fn, "note": note, "hib": higher_is_better}
@@ -172,8 +176,9 @@ def markdown(rows):
         ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}x"
         met = {True: "yes", False: "**no**", None: "n/a"}[r["met"]]
         case = r["case"] + (f" ({r['note']})" if r["note"] else "")
+        target = "none" if r["target"] is None else f">= {r['target']:g}x"
         out.append(f"| {case} | {_cell(r, 'ember')} | {_cell(r, 'torch')} | {ratio} | "
-                   f">= {r['target']:g}x | {met} |")
+                   f"{target} | {met} |")
     return "\n".join(out)
 
 
@@ -225,6 +230,70 @@ def bench_bandwidth(n=1 << 26, number=20, repeat=11):
     rows = [row(case, times, errors, True, lambda t: f"{nbytes / t / 1e9:.0f} GB/s", 0.9)]
     del batches
     _free()
+    return rows
+
+
+# ------------------------------------------------------------------ 3: GEMM shapes
+
+# (label, shape of a, shape of b, transpose b's last two axes, dtype): the matrix
+# products the training rows are made of (no target of their own; they say whether a
+# slow step is its GEMMs)
+GEMM_CASES = [
+    ("attention scores q @ k^T, 8x12 heads", (96, 1024, 64), (96, 1024, 64), True, "float16"),
+    ("attention scores q @ k^T, 8x12 heads", (96, 1024, 64), (96, 1024, 64), True, "bfloat16"),
+    ("linear input gradient g @ W", (8, 1024, 3072), (3072, 768), False, "float16"),
+    ("conv forward W @ columns (ResNet-50 layer 2 3x3)", (128, 1152), (64, 1152, 784), False,
+     "float16"),
+    ("conv forward W @ columns (ResNet-50 layer 2 3x3)", (128, 1152), (64, 1152, 784), False,
+     "float32"),
+]
+
+
+def bench_gemm(number=20, repeat=9, cases=GEMM_CASES):
+    """Synchronised time of ``a @ b`` for the shapes of the training rows, both
+    libraries from the same values (the results are compared first)."""
+    E, T = ember_gpu(), torch_gpu()
+    rows = []
+    for label, sa, sb, trans, dt in cases:
+        flop = 2 * int(np.prod(np.broadcast_shapes(sa[:-2], sb[:-2]))) * sa[-2] * sa[-1] * (
+            sb[-2] if trans else sb[-1])
+        case = f"GEMM: {label}, {sa} @ {sb}{'^T' if trans else ''}, {dt}"
+        r = np.random.default_rng(0)
+        a = r.standard_normal(sa).astype(np.float32)
+        b = r.standard_normal(sb).astype(np.float32)
+        batches = {}
+        want = None
+        if T is not None:
+            tdt = getattr(torch, dt)
+            ta, tb = torch.from_numpy(a).cuda().to(tdt), torch.from_numpy(b).cuda().to(tdt)
+            if trans:
+                tb = tb.transpose(-1, -2)
+            want = (ta @ tb).float().cpu().numpy()
+            batches["torch"] = loop_batch("a @ b", {"a": ta, "b": tb}, number, _sync("torch"),
+                                          True)
+        else:
+            batches["torch"] = "not available"
+        try:
+            edt = getattr(E, dt)
+            ea = E.asarray(a).to("cuda").astype(edt)
+            eb = E.asarray(b).to("cuda").astype(edt)
+            if trans:
+                eb = eb.swapaxes(-1, -2)
+            got = (ea @ eb).astype(E.float32).cpu().numpy()
+            if want is not None:
+                tol = 1e-2 if dt != "float32" else 1e-3
+                err = float(np.max(np.abs(got - want)) / max(1e-6, float(np.max(np.abs(want)))))
+                if err > tol:
+                    raise AssertionError(f"ember and PyTorch differ: max rel error {err:.2g}")
+            batches["ember"] = loop_batch("a @ b", {"a": ea, "b": eb}, number, _sync("ember"),
+                                          True)
+        except Exception as exc:
+            batches["ember"] = _short_error(exc)
+        times, errors = alternate(batches, repeat)
+        rows.append(row(case, times, errors, True, lambda t, f=flop: f"{f / t / 1e12:.0f} TFLOP/s",
+                        None))
+        del batches
+        _free()
     return rows
 
 
@@ -486,6 +555,9 @@ def run(quick=False):
     if quick:
         cases = [lambda: bench_launch(number=1000, repeat=3),
                  lambda: bench_bandwidth(n=1 << 20, number=5, repeat=3),
+                 lambda: bench_gemm(number=2, repeat=2, cases=[
+                     ("small", (4, 64, 32), (4, 64, 32), True, "float16"),
+                     ("small", (32, 48), (3, 48, 20), False, "float32")]),
                  lambda: bench_resnet50(batch=4, size=64, number=1, repeat=2),
                  lambda: bench_resnet50(batch=4, size=64, amp=True, number=1, repeat=2),
                  lambda: bench_gpt(batch=2, seq=64, d=128, heads=4, layers=2, vocab=1000,
@@ -493,7 +565,7 @@ def run(quick=False):
                  lambda: bench_gpt(batch=2, seq=64, d=128, heads=4, layers=2, vocab=1000,
                                    amp=True, number=1, repeat=2)]
     else:
-        cases = [bench_launch, bench_bandwidth,
+        cases = [bench_launch, bench_bandwidth, bench_gemm,
                  bench_resnet50, lambda: bench_resnet50(amp=True),
                  bench_gpt, lambda: bench_gpt(amp=True)]
     rows = []
