@@ -265,3 +265,8 @@ def test_gpu_mm_against_cpu(dtype):
                                        err_msg=f"{sa} {na} @ {sb} {nb}")
         out = cupy.empty(np.matmul(a, b).shape, dtype=dt)
         assert _gemm.mm(cupy.asarray(a), cupy.asarray(b), out=out) is out
+
+
+def test_batch_shapes_that_do_not_broadcast():
+    with pytest.raises(ValueError, match=r"batch shapes \(2,\) and \(3,\)"):
+        _run(_rand((2, 3, 4)), _rand((3, 4, 5)))

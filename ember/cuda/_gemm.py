@@ -25,6 +25,8 @@ dtypes cuBLAS does not cover here (integers, complex) go to ``cupy.matmul``.
 Row-major C = A @ B is computed as the column-major product C^T = B^T A^T, so
 cuBLAS's first operand is the user's B.
 """
+import math
+
 import numpy as np
 
 from ember._core.dtypes import BFLOAT16
@@ -38,8 +40,10 @@ _INT_MAX = 2 ** 31 - 1
 _CUDA_TYPE = {np.dtype(np.float16): 2, BFLOAT16: 14, np.dtype(np.float32): 0,
               np.dtype(np.float64): 1}
 _COMPUTE_32F, _COMPUTE_64F, _GEMM_DEFAULT = 68, 70, -1
-_ONE = {32: np.ones(1, np.float32), 64: np.ones(1, np.float64)}
-_ZERO = {32: np.zeros(1, np.float32), 64: np.zeros(1, np.float64)}
+_SCALARS = (np.ones(1, np.float32), np.zeros(1, np.float32), np.ones(1, np.float64),
+            np.zeros(1, np.float64))      # alpha = 1, beta = 0: kept alive, host pointers
+_ONE = {32: _SCALARS[0].ctypes.data, 64: _SCALARS[2].ctypes.data}
+_ZERO = {32: _SCALARS[1].ctypes.data, 64: _SCALARS[3].ctypes.data}
 
 
 def matrix_layout(rows, cols, s_row, s_col):
@@ -84,12 +88,30 @@ class Plan:
     __slots__ = ("transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "stride_a",
                  "stride_b", "stride_c", "batch")
 
-    def __init__(self, **kw):
-        for name in self.__slots__:
-            setattr(self, name, kw[name])
+    def __init__(self, transa, transb, m, n, k, lda, ldb, ldc, stride_a, stride_b, stride_c,
+                 batch):
+        self.transa, self.transb, self.m, self.n, self.k = transa, transb, m, n, k
+        self.lda, self.ldb, self.ldc = lda, ldb, ldc
+        self.stride_a, self.stride_b, self.stride_c, self.batch = (stride_a, stride_b,
+                                                                   stride_c, batch)
 
     def __repr__(self):
         return "Plan(" + ", ".join(f"{n}={getattr(self, n)}" for n in self.__slots__) + ")"
+
+
+def broadcast_batch(sa, sb):
+    """NumPy's broadcast of two batch shapes (tuples); ValueError when they clash."""
+    if sa == sb:
+        return tuple(sa)
+    n = max(len(sa), len(sb))
+    sa = (1,) * (n - len(sa)) + tuple(sa)
+    sb = (1,) * (n - len(sb)) + tuple(sb)
+    out = []
+    for x, y in zip(sa, sb):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"matmul: batch shapes {sa} and {sb} do not broadcast")
+        out.append(y if x == 1 else x)
+    return tuple(out)
 
 
 def _broadcast_strides(shape, strides, batch):
@@ -107,7 +129,7 @@ def plan(a_shape, a_strides, b_shape, b_strides, c_stride=None):
     batch axes, element strides given, into C whose batch is evenly spaced by ``c_stride``
     elements (None: C-contiguous); ``(plan, None)``, or ``(None, which)`` when operand
     ``which`` ('a' or 'b') cannot be described as it is."""
-    batch = tuple(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
+    batch = broadcast_batch(a_shape[:-2], b_shape[:-2])
     M, K = a_shape[-2:]
     N = b_shape[-1]
     la = matrix_layout(M, K, a_strides[-2], a_strides[-1])
@@ -122,7 +144,7 @@ def plan(a_shape, a_strides, b_shape, b_strides, c_stride=None):
         return None, "a"
     if sb is None:
         return None, "b"
-    count = int(np.prod(batch, dtype=np.int64)) if batch else 1
+    count = math.prod(batch)
     contiguous_c = c_stride is None or c_stride == M * N
     if sb == 0 and count > 1 and contiguous_c and (K == 1 or a_strides[-1] == 1):
         # B is shared: fold the batch into A's rows when they stay evenly spaced
@@ -135,8 +157,7 @@ def plan(a_shape, a_strides, b_shape, b_strides, c_stride=None):
         c_stride = 0
     elif c_stride is None:
         c_stride = M * N
-    return Plan(transa=lb[0], transb=la[0], m=N, n=M, k=K, lda=lb[1], ldb=la[1], ldc=N,
-                stride_a=sb, stride_b=sa, stride_c=c_stride, batch=count), None
+    return Plan(lb[0], la[0], N, M, K, lb[1], la[1], N, sb, sa, c_stride, count), None
 
 
 def _fits(p):
@@ -170,9 +191,11 @@ def _overlaps(x, y):
 def _elem_strides(x):
     isz = x.itemsize
     st = x.strides
-    if any(s % isz for s in st):
-        return None
-    return tuple(s // isz for s in st)
+    out = tuple([s // isz for s in st])
+    for s, e in zip(st, out):
+        if e * isz != s:
+            return None
+    return out
 
 
 # Most GEMM calls one uneven broadcast may be split into before its operand is copied.
@@ -198,10 +221,10 @@ def _split(a, b, batch):
     that takes more than _MAX_SPLIT calls."""
     j = max(range(len(batch)), key=lambda i: batch[i])
     outer = batch[:j] + batch[j + 1:]
-    if int(np.prod(outer, dtype=np.int64)) > _MAX_SPLIT:
+    if math.prod(outer) > _MAX_SPLIT:
         return None
     M, N = a.shape[-2], b.shape[-1]
-    c_stride = int(np.prod(batch[j + 1:], dtype=np.int64)) * M * N
+    c_stride = math.prod(batch[j + 1:]) * M * N
     calls = []
     for idx in np.ndindex(*outer):
         sa = a[_operand_key(a, batch, idx, j)]
@@ -240,7 +263,7 @@ def _run(xp, a, b, out, gemm):
     """C = a @ b for xp arrays a, b (same dtype, at least 2-d) through
     ``gemm(plan, b, a, c)`` (cuBLAS's operand order); None when the sizes exceed
     cuBLAS's 32-bit arguments."""
-    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    batch = broadcast_batch(a.shape[:-2], b.shape[:-2])
     shape = batch + (a.shape[-2], b.shape[-1])
     calls = []
     if a.shape[-1] and all(shape):
@@ -285,22 +308,26 @@ def matmul(xp, a, b, out, gemm):
 
 # ------------------------------------------------------------------ the cuBLAS call
 
+_LIBS = []      # (cublas module, get_cublas_handle), imported on the first GEMM
+
+
 def _cublas_gemm(p, first, second, c):
     """cublasGemmStridedBatchedEx on the current stream (CuPy's handle of the current
     device); 16-bit and float32 operands accumulate in float32."""
-    import cupy
-    from cupy_backends.cuda.libs import cublas
+    if not _LIBS:
+        import cupy
+        from cupy_backends.cuda.libs import cublas
+        _LIBS.append((cublas, cupy.cuda.device.get_cublas_handle))
+    cublas, handle = _LIBS[0]
     dt = c.dtype
     ctype = _CUDA_TYPE[dt]
     bits = 64 if dt == np.float64 else 32
-    compute = _COMPUTE_64F if bits == 64 else _COMPUTE_32F
-    handle = cupy.cuda.device.get_cublas_handle()
     cublas.gemmStridedBatchedEx(
-        handle, p.transa, p.transb, p.m, p.n, p.k, _ONE[bits].ctypes.data,
+        handle(), p.transa, p.transb, p.m, p.n, p.k, _ONE[bits],
         first.data.ptr, ctype, p.lda, p.stride_a,
         second.data.ptr, ctype, p.ldb, p.stride_b,
-        _ZERO[bits].ctypes.data, c.data.ptr, ctype, p.ldc, p.stride_c,
-        p.batch, compute, _GEMM_DEFAULT)
+        _ZERO[bits], c.data.ptr, ctype, p.ldc, p.stride_c,
+        p.batch, _COMPUTE_64F if bits == 64 else _COMPUTE_32F, _GEMM_DEFAULT)
 
 
 def mm(a, b, out=None):
@@ -321,12 +348,7 @@ def mm(a, b, out=None):
     import cupy
     if (a.dtype == b.dtype and a.dtype in _CUDA_TYPE and a.ndim and b.ndim
             and a.shape[-1] == (b.shape[-2] if b.ndim > 1 else b.shape[0])):
-        try:
-            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        except ValueError:
-            pass                        # cupy.matmul raises its error
-        else:
-            c = matmul(cupy, a, b, out, _cublas_gemm)
-            if c is not None:
-                return c
+        c = matmul(cupy, a, b, out, _cublas_gemm)
+        if c is not None:
+            return c
     return cupy.matmul(a, b, out=out)
