@@ -21,7 +21,7 @@ class CublasModel:
     def __init__(self):
         self.calls = []
 
-    def __call__(self, p, first, second, c):
+    def __call__(self, p, first, second, c, alpha=1.0):
         self.calls.append((p, ptr(first), ptr(second), ptr(c)))
         assert 1 <= p.m and 1 <= p.n and 1 <= p.k and 1 <= p.batch
         assert max(p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.batch) <= 2 ** 31 - 1
@@ -33,7 +33,7 @@ class CublasModel:
         isz = c.itemsize
         self._check_inside(c, p.m, p.n, p.ldc, p.stride_c, p.batch)
         C = as_strided(c, (p.batch, p.n, p.m), (p.stride_c * isz, p.ldc * isz, isz))
-        C[...] = (A @ B).transpose(0, 2, 1).astype(c.dtype)      # C[i, j] at i + j * ldc
+        C[...] = (alpha * (A @ B)).transpose(0, 2, 1).astype(c.dtype)  # C[i, j] at i + j * ldc
 
     @staticmethod
     def _check_inside(x, rows, cols, ld, stride, batch):

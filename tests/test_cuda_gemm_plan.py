@@ -265,8 +265,18 @@ def test_gpu_mm_against_cpu(dtype):
                                        err_msg=f"{sa} {na} @ {sb} {nb}")
         out = cupy.empty(np.matmul(a, b).shape, dtype=dt)
         assert _gemm.mm(cupy.asarray(a), cupy.asarray(b), out=out) is out
+        half = _gemm.mm(cupy.asarray(a), cupy.asarray(b), alpha=0.5)
+        np.testing.assert_allclose(cupy.asnumpy(half).astype(np.float64),
+                                   0.5 * np.matmul(a.astype(np.float64), b.astype(np.float64)),
+                                   rtol=_tol(dt) * 4, atol=_tol(dt) * 4 * max(1, sa[-1]))
 
 
 def test_batch_shapes_that_do_not_broadcast():
     with pytest.raises(ValueError, match=r"batch shapes \(2,\) and \(3,\)"):
         _run(_rand((2, 3, 4)), _rand((3, 4, 5)))
+
+
+def test_alpha_scales_inside_the_gemm():
+    a, b = _rand((2, 3, 4)), _rand((2, 4, 5))
+    c = _gemm.matmul(np, a, b, None, CublasModel(), alpha=0.125)
+    np.testing.assert_allclose(c, 0.125 * (a @ b), rtol=1e-12)

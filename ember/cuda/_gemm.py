@@ -259,9 +259,9 @@ def _calls(xp, a, b, batch):
     raise AssertionError(f"gemm: no plan for {a.shape} @ {b.shape}")   # unreachable
 
 
-def _run(xp, a, b, out, gemm):
+def _run(xp, a, b, out, gemm, alpha):
     """C = a @ b for xp arrays a, b (same dtype, at least 2-d) through
-    ``gemm(plan, b, a, c)`` (cuBLAS's operand order); None when the sizes exceed
+    ``gemm(plan, b, a, c, alpha)`` (cuBLAS's operand order); None when the sizes exceed
     cuBLAS's 32-bit arguments."""
     batch = broadcast_batch(a.shape[:-2], b.shape[:-2])
     shape = batch + (a.shape[-2], b.shape[-1])
@@ -274,7 +274,7 @@ def _run(xp, a, b, out, gemm):
               and out.flags.c_contiguous and not _overlaps(out, a) and not _overlaps(out, b))
     c = out if direct else xp.empty(shape, dtype=a.dtype)
     for p, ca, cb, key in calls:
-        gemm(p, cb, ca, c if key is None else c[key])
+        gemm(p, cb, ca, c if key is None else c[key], alpha)
     if not calls and c.size:
         c[...] = 0                      # K == 0: empty sums
     if out is not None and c is not out:
@@ -283,7 +283,7 @@ def _run(xp, a, b, out, gemm):
     return c
 
 
-def matmul(xp, a, b, out, gemm):
+def matmul(xp, a, b, out, gemm, alpha=1.0):
     """NumPy-rule matmul of xp arrays a, b (1-d operands included) through ``gemm``;
     None when the sizes exceed cuBLAS's 32-bit arguments."""
     da, db = a.ndim == 1, b.ndim == 1
@@ -294,7 +294,7 @@ def matmul(xp, a, b, out, gemm):
     res_out = out
     if out is not None and (da or db):
         res_out = None                  # a 1-d operand's result has fewer axes: copy at the end
-    c = _run(xp, a, b, res_out, gemm)
+    c = _run(xp, a, b, res_out, gemm, alpha)
     if c is None:
         return None
     if da or db:
@@ -311,7 +311,7 @@ def matmul(xp, a, b, out, gemm):
 _LIBS = []      # (cublas module, get_cublas_handle), imported on the first GEMM
 
 
-def _cublas_gemm(p, first, second, c):
+def _cublas_gemm(p, first, second, c, alpha):
     """cublasGemmStridedBatchedEx on the current stream (CuPy's handle of the current
     device); 16-bit and float32 operands accumulate in float32."""
     if not _LIBS:
@@ -322,18 +322,24 @@ def _cublas_gemm(p, first, second, c):
     dt = c.dtype
     ctype = _CUDA_TYPE[dt]
     bits = 64 if dt == np.float64 else 32
+    if alpha != 1.0:                    # (read by cuBLAS during the call: host pointer mode)
+        scale = np.array(alpha, np.float64 if bits == 64 else np.float32)
+        one = scale.ctypes.data
+    else:
+        one = _ONE[bits]
     cublas.gemmStridedBatchedEx(
-        handle(), p.transa, p.transb, p.m, p.n, p.k, _ONE[bits],
+        handle(), p.transa, p.transb, p.m, p.n, p.k, one,
         first.data.ptr, ctype, p.lda, p.stride_a,
         second.data.ptr, ctype, p.ldb, p.stride_b,
         _ZERO[bits], c.data.ptr, ctype, p.ldc, p.stride_c,
         p.batch, _COMPUTE_64F if bits == 64 else _COMPUTE_32F, _GEMM_DEFAULT)
 
 
-def mm(a, b, out=None):
-    """``cupy.matmul(a, b, out=out)`` for cupy arrays, through ember's cuBLAS plan for
-    float16 / bfloat16 / float32 / float64 operands of one dtype (cupy.matmul for the
-    rest).
+def mm(a, b, out=None, alpha=1.0):
+    """``alpha * cupy.matmul(a, b, out=out)`` for cupy arrays, through ember's cuBLAS plan
+    for float16 / bfloat16 / float32 / float64 operands of one dtype (cupy.matmul for the
+    rest).  ``alpha`` scales inside the GEMM (in the accumulation type, before rounding),
+    which saves a pass over the product (attention's 1/sqrt(d)).
 
     >>> import ember
     >>> if ember.cuda.is_available():
@@ -348,7 +354,10 @@ def mm(a, b, out=None):
     import cupy
     if (a.dtype == b.dtype and a.dtype in _CUDA_TYPE and a.ndim and b.ndim
             and a.shape[-1] == (b.shape[-2] if b.ndim > 1 else b.shape[0])):
-        c = matmul(cupy, a, b, out, _cublas_gemm)
+        c = matmul(cupy, a, b, out, _cublas_gemm, alpha)
         if c is not None:
             return c
-    return cupy.matmul(a, b, out=out)
+    c = cupy.matmul(a, b, out=out)
+    if alpha != 1.0:
+        c *= c.dtype.type(alpha)
+    return c

@@ -31,8 +31,7 @@ def _cp_or_none(g):
 def _scores_softmax(q, k, bias, scale, batch):
     """p = softmax(q k^T * scale + bias) over the last axis, shape batch + (L, S), C-contiguous."""
     cp = R.cp()
-    s = mm(q, k.swapaxes(-1, -2))
-    s *= s.dtype.type(scale)
+    s = mm(q, k.swapaxes(-1, -2), alpha=scale)      # the scale applied inside the GEMM
     if bias is not None:
         s = s + R.as_cupy(bias)
     full = tuple(batch) + (q.shape[-2], k.shape[-2])
@@ -57,10 +56,8 @@ def _attention_grad(go, g_p, p, q, k, v, scale):
     if g_p is not None:
         dp = dp + g_p
     ds = row_softmax_backward(cp.broadcast_to(dp, p.shape), p, False)
-    dq = mm(ds, k)
-    dq *= dq.dtype.type(scale)
-    dk = mm(ds.swapaxes(-1, -2), q)
-    dk *= dk.dtype.type(scale)
+    dq = mm(ds, k, alpha=scale)
+    dk = mm(ds.swapaxes(-1, -2), q, alpha=scale)
     return dq, dk, dv, ds
 
 
