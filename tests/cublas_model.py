@@ -20,9 +20,11 @@ class CublasModel:
 
     def __init__(self):
         self.calls = []
+        self.alphas = []
 
     def __call__(self, p, first, second, c, alpha=1.0):
         self.calls.append((p, ptr(first), ptr(second), ptr(c)))
+        self.alphas.append(alpha)
         assert 1 <= p.m and 1 <= p.n and 1 <= p.k and 1 <= p.batch
         assert max(p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.batch) <= 2 ** 31 - 1
         assert p.ldc >= p.m
