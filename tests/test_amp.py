@@ -132,8 +132,8 @@ def test_hook_float32_positions():
     w = ember.ones(3, dtype=ember.float16)
     stats = ember.zeros(3, dtype=ember.float16)   # an output buffer: must not be copied
     with autocast("cpu", dtype=ember.float16):
-        (cx, cw, cb, eps, cs), _ = _cast_args(
-            "nn.functional.normalization._batch_norm_train", (x, w, None, 1e-5, stats), {})
+        (cx, cw, cb, shape, eps, cs), _ = _cast_args(
+            "nn.functional.normalization._layer_norm", (x, w, None, (3,), 1e-5, stats), {})
         (sx,), _ = _cast_args("nn.functional.softmax", (x,), {})
     assert cx.dtype == F32 and cw.dtype == F32 and cb is None and cs is stats
     assert sx.dtype == F32

@@ -529,6 +529,43 @@ def test_autocast_conv_and_training_step_close_to_float32(dtype):
 
 
 @real_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_of_16bit_activations_with_float32_parameters(dtype, training):
+    """PyTorch's mixed batch norm: 16-bit input and output, float32 weight, bias, running
+    statistics and parameter gradients (the _p32 kernels, no widened copy)."""
+    half = _half(dtype)
+    bn = seeded(lambda: nn.BatchNorm2d(3))()
+    with ember.no_grad():
+        bn.weight[...] = ember.asarray(np.array([0.5, 1.5, -1.0], np.float32))
+        bn.bias[...] = ember.asarray(np.array([0.1, -0.2, 0.3], np.float32))
+    ref = copy.deepcopy(bn)
+    bn = bn.to("cuda")
+    bn.train(training)
+    ref.train(training)
+    x16 = gpu(rnd(4, 3, 5, 5, scale=2.0)).astype(half)
+    x32 = host(x16.astype(ember.float32))
+    xg = x16.detach().requires_grad_()
+    xr = ember.asarray(x32).requires_grad_()
+    y, yr = bn(xg), ref(xr)
+    assert str(y.dtype) == dtype and bn.weight.dtype == np.float32
+    tol = 2e-2 if dtype == "float16" else 8e-2
+    np.testing.assert_allclose(host(y.astype(ember.float32)), host(yr), rtol=tol, atol=tol)
+    g = rnd(4, 3, 5, 5, seed=1)
+    (y.astype(ember.float32) * gpu(g)).sum().backward()
+    (yr * ember.asarray(g)).sum().backward()
+    assert str(xg.grad.dtype) == dtype and bn.weight.grad.dtype == np.float32
+    np.testing.assert_allclose(host(xg.grad.astype(ember.float32)), host(xr.grad),
+                               rtol=tol * 2, atol=tol * 2)
+    np.testing.assert_allclose(host(bn.weight.grad), host(ref.weight.grad), rtol=tol, atol=tol)
+    np.testing.assert_allclose(host(bn.bias.grad), host(ref.bias.grad), rtol=tol, atol=tol)
+    np.testing.assert_allclose(host(bn.running_mean), host(ref.running_mean), rtol=1e-2,
+                               atol=1e-2)
+    np.testing.assert_allclose(host(bn.running_var), host(ref.running_var), rtol=1e-2,
+                               atol=1e-2)
+
+
+@real_gpu
 def test_grad_scaler_scales_unscales_and_skips_inf_steps():
     import ember.amp
     ember.random.manual_seed(0)

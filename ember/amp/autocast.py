@@ -4,7 +4,7 @@
 Inside ``with ember.amp.autocast('cuda'):`` the ops in ``LOWER_PRECISION_OPS``
 (matmul, linear, convolution, attention...) cast their floating-point array
 arguments to the autocast dtype (float16 by default), and the ops in
-``FLOAT32_OPS`` (softmax, log_softmax, the losses, the normalizations, sums
+``FLOAT32_OPS`` (softmax, log_softmax, the losses, layer and group norm, sums
 and products...) cast them to float32.  Only arrays on the region's device
 type are cast, and only float16 / bfloat16 / float32 ones: float64 arrays,
 integer arrays and arrays on the other device type pass unchanged (as in
@@ -56,7 +56,9 @@ LOWER_PRECISION_OPS = {
 
 # Ops run in float32.  Arguments that are outputs or scratch buffers written in
 # place (the normalizations' ``stats``, cross-entropy's ``scratch``) must not be
-# cast (a cast is a copy), hence the explicit positions there.
+# cast (a cast is a copy), hence the explicit positions there.  Batch norm is not
+# here, as in PyTorch: it keeps its input's dtype, computing 16-bit activations with
+# float32 statistics and parameters (on the GPU without a widened copy).
 FLOAT32_OPS = {
     "nn.functional.softmax": None, "nn.functional.log_softmax": None,
     "nn.functional.loss._cross_entropy_nc": (0, 2),
@@ -67,8 +69,6 @@ FLOAT32_OPS = {
     "nn.functional.binary_cross_entropy_with_logits": None,
     "nn.functional.normalization._layer_norm": (0, 1, 2),
     "nn.functional.normalization._group_norm": (0, 1, 2),
-    "nn.functional.normalization._batch_norm_train": (0, 1, 2),
-    "nn.functional.normalization._batch_norm_eval": None,
     "nn.functional.softplus": None,
     "sum": None, "prod": None, "cumsum": None, "cumprod": None, "nansum": None,
     "nanprod": None, "cumulative_sum": None, "cumulative_prod": None, "logsumexp": None,

@@ -10,6 +10,8 @@ Two layers:
 
 Kernels (norm.cu): layer norm forward / input gradient (one block per row), batch
 norm statistics, apply and backward (one block per channel for the reductions).
+Batch norm of float16 / bfloat16 data runs as itself with float32 parameters (the
+``_p32`` kernels), as PyTorch's mixed batch norm: no widened copy of the activations.
 Group norm is layer norm over (N*G) rows of C/G*S values followed by the
 per-channel affine, and its input gradient is the layer-norm input gradient of
 ``g * weight``.  Parameter gradients that are sums over rows use cuBLAS (a
@@ -57,6 +59,17 @@ def _threads(n):
 
 def _grid(rows):
     return max(1, min(int(rows), _GRID_CAP))
+
+
+def _pdt(dtype):
+    """The batch-norm parameter dtype for data of `dtype`: float32 for 16-bit data (the
+    mixed kernels, ``_p32``), else the data's own."""
+    return _F32 if np.dtype(dtype).itemsize == 2 else np.dtype(dtype)
+
+
+def _bn_kernel(stem, dtype):
+    """A batch-norm kernel that reads or writes parameters, for data of `dtype`."""
+    return _kernel(stem, dtype) + ("_p32" if np.dtype(dtype).itemsize == 2 else "")
 
 
 def _c(x, dtype=None):
@@ -168,8 +181,9 @@ def layer_norm_backward(g, x, weight, stats, need_x, need_wb):
 def _bn_apply(xc, mean, invstd, w, b, N, C, S):
     y = R.cp().empty(xc.shape, dtype=xc.dtype)
     if xc.size:
-        R.launch(_kernel("batch_norm_apply", xc.dtype), R.blocks(xc.size), 256,
-                 (_e(xc), _e(mean), _e(invstd), _e(_param(w, xc.dtype)), _e(_param(b, xc.dtype)),
+        pdt = _pdt(xc.dtype)
+        R.launch(_bn_kernel("batch_norm_apply", xc.dtype), R.blocks(xc.size), 256,
+                 (_e(xc), _e(mean), _e(invstd), _e(_param(w, pdt)), _e(_param(b, pdt)),
                   _e(y), N, C, S))
     return y
 
@@ -230,7 +244,8 @@ def batch_norm_eval_forward(x, running_mean, running_var, weight, bias, eps):
 def batch_norm_backward(g, x, weight, stats, running, need_x):
     """(gx, gw, gb) of batch norm.  Training (running None): stats is the forward's
     (3, C) array.  Evaluation: running = (mean, 1/std) (C,) arrays and gx = g * w / std.
-    gw, gb are the per-channel sums of g * xhat and g."""
+    gw, gb are the per-channel sums of g * xhat and g, in float32 for 16-bit x (the
+    parameters' precision; the caller casts them to the parameters' dtype)."""
     cp = R.cp()
     xc = _c(x)
     gc = _c(g, xc.dtype)
@@ -242,23 +257,24 @@ def batch_norm_backward(g, x, weight, stats, running, need_x):
     else:
         mean = _c(running[0], acc).reshape(C)
         invstd = _c(running[1], acc).reshape(C)
-    w = _param(weight, xc.dtype)
+    pdt = _pdt(xc.dtype)
+    w = _param(weight, pdt)
     if xc.size == 0:
         gx = R.from_cupy(cp.empty(xc.shape, dtype=xc.dtype)) if need_x else None
-        return (gx, R.from_cupy(cp.zeros((C,), dtype=xc.dtype)),
-                R.from_cupy(cp.zeros((C,), dtype=xc.dtype)))
+        return (gx, R.from_cupy(cp.zeros((C,), dtype=pdt)),
+                R.from_cupy(cp.zeros((C,), dtype=pdt)))
     sum_dy = cp.empty((C,), dtype=acc)
     sum_dy_xhat = cp.empty((C,), dtype=acc)
-    gw = cp.empty((C,), dtype=xc.dtype)
-    gb = cp.empty((C,), dtype=xc.dtype)
-    R.launch(_kernel("batch_norm_bwd_reduce", xc.dtype), _grid(C), _threads(N * S),
+    gw = cp.empty((C,), dtype=pdt)
+    gb = cp.empty((C,), dtype=pdt)
+    R.launch(_bn_kernel("batch_norm_bwd_reduce", xc.dtype), _grid(C), _threads(N * S),
              (_e(gc), _e(xc), _e(mean), _e(invstd), _e(sum_dy), _e(sum_dy_xhat), _e(gw),
               _e(gb), N, C, S))
     gx = None
     if need_x:
         if running is None:
             gxc = cp.empty(xc.shape, dtype=xc.dtype)
-            R.launch(_kernel("batch_norm_bwd_input", xc.dtype), R.blocks(xc.size), 256,
+            R.launch(_bn_kernel("batch_norm_bwd_input", xc.dtype), R.blocks(xc.size), 256,
                      (_e(gc), _e(xc), _e(mean), _e(invstd), _e(w), _e(sum_dy),
                       _e(sum_dy_xhat), _e(gxc), N, C, S))
         else:

@@ -17,6 +17,8 @@
 //                                     the launcher passes invstd from running_var)
 //   ember_batch_norm_bwd_reduce_<dt>  per channel sum(dy), sum(dy * xhat); writes dgamma / dbeta
 //   ember_batch_norm_bwd_input_<dt>   dx = gamma * invstd * (dy - sum_dy / M - xhat * sum_dy_xhat / M)
+//   ember_batch_norm_{apply,bwd_reduce,bwd_input}_{f16,bf16}_p32: the same with float32
+//                                     gamma / beta / dgamma / dbeta (mixed precision)
 // gamma / beta / running stats may be null (affine=False, track_running_stats=False).
 #include "ember_common.cu"
 
@@ -168,10 +170,13 @@ __device__ void bn_stats(const T* __restrict__ x, typename AccT<T>::type* __rest
   }
 }
 
-template <typename T>
+// The batch-norm kernels below take the parameters (gamma, beta and their gradients) in
+// P: T itself, or float for 16-bit data (PyTorch's mixed batch norm: float16 / bfloat16
+// activations with float32 weights, as autocast and .half() models give them).
+template <typename T, typename P>
 __device__ void bn_apply(const T* __restrict__ x, const typename AccT<T>::type* __restrict__ mean,
-                         const typename AccT<T>::type* __restrict__ invstd, const T* __restrict__ gamma,
-                         const T* __restrict__ beta, T* __restrict__ y, i64 N, i64 C, i64 HW) {
+                         const typename AccT<T>::type* __restrict__ invstd, const P* __restrict__ gamma,
+                         const P* __restrict__ beta, T* __restrict__ y, i64 N, i64 C, i64 HW) {
   typedef typename AccT<T>::type A;
   EMBER_GRID_LOOP(k, N * C * HW) {
     const i64 c = (k / HW) % C;
@@ -182,13 +187,13 @@ __device__ void bn_apply(const T* __restrict__ x, const typename AccT<T>::type* 
   }
 }
 
-template <typename T>
+template <typename T, typename P>
 __device__ void bn_bwd_reduce(const T* __restrict__ dy, const T* __restrict__ x,
                               const typename AccT<T>::type* __restrict__ mean,
                               const typename AccT<T>::type* __restrict__ invstd,
                               typename AccT<T>::type* __restrict__ sum_dy,
-                              typename AccT<T>::type* __restrict__ sum_dy_xhat, T* __restrict__ dgamma,
-                              T* __restrict__ dbeta, i64 N, i64 C, i64 HW) {
+                              typename AccT<T>::type* __restrict__ sum_dy_xhat, P* __restrict__ dgamma,
+                              P* __restrict__ dbeta, i64 N, i64 C, i64 HW) {
   typedef typename AccT<T>::type A;
   __shared__ A shm[32];
   const i64 M = N * HW;
@@ -207,16 +212,16 @@ __device__ void bn_bwd_reduce(const T* __restrict__ dy, const T* __restrict__ x,
     if (threadIdx.x == 0) {
       sum_dy[c] = s1;
       sum_dy_xhat[c] = s2;
-      if (dgamma) dgamma[c] = st<T>(s2);
-      if (dbeta) dbeta[c] = st<T>(s1);
+      if (dgamma) dgamma[c] = st<P>(s2);
+      if (dbeta) dbeta[c] = st<P>(s1);
     }
   }
 }
 
-template <typename T>
+template <typename T, typename P>
 __device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
                              const typename AccT<T>::type* __restrict__ mean,
-                             const typename AccT<T>::type* __restrict__ invstd, const T* __restrict__ gamma,
+                             const typename AccT<T>::type* __restrict__ invstd, const P* __restrict__ gamma,
                              const typename AccT<T>::type* __restrict__ sum_dy,
                              const typename AccT<T>::type* __restrict__ sum_dy_xhat, T* __restrict__ dx,
                              i64 N, i64 C, i64 HW) {
@@ -249,18 +254,23 @@ __device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
       double momentum) {                                                                            \
     bn_stats<T>(x, mean, invstd, running_mean, running_var, N, C, HW, eps, momentum);               \
   }                                                                                                 \
-  extern "C" __global__ void ember_batch_norm_apply_##dt(const T* x, const AccT<T>::type* mean,     \
-      const AccT<T>::type* invstd, const T* gamma, const T* beta, T* y, i64 N, i64 C, i64 HW) {     \
-    bn_apply<T>(x, mean, invstd, gamma, beta, y, N, C, HW);                                         \
+  DEF_BN_PARAMS(dt, T, T)
+// name suffix, data type T, parameter type P
+#define DEF_BN_PARAMS(sfx, T, P)                                                                    \
+  extern "C" __global__ void ember_batch_norm_apply_##sfx(const T* x, const AccT<T>::type* mean,    \
+      const AccT<T>::type* invstd, const P* gamma, const P* beta, T* y, i64 N, i64 C, i64 HW) {     \
+    bn_apply<T, P>(x, mean, invstd, gamma, beta, y, N, C, HW);                                      \
   }                                                                                                 \
-  extern "C" __global__ void ember_batch_norm_bwd_reduce_##dt(const T* dy, const T* x,              \
+  extern "C" __global__ void ember_batch_norm_bwd_reduce_##sfx(const T* dy, const T* x,             \
       const AccT<T>::type* mean, const AccT<T>::type* invstd, AccT<T>::type* sum_dy,                \
-      AccT<T>::type* sum_dy_xhat, T* dgamma, T* dbeta, i64 N, i64 C, i64 HW) {                      \
-    bn_bwd_reduce<T>(dy, x, mean, invstd, sum_dy, sum_dy_xhat, dgamma, dbeta, N, C, HW);            \
+      AccT<T>::type* sum_dy_xhat, P* dgamma, P* dbeta, i64 N, i64 C, i64 HW) {                      \
+    bn_bwd_reduce<T, P>(dy, x, mean, invstd, sum_dy, sum_dy_xhat, dgamma, dbeta, N, C, HW);         \
   }                                                                                                 \
-  extern "C" __global__ void ember_batch_norm_bwd_input_##dt(const T* dy, const T* x,               \
-      const AccT<T>::type* mean, const AccT<T>::type* invstd, const T* gamma,                       \
+  extern "C" __global__ void ember_batch_norm_bwd_input_##sfx(const T* dy, const T* x,              \
+      const AccT<T>::type* mean, const AccT<T>::type* invstd, const P* gamma,                       \
       const AccT<T>::type* sum_dy, const AccT<T>::type* sum_dy_xhat, T* dx, i64 N, i64 C, i64 HW) { \
-    bn_bwd_input<T>(dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, dx, N, C, HW);                 \
+    bn_bwd_input<T, P>(dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, dx, N, C, HW);              \
   }
 EMBER_FOR_FLOATS(DEF_NORM)
+DEF_BN_PARAMS(f16_p32, f16, float)
+DEF_BN_PARAMS(bf16_p32, bf16, float)

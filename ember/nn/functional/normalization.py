@@ -160,8 +160,23 @@ def _bn_axes(x):
     return (0,) + tuple(range(2, x.ndim)), (1, x.shape[1]) + (1,) * (x.ndim - 2)
 
 
+def _bn_param(p, x):
+    """A weight as the batch-norm kernels read it: the GPU kernels take any dtype (float32
+    parameters with 16-bit data: the mixed kernels), the CPU ones x's dtype."""
+    return (None if p is None else p.detach()) if x.is_cuda else _kparam(p, x)
+
+
+def _as(a, like):
+    """a in like's dtype (gradients of mixed-precision batch norm)."""
+    return a if a is None or like is None or a.dtype == like.dtype else a.astype(like.dtype)
+
+
+def _bn_grads(x, weight, bias, gx, gw, gb):
+    return (_as(gx, x), _as(gw, weight) if _tracked(weight) else None,
+            _as(gb, bias) if _tracked(bias) else None)
+
+
 def _batch_norm_train_grad(g, res, x, weight, bias, eps, stats):
-    need_w, need_b = _tracked(weight), _tracked(bias)
     if _grad_on():
         axes, bshape = _bn_axes(x)
         mean = x.mean(axis=axes, keepdims=True)
@@ -171,12 +186,11 @@ def _batch_norm_train_grad(g, res, x, weight, bias, eps, stats):
         gh = g * weight.reshape(bshape) if weight is not None else g
         gx = rstd * (gh - gh.mean(axis=axes, keepdims=True)
                      - xhat * (gh * xhat).mean(axis=axes, keepdims=True))
-        return (gx, (g * xhat).sum(axis=axes) if need_w else None,
-                g.sum(axis=axes) if need_b else None)
+        return _bn_grads(x, weight, bias, gx, (g * xhat).sum(axis=axes), g.sum(axis=axes))
     gx, gw, gb = _kern(x).batch_norm_backward(_grad_dtype(g, x), _k.contig(x),
-                                              _kparam(weight, x), stats, None,
+                                              _bn_param(weight, x), stats, None,
                                               x.requires_grad)
-    return (gx, gw if need_w else None, gb if need_b else None)
+    return _bn_grads(x, weight, bias, gx, gw, gb)
 
 
 @defop("nn.functional.normalization._batch_norm_train", grad=_batch_norm_train_grad)
@@ -186,20 +200,19 @@ def _batch_norm_train(x, weight, bias, eps, stats):
 
 
 def _batch_norm_eval_grad(g, res, x, running_mean, running_var, weight, bias, eps):
-    need_w, need_b = _tracked(weight), _tracked(bias)
     if _grad_on():
         axes, bshape = _bn_axes(x)
         rstd = ((running_var.detach() + eps) ** -0.5).reshape(bshape)
         scale = rstd * weight.reshape(bshape) if weight is not None else rstd
         gx = g * scale
         gw = (g * (x - running_mean.detach().reshape(bshape)) * rstd).sum(axis=axes)
-        return (gx, None, None, gw if need_w else None, g.sum(axis=axes) if need_b else None)
+        gx, gw, gb = _bn_grads(x, weight, bias, gx, gw, g.sum(axis=axes))
+        return (gx, None, None, gw, gb)
     rm = _k.contig(running_mean.detach().astype(_F64))
     rstd = _k.contig(1.0 / _E.sqrt(running_var.detach().astype(_F64) + eps))
-    gx, gw, gb = _kern(x).batch_norm_backward(_grad_dtype(g, x), _k.contig(x),
-                                              _kparam(weight, x), rm, (rm, rstd),
-                                              x.requires_grad)
-    return (gx, None, None, gw if need_w else None, gb if need_b else None)
+    gx, gw, gb = _bn_grads(x, weight, bias, *_kern(x).batch_norm_backward(
+        _grad_dtype(g, x), _k.contig(x), _bn_param(weight, x), rm, (rm, rstd), x.requires_grad))
+    return (gx, None, None, gw, gb)
 
 
 @defop("nn.functional.normalization._batch_norm_eval", grad=_batch_norm_eval_grad)
@@ -245,9 +258,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ValueError(f"batch_norm: expected {name} of shape {_shape((C,))} for input of "
                              f"shape {_shape(x.shape)}, got "
                              f"{_shape(r.shape) if hasattr(r, 'shape') else type(r).__name__}")
-    if x.dtype not in (_F32, _F64):
-        # 16-bit input: computed in float32; 16-bit running statistics (a module made
-        # with .half() / .bfloat16()) are updated in float32 and written back rounded
+    if x.dtype not in (_F32, _F64) and not x.is_cuda:
+        # 16-bit input on the CPU: computed in float32; 16-bit running statistics (a
+        # module made with .half() / .bfloat16()) are updated in float32 and written back
+        # rounded.  (The GPU kernels read 16-bit data with float32 parameters as it is.)
         wide = [r.astype(_F32) if isinstance(r, ndarray) and r.dtype not in (_F32, _F64)
                 else r for r in (running_mean, running_var)]
         y = batch_norm(x.astype(_F32), wide[0], wide[1],
