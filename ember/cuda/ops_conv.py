@@ -58,6 +58,22 @@ def _pointwise(kh, kw, stride, pad, H, W, OH, OW):
             and pad[0] == 0 and pad[2] == 0)
 
 
+_MAX_PLANES = 1 << 20        # blocks of a plane-walking launch (it strides over the rest)
+
+
+def _plane_launch(plane_count, plane_size):
+    """(grid, block) of im2col / col2im: a block per plane (up to _MAX_PLANES, then they
+    stride), threads for the plane's positions (32 to 256).  Their in-plane index math
+    is 32-bit, hence the limit on a plane's size."""
+    if plane_size >= 2 ** 31:
+        raise ValueError(f"conv (cuda): a plane of {plane_size} positions is beyond the "
+                         f"kernels' 2**31 limit")
+    threads = 32
+    while threads < plane_size and threads < 256:
+        threads *= 2
+    return max(1, min(int(plane_count), _MAX_PLANES)), threads
+
+
 def _columns(xc, kh, kw, stride, pad, dil, OH, OW, by_row=False):
     """im2col of cupy xc (N, C, H, W) -> (N, C*kh*kw, OH*OW) (cupy), or with ``by_row``
     (C*kh*kw, N, OH*OW): the weight gradient's layout, where each row spans the batch so
@@ -74,7 +90,8 @@ def _columns(xc, kh, kw, stride, pad, dil, OH, OW, by_row=False):
     if total:
         g = geom(C, H, W, kh, kw, OH, OW, stride[0], stride[1], pad[0], pad[2], dil[0], dil[1])
         sn, sr = (L, N * L) if by_row else (K * L, L)
-        R.launch(_kernel("im2col", xc.dtype), R.blocks(total), 256,
+        grid, block = _plane_launch(N * K, L)
+        R.launch(_kernel("im2col", xc.dtype), grid, block,
                  (R.from_cupy(xc), R.from_cupy(col), N, g, sn, sr))
     return col
 
@@ -89,7 +106,8 @@ def _col2im(dcol, N, C, H, W, kh, kw, stride, pad, dil, OH, OW):
         out.fill(0)
         return out
     g = geom(C, H, W, kh, kw, OH, OW, stride[0], stride[1], pad[0], pad[2], dil[0], dil[1])
-    R.launch(_kernel("col2im", dcol.dtype), R.blocks(out.size), 256,
+    grid, block = _plane_launch(N * C, H * W)
+    R.launch(_kernel("col2im", dcol.dtype), grid, block,
              (R.from_cupy(cp.ascontiguousarray(dcol)), R.from_cupy(out), N, g))
     return out
 

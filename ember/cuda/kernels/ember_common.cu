@@ -30,7 +30,13 @@ typedef unsigned int u32;
 
 #define EMBER_MAX_DIMS 8
 
-#ifndef EMBER_NO_HALF_HEADERS
+#if defined(EMBER_HOST_EMULATION)
+// Tests compile the kernels as host C++ (tests/cuda_host/prelude.h supplies emu_*).
+struct f16 { unsigned short x; };
+struct bf16 { unsigned short x; };
+__device__ __forceinline__ float ember_h2f(f16 h) { return emu_h2f(h.x); }
+__device__ __forceinline__ f16 ember_f2h(float f) { f16 h; h.x = emu_f2h(f); return h; }
+#elif !defined(EMBER_NO_HALF_HEADERS)
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 typedef __half f16;
@@ -54,6 +60,8 @@ __device__ __forceinline__ float ember_h2f(f16 h) {
 __device__ __forceinline__ f16 ember_f2h(float f) {
   f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h;
 }
+#endif
+#if defined(EMBER_NO_HALF_HEADERS) || defined(EMBER_HOST_EMULATION)
 __device__ __forceinline__ float ember_b2f(bf16 b) { return __uint_as_float(((u32)b.x) << 16); }
 __device__ __forceinline__ bf16 ember_f2b(float f) {
   u32 u = __float_as_uint(f);

@@ -173,13 +173,37 @@ __device__ void bn_stats(const T* __restrict__ x, typename AccT<T>::type* __rest
 // The batch-norm kernels below take the parameters (gamma, beta and their gradients) in
 // P: T itself, or float for 16-bit data (PyTorch's mixed batch norm: float16 / bfloat16
 // activations with float32 weights, as autocast and .half() models give them).
+// A grid-stride loop over the elements of an (outer, C, HW) array that keeps each
+// element's channel with additions: the divisions happen once per thread, not twice
+// per element (64-bit division is a long software routine on the GPU).
+struct ChannelWalk {
+  i64 k, step, s, c, ds, dc, HW, C;
+  __device__ __forceinline__ ChannelWalk(i64 C_, i64 HW_) : HW(HW_), C(C_) {
+    k = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    step = (i64)gridDim.x * blockDim.x;
+    s = k % HW;
+    c = (k / HW) % C;
+    ds = step % HW;
+    dc = (step / HW) % C;
+  }
+  __device__ __forceinline__ void next() {
+    k += step;
+    s += ds;
+    const i64 carry = s >= HW ? 1 : 0;
+    s -= carry * HW;
+    c += dc + carry;                // < 2C: one wrap at most
+    if (c >= C) c -= C;
+  }
+};
+
 template <typename T, typename P>
 __device__ void bn_apply(const T* __restrict__ x, const typename AccT<T>::type* __restrict__ mean,
                          const typename AccT<T>::type* __restrict__ invstd, const P* __restrict__ gamma,
                          const P* __restrict__ beta, T* __restrict__ y, i64 N, i64 C, i64 HW) {
   typedef typename AccT<T>::type A;
-  EMBER_GRID_LOOP(k, N * C * HW) {
-    const i64 c = (k / HW) % C;
+  const i64 total = N * C * HW;
+  for (ChannelWalk it(C, HW); it.k < total; it.next()) {
+    const i64 k = it.k, c = it.c;
     A v = ((A)ld(x[k]) - mean[c]) * invstd[c];
     if (gamma) v *= (A)ld(gamma[c]);
     if (beta) v += (A)ld(beta[c]);
@@ -227,8 +251,9 @@ __device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
                              i64 N, i64 C, i64 HW) {
   typedef typename AccT<T>::type A;
   const A invM = A(1) / (A)(N * HW);
-  EMBER_GRID_LOOP(k, N * C * HW) {
-    const i64 c = (k / HW) % C;
+  const i64 total = N * C * HW;
+  for (ChannelWalk it(C, HW); it.k < total; it.next()) {
+    const i64 k = it.k, c = it.c;
     const A is = invstd[c];
     const A xhat = ((A)ld(x[k]) - mean[c]) * is;
     const A gm = gamma ? (A)ld(gamma[c]) : A(1);

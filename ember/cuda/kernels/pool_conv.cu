@@ -7,6 +7,8 @@
 //   ember_col2im_<dt>   col -> dx (N, C, H, W), the adjoint of im2col. Written as a
 //                       gather (each input pixel sums the columns that read it), so
 //                       it needs no atomics, no zeroed output, and is deterministic.
+//   Both launch one block per plane (grid-stride): im2col's planes are the N * C*KH*KW
+//   rows of col, col2im's the N * C input planes.
 // Pooling: the launcher computes OH / OW (ceil_mode included) and passes them.
 //   ember_max_pool2d_fwd_<dt>  y and the int64 argmax (h * W + w within the plane);
 //                              NaN wins, as in torch; dilation supported
@@ -22,26 +24,52 @@ struct Conv2dGeom {
   i64 sh, sw, ph, pw, dh, dw;
 };
 
+// im2col and col2im walk planes: blocks stride over (image, row) planes, the threads of
+// a block over the positions of one plane.  A plane's coordinates come from 64-bit
+// divisions once per plane; inside it the index math is 32-bit (a plane holds fewer
+// than 2^31 values: the launcher checks), where one element used to cost eight 64-bit
+// divisions, each a long software routine on the GPU.
+#define EMBER_PLANE_LOOP(p, P) for (i64 p = blockIdx.x; p < (P); p += gridDim.x)
+#define EMBER_IN_PLANE_LOOP(i, n) for (int i = (int)threadIdx.x; i < (n); i += (int)blockDim.x)
+
 template <typename T>
 __device__ void im2col(const T* __restrict__ x, T* __restrict__ col, i64 N, Conv2dGeom g,
                        i64 sn, i64 sr) {
-  const i64 L = g.OH * g.OW, K = g.C * g.KH * g.KW;
   // Element (n, r, l) goes to col[n * sn + r * sr + l]: (sn, sr) = (K * L, L) is the
   // forward's (N, K, L) layout, (L, N * L) the weight gradient's (K, N, L), whose rows
   // span the whole batch.  Consecutive threads write consecutive l (coalesced stores).
-  EMBER_GRID_LOOP(k, N * K * L) {
-    const i64 l = k % L, r = (k / L) % K, n = k / (K * L);
-    const i64 kw = r % g.KW, kh = (r / g.KW) % g.KH, c = r / (g.KW * g.KH);
-    const i64 ow = l % g.OW, oh = l / g.OW;
-    const i64 h = oh * g.sh - g.ph + kh * g.dh, w = ow * g.sw - g.pw + kw * g.dw;
-    col[n * sn + r * sr + l] = (h >= 0 && h < g.H && w >= 0 && w < g.W)
-                                   ? x[((n * g.C + c) * g.H + h) * g.W + w] : st<T>(0.0f);
+  const int H = (int)g.H, W = (int)g.W, KH = (int)g.KH, KW = (int)g.KW, OW = (int)g.OW;
+  const int L = (int)(g.OH * g.OW);
+  const int sh = (int)g.sh, sw = (int)g.sw, ph = (int)g.ph, pw = (int)g.pw;
+  const int dh = (int)g.dh, dw = (int)g.dw;
+  const i64 K = g.C * KH * KW;
+  EMBER_PLANE_LOOP(p, N * K) {
+    const i64 n = p / K, r = p - n * K, c = r / (KH * KW);
+    const int kk = (int)(r - c * KH * KW), kh = kk / KW, kw = kk - kh * KW;
+    const T* __restrict__ xp = x + (n * g.C + c) * H * (i64)W;
+    T* __restrict__ cp = col + n * sn + r * sr;
+    EMBER_IN_PLANE_LOOP(l, L) {
+      const int oh = l / OW, ow = l - oh * OW;
+      const int h = oh * sh - ph + kh * dh, w = ow * sw - pw + kw * dw;
+      cp[l] = (h >= 0 && h < H && w >= 0 && w < W) ? xp[h * W + w] : st<T>(0.0f);
+    }
   }
 }
 
-// The output position whose window puts tap k on input position i (stride, padding,
-// dilation), or -1 when none does: the gather form of the backward passes, which
-// keeps them deterministic and free of atomics.
+// The output position whose window puts a tap on input position i, given
+// t = i + pad - tap * dilation, or -1 when none does: the gather form of the backward
+// passes, which keeps them deterministic and free of atomics.
+__device__ __forceinline__ int tap_out(int t, int stride, int out) {
+  if (t < 0) return -1;
+  int o = t;
+  if (stride != 1) {
+    o = t / stride;
+    if (o * stride != t) return -1;
+  }
+  return o < out ? o : -1;
+}
+
+// i64 form for the pooling kernels
 __device__ __forceinline__ i64 window_out(i64 i, i64 pad, i64 k, i64 dil, i64 stride, i64 out) {
   const i64 t = i + pad - k * dil;
   if (t < 0 || t % stride) return -1;
@@ -52,21 +80,29 @@ __device__ __forceinline__ i64 window_out(i64 i, i64 pad, i64 k, i64 dil, i64 st
 template <typename T>
 __device__ void col2im(const T* __restrict__ col, T* __restrict__ dx, i64 N, Conv2dGeom g) {
   typedef typename AccT<T>::type A;
-  const i64 L = g.OH * g.OW, K = g.C * g.KH * g.KW;
-  EMBER_GRID_LOOP(k, N * g.C * g.H * g.W) {
-    const i64 w = k % g.W, h = (k / g.W) % g.H, c = (k / (g.W * g.H)) % g.C, n = k / (g.W * g.H * g.C);
-    A acc = 0;
-    for (i64 kh = 0; kh < g.KH; ++kh) {
-      const i64 oh = window_out(h, g.ph, kh, g.dh, g.sh, g.OH);
-      if (oh < 0) continue;
-      for (i64 kw = 0; kw < g.KW; ++kw) {
-        const i64 ow = window_out(w, g.pw, kw, g.dw, g.sw, g.OW);
-        if (ow < 0) continue;
-        const i64 r = (c * g.KH + kh) * g.KW + kw;
-        acc += (A)ld(col[(n * K + r) * L + oh * g.OW + ow]);
+  const int H = (int)g.H, W = (int)g.W, KH = (int)g.KH, KW = (int)g.KW;
+  const int OH = (int)g.OH, OW = (int)g.OW, L = OH * OW;
+  const int sh = (int)g.sh, sw = (int)g.sw, ph = (int)g.ph, pw = (int)g.pw;
+  const int dh = (int)g.dh, dw = (int)g.dw;
+  const i64 K = g.C * KH * KW;
+  EMBER_PLANE_LOOP(p, N * g.C) {
+    const i64 n = p / g.C, c = p - n * g.C;
+    const T* __restrict__ cb = col + (n * K + c * KH * KW) * L;   // rows (c, kh, kw) of image n
+    T* __restrict__ dp = dx + p * H * (i64)W;
+    EMBER_IN_PLANE_LOOP(i, H * W) {
+      const int h = i / W, w = i - h * W;
+      A acc = 0;
+      for (int kh = 0; kh < KH; ++kh) {
+        const int oh = tap_out(h + ph - kh * dh, sh, OH);
+        if (oh < 0) continue;
+        for (int kw = 0; kw < KW; ++kw) {
+          const int ow = tap_out(w + pw - kw * dw, sw, OW);
+          if (ow < 0) continue;
+          acc += (A)ld(cb[(i64)(kh * KW + kw) * L + oh * OW + ow]);
+        }
       }
+      dp[i] = st<T>(acc);
     }
-    dx[k] = st<T>(acc);
   }
 }
 
