@@ -1,6 +1,7 @@
 """ember's CUDA kernel sources compiled as host C++ and called through ctypes, for tests
-without a GPU (see tests/cuda_host/prelude.h: one thread, one block, so the kernels
-whose threads never cooperate run with their real index arithmetic).
+without a GPU (see tests/cuda_host/prelude.h): launches run block by block, either
+thread by thread (kernels whose threads never cooperate) or with each block's
+threads as real threads (kernels with block reductions).
 
 >>> k = load("pool_conv")                                   # doctest: +SKIP
 >>> k.call("ember_im2col_f32", x, col, i64(N), geom, i64(sn), i64(sr))  # doctest: +SKIP
@@ -10,6 +11,7 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +70,34 @@ class Family:
                 fn(*conv)
         self.lib.emu_set_thread(0, 0, 1, 1)
 
+    def call_cooperative(self, name, *args, grid=1, block=32):
+        """Run kernel `name` with each block's threads as real threads (ctypes releases
+        the GIL during the call), for kernels that reduce across a block: __syncthreads
+        and warp shuffles then behave as on a GPU.  `block` a multiple of 32, as the
+        kernels require."""
+        conv = [ctypes.c_void_p(a.ctypes.data) if isinstance(a, np.ndarray)
+                else ctypes.c_void_p(0) if a is None else a for a in args]
+        fn = getattr(self.lib, name)
+        fn.restype = None
+        errors = []
+
+        def run(t):
+            try:
+                self.lib.emu_thread(t)
+                fn(*conv)
+            except Exception as exc:        # pragma: no cover - reported below
+                errors.append(exc)
+        for b in range(grid):
+            self.lib.emu_begin_block(b, grid, block)
+            threads = [threading.Thread(target=run, args=(t,)) for t in range(block)]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        self.lib.emu_set_thread(0, 0, 1, 1)
+        if errors:
+            raise errors[0]
+
 
 def load(family):
     """Compile (once per source text) and load kernels/<family>.cu."""
@@ -82,7 +112,7 @@ def load(family):
     if not _DIR:
         _DIR.append(tempfile.mkdtemp(prefix="ember-host-kernels-"))
     out = Path(_DIR[0]) / f"{family}-{key}.so"
-    cmd = [cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-x", "c++", "-include", str(PRELUDE),
+    cmd = [cxx, "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-x", "c++", "-include", str(PRELUDE),
            f"-I{KERNELS}", str(KERNELS / f"{family}.cu"), "-o", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode:

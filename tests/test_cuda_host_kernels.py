@@ -131,8 +131,9 @@ def test_casts_match_numpy_bit_for_bit(src, dst):
     with np.errstate(over="ignore", invalid="ignore"):
         want = (x.astype(np.float32).astype(D) if S == BFLOAT16 and D == np.float16
                 else x.astype(D))
-    nan = np.isnan(want.astype(np.float64))
-    assert np.array_equal(np.isnan(y.astype(np.float64)), nan)
+    with np.errstate(invalid="ignore"):
+        nan = np.isnan(want.astype(np.float64))
+        assert np.array_equal(np.isnan(y.astype(np.float64)), nan)
     assert np.array_equal(y[~nan].view(f"u{D.itemsize}"), want[~nan].view(f"u{D.itemsize}"))
 
 
@@ -173,3 +174,237 @@ def test_batch_norm_apply_and_input_gradient(dtype, sfx, N, C, S, grid, block):
     want = (gamma.astype(np.float64) * invstd)[None, :, None] * (
         g64 - s1[None, :, None] / M - xhat * s2[None, :, None] / M)
     np.testing.assert_allclose(dx.astype(np.float64), want, rtol=tol * 4, atol=tol * 4)
+
+
+# ------------------------------------------------------------------ block-reducing kernels
+# (each block's threads run as real threads: tests/cuda_host_kernels.py call_cooperative)
+
+def _f64(a):
+    return a.astype(np.float64)
+
+
+def _tol16(dtype, t32=2e-6):
+    return {np.dtype(np.float64): 1e-12, np.dtype(np.float32): t32,
+            np.dtype(np.float16): 2e-3, BFLOAT16: 2e-2}[np.dtype(dtype)]
+
+
+def _acc(dtype):
+    return np.float64 if np.dtype(dtype) == np.float64 else np.float32
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_forward_and_backward(dtype, log):
+    k = hk.load("softmax")
+    rows, cols = 5, 77
+    x = _data((rows, cols), dtype) * 3
+    x[1, :] = -np.inf if np.dtype(dtype) != BFLOAT16 else x[1, :]      # a fully masked row
+    sfx = SFX[np.dtype(dtype)]
+    y = np.empty_like(x)
+    name = ("log_softmax" if log else "softmax")
+    k.call_cooperative(f"ember_{name}_{sfx}", x, y, hk.i64(rows), hk.i64(cols), grid=2, block=64)
+    x64 = _f64(x)
+    with np.errstate(invalid="ignore"):
+        m = x64.max(axis=1, keepdims=True)
+        e = np.exp(x64 - m)
+        want = (x64 - m - np.log(e.sum(1, keepdims=True))) if log else e / e.sum(1, keepdims=True)
+    tol = _tol16(dtype)
+    np.testing.assert_allclose(_f64(y), want, rtol=tol, atol=tol)
+    dy = _data((rows, cols), dtype, 1)
+    dx = np.empty_like(x)
+    k.call_cooperative(f"ember_{name}_backward_{sfx}", y, dy, dx, hk.i64(rows), hk.i64(cols),
+                       grid=3, block=32)
+    y64, g64 = _f64(y), _f64(dy)
+    with np.errstate(invalid="ignore"):
+        want = (g64 - np.exp(y64) * g64.sum(1, keepdims=True)) if log else \
+            y64 * (g64 - (g64 * y64).sum(1, keepdims=True))
+    np.testing.assert_allclose(_f64(dx), want, rtol=tol * 4, atol=tol * 4)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_forward_and_backward(dtype, smoothing):
+    k = hk.load("softmax")
+    rows, cols, ignore = 6, 40, -100
+    x = _data((rows, cols), dtype) * 2
+    t = np.array([3, ignore, 0, 39, 7, 7], np.int64)
+    acc = _acc(dtype)
+    loss, lse = np.empty(rows, acc), np.empty(rows, acc)
+    bad = np.zeros(1, np.int32)
+    sfx = SFX[np.dtype(dtype)]
+    k.call_cooperative(f"ember_cross_entropy_fwd_{sfx}", x, t, loss, lse, hk.i64(rows),
+                       hk.i64(cols), hk.i64(ignore), hk.f64(smoothing), bad, grid=4, block=64)
+    x64 = _f64(x)
+    m = x64.max(1)
+    l = m + np.log(np.exp(x64 - m[:, None]).sum(1))
+    keep = t != ignore
+    want = np.zeros(rows)
+    tk = np.where(keep, t, 0)
+    want[keep] = ((1 - smoothing) * (l - x64[np.arange(rows), tk])
+                  + smoothing * (l - x64.mean(1)))[keep]
+    tol = _tol16(dtype, 1e-5)
+    np.testing.assert_allclose(lse, l, rtol=tol, atol=tol)
+    np.testing.assert_allclose(loss, want, rtol=tol, atol=tol)
+    assert bad[0] == 0
+    grad = np.full(1, 0.5, acc)                     # 'mean'-style scalar (stride 0)
+    dx = np.empty_like(x)
+    k.call(f"ember_cross_entropy_bwd_{sfx}", x, t, lse, grad, hk.i64(0), dx, hk.i64(rows),
+           hk.i64(cols), hk.i64(ignore), hk.f64(smoothing), grid=3, block=7)
+    p = np.exp(x64 - l[:, None])
+    onehot = np.zeros((rows, cols))
+    onehot[np.arange(rows), tk] = 1
+    wantd = 0.5 * (p - smoothing / cols - (1 - smoothing) * onehot)
+    wantd[~keep] = 0
+    np.testing.assert_allclose(_f64(dx), wantd, rtol=tol * 2, atol=tol * 2)
+    t_bad = t.copy()
+    t_bad[2] = cols                                  # out of range: flagged, never silent
+    k.call_cooperative(f"ember_cross_entropy_fwd_{sfx}", x, t_bad, loss, lse, hk.i64(rows),
+                       hk.i64(cols), hk.i64(ignore), hk.f64(smoothing), bad, grid=2, block=32)
+    assert bad[0] == 1 and np.isnan(loss[2])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_forward_and_backward(dtype):
+    k = hk.load("norm")
+    rows, cols, eps = 4, 50, 1e-5
+    x = _data((rows, cols), dtype) * 2 + 3
+    gamma, beta = _data((cols,), dtype, 1), _data((cols,), dtype, 2)
+    acc = _acc(dtype)
+    y = np.empty_like(x)
+    mean, rstd = np.empty(rows, acc), np.empty(rows, acc)
+    sfx = SFX[np.dtype(dtype)]
+    k.call_cooperative(f"ember_layer_norm_fwd_{sfx}", x, gamma, beta, y, mean, rstd,
+                       hk.i64(rows), hk.i64(cols), hk.f64(eps), grid=3, block=64)
+    x64 = _f64(x)
+    mu = x64.mean(1)
+    rs = 1 / np.sqrt(x64.var(1) + eps)
+    xhat = (x64 - mu[:, None]) * rs[:, None]
+    tol = _tol16(dtype, 1e-5)
+    np.testing.assert_allclose(mean, mu, rtol=tol, atol=tol)
+    np.testing.assert_allclose(rstd, rs, rtol=tol, atol=tol)
+    np.testing.assert_allclose(_f64(y), xhat * _f64(gamma) + _f64(beta), rtol=tol * 4,
+                               atol=tol * 4)
+    dy = _data((rows, cols), dtype, 3)
+    dx = np.empty_like(x)
+    k.call_cooperative(f"ember_layer_norm_bwd_input_{sfx}", dy, x, gamma, mean, rstd, dx,
+                       hk.i64(rows), hk.i64(cols), grid=2, block=32)
+    g = _f64(dy) * _f64(gamma)
+    want = rs[:, None] * (g - g.mean(1, keepdims=True) - xhat * (g * xhat).mean(1, keepdims=True))
+    np.testing.assert_allclose(_f64(dx), want, rtol=tol * 8, atol=tol * 8)
+    dg, db = np.empty(cols, dtype), np.empty(cols, dtype)
+    k.call(f"ember_layer_norm_bwd_params_{sfx}", dy, x, mean, rstd, dg, db, hk.i64(rows),
+           hk.i64(cols), grid=2, block=9)
+    np.testing.assert_allclose(_f64(dg), (_f64(dy) * xhat).sum(0), rtol=tol * 8, atol=tol * 8)
+    np.testing.assert_allclose(_f64(db), _f64(dy).sum(0), rtol=tol * 8, atol=tol * 8)
+
+
+@pytest.mark.parametrize("dtype,sfx", [(np.float32, "f32"), (np.float16, "f16_p32"),
+                                       (BFLOAT16, "bf16_p32"), (np.float64, "f64")])
+def test_batch_norm_statistics_and_parameter_gradients(dtype, sfx):
+    k = hk.load("norm")
+    N, C, S = 3, 4, 11
+    x = _data((N, C, S), dtype) * 2 + 5
+    acc = _acc(dtype)
+    mean, inv = np.empty(C, acc), np.empty(C, acc)
+    rm, rv = np.zeros(C, dtype), np.ones(C, dtype)
+    dsfx = SFX[np.dtype(dtype)]
+    k.call_cooperative(f"ember_batch_norm_stats_{dsfx}", x, mean, inv, rm, rv, hk.i64(N),
+                       hk.i64(C), hk.i64(S), hk.f64(1e-5), hk.f64(0.1), grid=3, block=64)
+    x64 = _f64(x)
+    mu, var = x64.mean(axis=(0, 2)), x64.var(axis=(0, 2))
+    tol = _tol16(dtype, 1e-5)
+    np.testing.assert_allclose(mean, mu, rtol=tol, atol=tol)
+    np.testing.assert_allclose(inv, 1 / np.sqrt(var + 1e-5), rtol=tol, atol=tol)
+    M = N * S
+    np.testing.assert_allclose(_f64(rm), 0.1 * mu, rtol=tol * 4, atol=tol * 4)
+    np.testing.assert_allclose(_f64(rv), 0.9 + 0.1 * var * M / (M - 1), rtol=tol * 4,
+                               atol=tol * 4)
+    dy = _data((N, C, S), dtype, 1)
+    s1, s2 = np.empty(C, acc), np.empty(C, acc)
+    pdt = np.float32 if sfx.endswith("_p32") else dtype
+    dg, db = np.empty(C, pdt), np.empty(C, pdt)
+    k.call_cooperative(f"ember_batch_norm_bwd_reduce_{sfx}", dy, x, mean, inv, s1, s2, dg, db,
+                       hk.i64(N), hk.i64(C), hk.i64(S), grid=2, block=32)
+    xhat = (x64 - mu[None, :, None]) / np.sqrt(var + 1e-5)[None, :, None]
+    want1, want2 = _f64(dy).sum(axis=(0, 2)), (_f64(dy) * xhat).sum(axis=(0, 2))
+    np.testing.assert_allclose(s1, want1, rtol=tol * 4, atol=tol * 4)
+    np.testing.assert_allclose(s2, want2, rtol=tol * 4, atol=tol * 4)
+    np.testing.assert_allclose(_f64(dg), want2, rtol=tol * 4, atol=tol * 4)
+    np.testing.assert_allclose(_f64(db), want1, rtol=tol * 4, atol=tol * 4)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["sum", "mean", "max", "min"])
+def test_reductions(dtype, kind):
+    k = hk.load("reduce")
+    sfx = SFX[np.dtype(dtype)]
+    x = _data((3, 70, 5), dtype)
+    x[2, 4, 1] = np.nan                                   # NaN propagates through max / min
+    fn = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}[kind]
+    tol = _tol16(dtype, 1e-5)
+    x64 = _f64(x)
+    inner = np.empty((15,), dtype)                       # (15, 70) rows reduced over 70
+    xi = np.ascontiguousarray(x.transpose(0, 2, 1))
+    k.call_cooperative(f"ember_{kind}_{sfx}_inner", xi, inner, hk.i64(15), hk.i64(70), grid=4,
+                       block=64)
+    np.testing.assert_allclose(_f64(inner), fn(_f64(xi), axis=2).reshape(-1), rtol=tol,
+                               atol=tol * 8)
+    outer = np.empty((3, 5), dtype)
+    k.call(f"ember_{kind}_{sfx}_outer", x, outer, hk.i64(3), hk.i64(70), hk.i64(5), grid=2,
+           block=4)
+    np.testing.assert_allclose(_f64(outer), fn(x64, axis=1), rtol=tol, atol=tol * 8)
+    parts = np.empty(3, _acc(dtype))
+    k.call_cooperative(f"ember_{kind}_{sfx}_full_pass1", x, parts, hk.i64(x.size), grid=3,
+                       block=32)
+    y = np.empty(1, dtype)
+    k.call_cooperative(f"ember_{kind}_{sfx}_full_pass2", parts, y, hk.i64(3), hk.i64(x.size),
+                       grid=1, block=32)
+    np.testing.assert_allclose(_f64(y)[0], fn(x64), rtol=tol, atol=tol * 32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+def test_argmax_argmin_ties_and_nan(dtype, kind):
+    k = hk.load("reduce")
+    sfx = SFX[np.dtype(dtype)]
+    x = np.round(_data((6, 90), dtype) * 2).astype(dtype)   # many ties
+    x[3, 50] = np.nan
+    x[3, 70] = np.nan                                    # the first NaN wins
+    y = np.empty(6, np.int64)
+    k.call_cooperative(f"ember_{kind}_{sfx}_inner", x, y, hk.i64(6), hk.i64(90), grid=4,
+                       block=64)
+    np.testing.assert_array_equal(y, getattr(np, kind)(_f64(x), axis=1))
+    yo = np.empty((2, 3), np.int64)
+    xo = np.ascontiguousarray(x.reshape(2, 3, 90).transpose(0, 2, 1))
+    k.call(f"ember_{kind}_{sfx}_outer", xo, yo, hk.i64(2), hk.i64(90), hk.i64(3), grid=2,
+           block=2)
+    np.testing.assert_array_equal(yo, getattr(np, kind)(_f64(xo), axis=1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BFLOAT16, np.float16, np.float64])
+def test_multi_unscale_and_found_inf(dtype):
+    """GradScaler's fused unscale over several gradients in chunks, and its inf flag."""
+    k = hk.load("optim")
+    sizes = np.array([5, 130, 1], np.int64)
+    grads = [_data((int(n),), dtype, i) for i, n in enumerate(sizes)]
+    want = [_f64(g) * 0.25 for g in grads]
+    chunk = 64
+    tensor, begin = [], []
+    for t, n in enumerate(sizes):
+        for b in range(0, int(n), chunk):
+            tensor.append(t)
+            begin.append(b)
+    ptrs = np.array([g.ctypes.data for g in grads], np.uint64)
+    inv = np.array([0.25], np.float32)
+    found = np.zeros(1, np.int32)
+    k.call_cooperative(f"ember_multi_unscale_{SFX[np.dtype(dtype)]}", ptrs, sizes,
+                       np.array(tensor, np.int32), np.array(begin, np.int64),
+                       hk.i64(len(tensor)), hk.i64(chunk), inv, found, grid=2, block=32)
+    for g, w in zip(grads, want):
+        np.testing.assert_array_equal(_f64(g), w)       # a power of two: exact
+    assert found[0] == 0
+    grads[1][77] = np.inf
+    k.call_cooperative(f"ember_multi_unscale_{SFX[np.dtype(dtype)]}", ptrs, sizes,
+                       np.array(tensor, np.int32), np.array(begin, np.int64),
+                       hk.i64(len(tensor)), hk.i64(chunk), inv, found, grid=3, block=32)
+    assert found[0] == 1

@@ -6,8 +6,10 @@
 // index arithmetic; kernels that reduce across a block (shared memory, warp
 // shuffles) need blockDim >= 32 and abort here if called.
 #pragma once
+#include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <cstdlib>
 #include <cstring>
 
@@ -19,14 +21,27 @@
 #define __align__(n) alignas(n)
 
 struct emu_dim3 { unsigned x, y, z; };
-static emu_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0};
-static emu_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-// The harness runs a kernel once per (block, thread) of a small launch, one after the
-// other, setting these first: enough to exercise grid- and block-stride loops.
+static emu_dim3 blockIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+static thread_local emu_dim3 threadIdx = {0, 0, 0};
+
+// Two ways to run a launch (tests/cuda_host_kernels.py):
+//  * sequential: once per (block, thread), one after the other (emu_set_thread) -- for
+//    kernels whose threads never cooperate;
+//  * cooperative: blocks one after another, each block's threads as real OS threads
+//    (emu_begin_block, then emu_thread in each), so __syncthreads is a barrier, the
+//    static __shared__ arrays are the block's shared memory, and warp shuffles go
+//    through a shared slot array between two barriers.
+static std::unique_ptr<std::barrier<>> emu_bar;
 extern "C" void emu_set_thread(unsigned block, unsigned thread, unsigned nblocks,
                                unsigned nthreads) {
   blockIdx.x = block; threadIdx.x = thread; gridDim.x = nblocks; blockDim.x = nthreads;
+  emu_bar.reset(new std::barrier<>(1));
 }
+extern "C" void emu_begin_block(unsigned block, unsigned nblocks, unsigned nthreads) {
+  blockIdx.x = block; gridDim.x = nblocks; blockDim.x = nthreads;
+  emu_bar.reset(new std::barrier<>(nthreads));
+}
+extern "C" void emu_thread(unsigned thread) { threadIdx.x = thread; }
 
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
@@ -46,14 +61,32 @@ static inline unsigned short emu_f2h(float f) {
   _Float16 h = (_Float16)f; unsigned short b; std::memcpy(&b, &h, 2); return b;
 }
 
-[[noreturn]] static inline void emu_unsupported() { std::abort(); }
-#define __syncthreads() emu_unsupported()
-template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { emu_unsupported(); }
+static inline void __syncthreads() { emu_bar->arrive_and_wait(); }
 
-// one thread: atomics are plain read-modify-writes
-template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
-template <typename T> static inline T atomicExch(T* p, T v) { T o = *p; *p = v; return o; }
-template <typename T> static inline T atomicCAS(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
+// every thread of the block takes part (the kernels' reductions are block-uniform)
+template <typename T> static inline T __shfl_down_sync(unsigned, T v, int off) {
+  static unsigned char slots[1024][sizeof(T)];
+  std::memcpy(slots[threadIdx.x], &v, sizeof(T));
+  __syncthreads();
+  T r = v;                        // lanes past the warp keep their own value, as CUDA's
+  if ((threadIdx.x & 31u) + (unsigned)off < 32u && threadIdx.x + off < blockDim.x)
+    std::memcpy(&r, slots[threadIdx.x + off], sizeof(T));
+  __syncthreads();
+  return r;
+}
+
+// atomics under one process-wide lock (threads of a block run concurrently)
+#include <mutex>
+static std::mutex emu_atomic_lock;
+template <typename T> static inline T atomicAdd(T* p, T v) {
+  std::lock_guard<std::mutex> g(emu_atomic_lock); T o = *p; *p = o + v; return o;
+}
+template <typename T> static inline T atomicExch(T* p, T v) {
+  std::lock_guard<std::mutex> g(emu_atomic_lock); T o = *p; *p = v; return o;
+}
+template <typename T> static inline T atomicCAS(T* p, T cmp, T v) {
+  std::lock_guard<std::mutex> g(emu_atomic_lock); T o = *p; if (o == cmp) *p = v; return o;
+}
 
 // CUDA's overloaded integer / float min and max, and sincospi
 template <typename A, typename B> static inline auto min(A a, B b) -> decltype(a + b) { return b < a ? b : a; }
