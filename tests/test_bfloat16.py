@@ -598,3 +598,19 @@ def test_pytorch_dtype_shorthands():
     assert not y.is_complex() and (ember.ones(1) * 1j).is_complex()
     (y.float() * 3).sum().backward()            # astype is differentiable
     assert x.grad.tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gelu_tanh_16bit_is_computed_in_float32(dtype):
+    """Every step in 16 bits rounds tanh to -1 early and gives 0 below x of about -3;
+    PyTorch (and ember) compute in float32 and round once.  Gradient too."""
+    x = np.linspace(-8, 3, 221).astype(np.float32)
+    e = ember.asarray(x).astype(getattr(ember, dtype)).requires_grad_()
+    t = torch.from_numpy(x).to(getattr(torch, dtype)).requires_grad_()
+    ye, yt = F.gelu(e, approximate="tanh"), TF.gelu(t, approximate="tanh")
+    np.testing.assert_allclose(ye.astype(ember.float32).numpy(), yt.float().detach().numpy(),
+                               rtol=1e-2, atol=2e-6)
+    ye.astype(ember.float32).sum().backward()
+    yt.float().sum().backward()
+    np.testing.assert_allclose(e.grad.astype(ember.float32).numpy(), t.grad.float().numpy(),
+                               rtol=1e-2, atol=2e-6)

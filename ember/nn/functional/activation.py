@@ -378,15 +378,23 @@ def _gelu(input):
 
 def _gelu_tanh_grad(g, res, input):
     x = input
+    half = x.dtype.itemsize == 2 and dtype_kind(x.dtype) == "f"
+    if half:                        # in float32, rounded once (see _gelu_tanh)
+        x, g = x.astype(np.float32), g.astype(np.float32)
     inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
     t = tanh(inner)
     d_inner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
-    return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
+    gx = g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
+    return (gx.astype(input.dtype) if half else gx,)
 
 
 @defop("nn.functional.activation._gelu_tanh", grad=_gelu_tanh_grad, save_args=True)
 def _gelu_tanh(input):
     x = input
+    if x.dtype.itemsize == 2 and dtype_kind(x.dtype) == "f":
+        # 16-bit: computed in float32 and rounded once, as PyTorch (every step in 16 bits
+        # would round tanh to +-1 early and return 0 for x below about -3)
+        return _gelu_tanh(x.astype(np.float32)).astype(x.dtype)
     return 0.5 * x * (1 + tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
 
 
