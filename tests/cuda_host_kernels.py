@@ -77,6 +77,8 @@ class Family:
         kernels require."""
         conv = [ctypes.c_void_p(a.ctypes.data) if isinstance(a, np.ndarray)
                 else ctypes.c_void_p(0) if a is None else a for a in args]
+        if block % 32 and block > 1:
+            raise ValueError(f"{name}: a cooperative launch needs a multiple of 32 threads")
         fn = getattr(self.lib, name)
         fn.restype = None
         errors = []
@@ -126,3 +128,48 @@ class Conv2dGeom(ctypes.Structure):
     """pool_conv.cu's struct Conv2dGeom (thirteen int64 fields), passed by value."""
     _fields_ = [(n, ctypes.c_longlong) for n in
                 ("C", "H", "W", "KH", "KW", "OH", "OW", "sh", "sw", "ph", "pw", "dh", "dw")]
+
+
+def _ctypes_arg(a):
+    """One kernel argument converted as ember's launcher converts it (_launch.pyx): an
+    array as the address of its first element, int as 64-bit, float as double,
+    numpy.int32 / float32 as 32-bit, None as a null pointer, bytes as a struct."""
+    import ember
+    if isinstance(a, ember.ndarray):
+        from ember._core import array as _array
+        return ctypes.c_void_p(_array._numpy(a).ctypes.data if a.size else 0)
+    if isinstance(a, np.ndarray):
+        return ctypes.c_void_p(a.ctypes.data)
+    if a is None:
+        return ctypes.c_void_p(0)
+    if isinstance(a, bytes):
+        class Struct(ctypes.Structure):
+            _fields_ = [("b", ctypes.c_char * len(a))]
+        return Struct.from_buffer_copy(a)
+    t = type(a)
+    if t is np.int32:
+        return ctypes.c_int(int(a))
+    if t is np.float32:
+        return ctypes.c_float(float(a))
+    if t is float or t is np.float64:
+        return ctypes.c_double(float(a))
+    if t is int or t is np.int64:
+        return ctypes.c_longlong(int(a))
+    if t is np.uint64:
+        return ctypes.c_ulonglong(int(a))
+    raise TypeError(f"kernel argument of type {t.__name__}")
+
+
+def ember_launch(name, grid, block, args, shmem=0, max_threads=64, max_blocks=4):
+    """ember.cuda's launch(name, grid, block, args) on the CPU: the kernel from its family's
+    host build, arguments converted as ember's launcher does, each block's threads as real
+    threads.  The launch is shrunk to at most max_blocks x max_threads (grid- and
+    block-stride loops make that the same computation), keeping a multiple of 32
+    threads for the block-reducing kernels."""
+    from ember.cuda._kernels import _FAMILY_OF
+    fam = load(_FAMILY_OF[name])
+    g = grid[0] if isinstance(grid, tuple) else grid
+    b = block[0] if isinstance(block, tuple) else block
+    b = min(int(b), max_threads) if b >= 32 else int(b)
+    fam.call_cooperative(name, *[_ctypes_arg(a) for a in args], grid=min(int(g), max_blocks),
+                         block=b)

@@ -1,6 +1,7 @@
 """The GPU convolution glue (ember/cuda/ops_conv.py) run on the CPU: CuPy replaced by
-NumPy, the im2col / col2im kernels by NumPy models of their documented contracts,
-and cuBLAS by the column-major model of tests/test_cuda_gemm_plan.py.
+NumPy, the im2col / col2im kernels by NumPy models of their documented contracts or by
+their host build (tests/cuda_host_kernels.py), and cuBLAS by the column-major model of
+tests/cublas_model.py.
 
 What this checks without a GPU: the layouts ops_conv asks the kernels for, the GEMM
 operands it builds from them (shapes, transposes, batch strides, groups) and the
@@ -21,6 +22,7 @@ from ember.cuda import _runtime as real_R
 from ember.nn.functional import conv as cpu_conv
 
 from cublas_model import CublasModel
+import cuda_host_kernels as hk
 
 
 def _geometry(g):
@@ -79,14 +81,21 @@ def _launch(name, grid, block, args, shmem=0):
         raise AssertionError(f"unexpected kernel {name}")
 
 
-@pytest.fixture
-def cpu_gpu(monkeypatch):
-    """ops_conv with NumPy for CuPy, the kernel models and the cuBLAS model."""
+@pytest.fixture(params=["model", "host"])
+def cpu_gpu(monkeypatch, request):
+    """ops_conv with NumPy for CuPy, the cuBLAS model, and for the kernels either NumPy
+    models of their contracts or their host build (tests/cuda_host_kernels.py)."""
+    if request.param == "host":
+        if hk.compiler() is None:
+            pytest.skip("no C++ compiler for the host build of the kernels")
+        launch = hk.ember_launch
+    else:
+        launch = _launch
     calls = []
     model = CublasModel()
     fake = types.SimpleNamespace(
         cp=lambda: np, as_cupy=_np, from_cupy=lambda c: ember.asarray(c),
-        launch=_launch, blocks=real_R.blocks, suffix=real_R.suffix)
+        launch=launch, blocks=real_R.blocks, suffix=real_R.suffix)
 
     def mm(a, b, out=None):
         calls.append((a.shape, b.shape))

@@ -527,3 +527,95 @@ def test_binary_kernels_match_the_cpu_ops(dtype, op):
             ws = (ref(ember.asarray(np.full_like(a, s)), ember.asarray(a)) if swap
                   else ref(ember.asarray(a), ember.asarray(np.full_like(a, s)))).numpy()
         _assert_close_nan(ys, ws, dtype, scale)
+
+
+# ------------------------------------------------------------------ index.cu
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gather_select_embedding(dtype):
+    k = hk.load("index")
+    sfx = SFX[np.dtype(dtype)]
+    src = _data((2, 6, 3), dtype)
+    r = np.random.default_rng(4)
+    idx = r.integers(-6, 6, (2, 4, 3)).astype(np.int64)         # negative indices wrap
+    out = np.empty((2, 4, 3), dtype)
+    bad = np.zeros(1, np.int32)
+    k.call(f"ember_gather_{sfx}", src, idx, out, hk.i64(2), hk.i64(6), hk.i64(4), hk.i64(3), bad,
+           grid=2, block=5)
+    np.testing.assert_array_equal(out, np.take_along_axis(src, idx % 6, axis=1))
+    assert bad[0] == 0
+    sel = np.array([5, -1, 0, 2, 2], np.int64)
+    out = np.empty((2, 5, 3), dtype)
+    k.call(f"ember_index_select_{sfx}", src, sel, out, hk.i64(2), hk.i64(6), hk.i64(5),
+           hk.i64(3), bad, grid=3, block=4)
+    np.testing.assert_array_equal(out, src[:, sel % 6])
+    sel[1] = 6                                                     # out of range: flagged
+    k.call(f"ember_index_select_{sfx}", src, sel, out, hk.i64(2), hk.i64(6), hk.i64(5),
+           hk.i64(3), bad, grid=1, block=3)
+    assert bad[0] == 1
+    w = _data((7, 40), dtype, 1)
+    ids = np.array([3, 0, 6, 3], np.int64)
+    emb = np.empty((4, 40), dtype)
+    bad[0] = 0
+    k.call(f"ember_embedding_fwd_{sfx}", w, ids, emb, hk.i64(4), hk.i64(7), hk.i64(40), bad,
+           grid=2, block=64)
+    np.testing.assert_array_equal(emb, w[ids])
+    assert bad[0] == 0
+    ids[2] = -1                                                    # embedding does not wrap
+    k.call(f"ember_embedding_fwd_{sfx}", w, ids, emb, hk.i64(4), hk.i64(7), hk.i64(40), bad,
+           grid=1, block=32)
+    assert bad[0] == 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scatter_add_index_add_index_put(dtype):
+    k = hk.load("index")
+    sfx = SFX[np.dtype(dtype)]
+    tol = _tol16(dtype, 1e-6) * 4
+    r = np.random.default_rng(5)
+    src = _data((2, 5, 3), dtype)
+    idx = r.integers(0, 4, (2, 5, 3)).astype(np.int64)
+    out = np.zeros((2, 4, 3), dtype)
+    bad = np.zeros(1, np.int32)
+    k.call_cooperative(f"ember_scatter_add_{sfx}", src, idx, out, hk.i64(2), hk.i64(4),
+                       hk.i64(5), hk.i64(3), bad, grid=2, block=32)
+    want = np.zeros((2, 4, 3))
+    for o in range(2):
+        for j in range(5):
+            for i in range(3):
+                want[o, idx[o, j, i], i] += _f64(src)[o, j, i]
+    np.testing.assert_allclose(_f64(out), want, rtol=tol, atol=tol)
+    rows = np.array([1, -1, 1, 0, 2], np.int64)                    # repeats, a wrapped index
+    for skip in (-1, 1):
+        out = np.zeros((2, 4, 3), dtype)
+        k.call_cooperative(f"ember_index_add_{sfx}", src, rows, out, hk.i64(2), hk.i64(4),
+                           hk.i64(5), hk.i64(3), hk.i64(skip), bad, grid=3, block=32)
+        want = np.zeros((2, 4, 3))
+        for j, d in enumerate(rows % 4):
+            if d != skip:
+                want[:, d] += _f64(src)[:, j]
+        np.testing.assert_allclose(_f64(out), want, rtol=tol, atol=tol)
+    # the deterministic form: indices sorted on the host, one thread per (segment, column)
+    perm = np.argsort(rows % 4, kind="stable").astype(np.int64)
+    srt = (rows % 4)[perm]
+    starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]]).astype(np.int64)
+    seg = np.r_[starts, len(rows)].astype(np.int64)
+    srt_bad = srt.copy()
+    srt_bad[srt == 2] = 9                                          # an out-of-range segment is skipped
+    out = np.ones((2, 4, 3), dtype)
+    k.call(f"ember_index_add_sorted_{sfx}", src, srt_bad, perm, seg, hk.i64(len(starts)), out,
+           hk.i64(2), hk.i64(4), hk.i64(5), hk.i64(3), hk.i64(-1), grid=2, block=3)
+    want = np.ones((2, 4, 3))
+    for j, d in enumerate(rows % 4):
+        if d != 2:
+            want[:, d] += _f64(src)[:, j]
+    np.testing.assert_allclose(_f64(out), want, rtol=tol, atol=tol)
+    vals = _data((2, 3, 3), dtype, 2)
+    put = np.array([3, 0, -2], np.int64)
+    for acc in (0, 1):
+        out = np.ones((2, 4, 3), dtype)
+        k.call_cooperative(f"ember_index_put_{sfx}", out, put, vals, hk.i64(2), hk.i64(4),
+                           hk.i64(3), hk.i64(3), hk.i32(acc), bad, grid=2, block=32)
+        want = np.ones((2, 4, 3))
+        want[:, put % 4] = _f64(vals) + (1 if acc else 0)
+        np.testing.assert_allclose(_f64(out), want, rtol=tol, atol=tol)

@@ -10,7 +10,7 @@ index scatter/gather of the max-pooling gradients are CuPy formulations:
   its gradient is ``A_h.T @ g @ A_w`` (cuBLAS both ways);
 * adaptive max pooling gathers every window, padded to the widest one with -inf,
   and takes the first maximum;
-* ``_index_scatter`` adds with atomics (``cupy.add.at``): overlapping windows may
+* ``_index_scatter`` adds with atomics (index.cu's scatter-add): overlapping windows may
   sum in any order, so float results can differ in the last bit between runs.
 
 Known difference from the CPU: when a window holds several NaNs, the CPU reports
@@ -139,9 +139,18 @@ def _index_scatter(src, idx, in_shape, nd):
         L = sv.shape[1] * sv.shape[2]
         i2 = iv.reshape(n, L)
         ok = (i2 >= 0) & (i2 < plane)                             # the CPU skips the rest
-        flat = cp.where(ok, i2, 0) + (cp.arange(n, dtype=_INT64) * plane)[:, None]
-        vals = cp.where(ok, sv.reshape(n, L), sv.dtype.type(0))
-        cp.add.at(out.reshape(-1), flat.reshape(-1), vals.reshape(-1))
+        if R.suffix(sv.dtype) is not None:
+            # index.cu's scatter-add per plane (16-bit atomics included); an index the
+            # CPU skips becomes `plane`, which the kernel skips too (its flag is unused)
+            i2 = cp.ascontiguousarray(cp.where(ok, i2, plane))
+            flag = cp.zeros(1, dtype=np.int32)
+            R.launch(_kernel("scatter_add", sv.dtype), R.blocks(n * L), 256,
+                     (R.from_cupy(cp.ascontiguousarray(sv.reshape(n, L))), R.from_cupy(i2),
+                      R.from_cupy(out), n, plane, L, 1, R.from_cupy(flag)))
+        else:
+            flat = cp.where(ok, i2, 0) + (cp.arange(n, dtype=_INT64) * plane)[:, None]
+            vals = cp.where(ok, sv.reshape(n, L), sv.dtype.type(0))
+            cp.add.at(out.reshape(-1), flat.reshape(-1), vals.reshape(-1))
     return R.from_cupy(out.reshape(tuple(in_shape)))
 
 
