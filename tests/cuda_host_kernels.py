@@ -173,3 +173,17 @@ def ember_launch(name, grid, block, args, shmem=0, max_threads=64, max_blocks=4)
     b = min(int(b), max_threads) if b >= 32 else int(b)
     fam.call_cooperative(name, *[_ctypes_arg(a) for a in args], grid=min(int(g), max_blocks),
                          block=b)
+
+
+def im2col_taps(x, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw):
+    """im2col values (N, C, KH, KW, OH, OW) of x (N, C, H, W), padding read as 0."""
+    N, C, H, W = x.shape
+    big_h, big_w = ph + H + KH * dh + OH * sh, pw + W + KW * dw + OW * sw
+    xp = np.zeros((N, C, big_h, big_w), x.dtype)
+    xp[:, :, ph:ph + H, pw:pw + W] = x
+    out = np.empty((N, C, KH, KW, OH, OW), x.dtype)
+    for kh in range(KH):
+        for kw in range(KW):
+            out[:, :, kh, kw] = xp[:, :, kh * dh: kh * dh + sh * OH: sh,
+                                   kw * dw: kw * dw + sw * OW: sw][:, :, :OH, :OW]
+    return out

@@ -33,16 +33,7 @@ def _geometry(g):
 def _taps(x, g):
     """The im2col values (N, C, KH, KW, OH, OW) of x (N, C, H, W): padding reads as 0."""
     C, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw = _geometry(g)
-    N = x.shape[0]
-    big = 2 * max(KH * dh + OH * sh, KW * dw + OW * sw) + H + W
-    xp = np.zeros((N, C, big, big), x.dtype)
-    xp[:, :, ph:ph + H, pw:pw + W] = x
-    out = np.empty((N, C, KH, KW, OH, OW), x.dtype)
-    for kh in range(KH):
-        for kw in range(KW):
-            out[:, :, kh, kw] = xp[:, :, kh * dh: kh * dh + sh * OH: sh,
-                                   kw * dw: kw * dw + sw * OW: sw][:, :, :OH, :OW]
-    return out
+    return hk.im2col_taps(x, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw)
 
 
 def _im2col(x, col, N, g, sn, sr):

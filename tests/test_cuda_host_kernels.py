@@ -18,20 +18,6 @@ SFX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.flo
 DTYPES = [np.float64, np.float32, np.float16, BFLOAT16]
 
 
-def _taps(x, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw):
-    """im2col values (N, C, KH, KW, OH, OW) of x (N, C, H, W), padding read as 0."""
-    N, C, H, W = x.shape
-    big_h, big_w = ph + H + KH * dh + OH * sh, pw + W + KW * dw + OW * sw
-    xp = np.zeros((N, C, big_h, big_w), x.dtype)
-    xp[:, :, ph:ph + H, pw:pw + W] = x
-    out = np.empty((N, C, KH, KW, OH, OW), x.dtype)
-    for kh in range(KH):
-        for kw in range(KW):
-            out[:, :, kh, kw] = xp[:, :, kh * dh: kh * dh + sh * OH: sh,
-                                   kw * dw: kw * dw + sw * OW: sw][:, :, :OH, :OW]
-    return out
-
-
 # (N, C, H, W, KH, KW, sh, sw, ph, pw, dh, dw, bottom/right padding)
 GEOMS = [(2, 3, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, (1, 1)),
          (2, 2, 9, 8, 3, 2, 2, 3, 1, 2, 1, 2, (0, 1)),
@@ -63,7 +49,7 @@ def test_im2col_both_layouts(dtype, geom):
     g, OH, OW = _geom(*geom)
     x = _data((N, C, Hh, W), dtype)
     K, L = C * KH * KW, OH * OW
-    want = _taps(x, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw).reshape(N, K, L)
+    want = hk.im2col_taps(x, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw).reshape(N, K, L)
     name = f"ember_im2col_{SFX[np.dtype(dtype)]}"
     for grid, block in LAUNCHES:
         col = np.full((N, K, L), 7, dtype)
