@@ -9,6 +9,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ember  # noqa: E402
 
+if os.environ.get("EMBER_CUDA_EMULATION") == "1":
+    # the GPU suites on the CPU: tests/cuda_emu (never a GPU run)
+    import cuda_emu  # noqa: E402
+    cuda_emu.install()
+
 
 @pytest.fixture(autouse=True)
 def _default_dtype_float32():

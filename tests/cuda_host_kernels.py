@@ -136,8 +136,7 @@ def _ctypes_arg(a):
     numpy.int32 / float32 as 32-bit, None as a null pointer, bytes as a struct."""
     import ember
     if isinstance(a, ember.ndarray):
-        from ember._core import array as _array
-        return ctypes.c_void_p(_array._numpy(a).ctypes.data if a.size else 0)
+        return ctypes.c_void_p(a.data_ptr())
     if isinstance(a, np.ndarray):
         return ctypes.c_void_p(a.ctypes.data)
     if a is None:

@@ -46,8 +46,11 @@ def check_like_cpu(fn, cpu_args, gpu_args, rtol=None, atol=None, **kw):
     exp, err = cpu_or_error(fn, *cpu_args, **kw)
     if err is not None:
         with pytest.raises(type(err)):
-            quiet(fn, *gpu_args, **kw)
-            settle()                # bad indices are reported at the next synchronisation
+            try:
+                quiet(fn, *gpu_args, **kw)
+            finally:
+                settle()            # bad indices are reported at the next synchronisation
+                                    # (also when the op raised at once: nothing stays queued)
         return
     got = quiet(fn, *gpu_args, **kw)
     assert_same_tree(got, exp, rtol=rtol, atol=atol)

@@ -61,14 +61,20 @@ def _kernel_reduce(kind, x, axes, keep):
     sfx = R.suffix(x.dtype)
     if sfx is None or x.size == 0 or not axes:
         return None
-    parts = _split(x.shape, axes)
+    shape = tuple(x.shape)
+    parts = _split(shape, axes)
     if parts is None:
-        return None
-    if not x.is_contiguous():
+        # reduced axes apart ((0, 2) of 3-d): the kept axes first, in order, then the
+        # reduced ones, in one contiguous copy; the kernels then reduce its rows (CuPy's
+        # own reductions would not accumulate 16-bit data in float32)
+        kept = [i for i in range(x.ndim) if i not in axes]
+        x = x.transpose(kept + sorted(axes)).copy()
+        parts = (math.prod(x.shape[:len(kept)]), math.prod(x.shape[len(kept):]), 1)
+    elif not x.is_contiguous():
         x = x.copy()
     outer, n, inner = parts
     dev = x.get_device()
-    y = R.empty(_out_shape(x.shape, axes, keep), x.dtype, dev)
+    y = R.empty(_out_shape(shape, axes, keep), x.dtype, dev)
     if outer * inner == 1:
         grid = builtins.min(R.blocks(n, _THREADS), 1024)
         acc = np.float64 if x.dtype == np.float64 else np.float32

@@ -1,0 +1,72 @@
+"""ember's GPU backend on the CPU, for tests: ``EMBER_CUDA_EMULATION=1 pytest tests/...``.
+
+CuPy is replaced by a NumPy stand-in (fakecupy: "device" memory is host memory), every
+kernel launch runs the host build of the real CUDA kernel (tests/cuda_host_kernels.py:
+the same .cu source, blocks and threads on the CPU), cuBLAS is the column-major model of
+tests/cublas_model.py and CuPy ElementwiseKernels compile as host C++.  ember's own code
+(dispatch, glue, autograd, the GPU ops) runs unchanged, so the GPU suites exercise it
+without a GPU.  It is an emulation: it never counts as a GPU run, has one device, no
+real streams, and nothing of CUDA's timing or memory model.
+"""
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# kernels whose threads cooperate (shared memory, __syncthreads, warp shuffles): each block
+# runs with real threads, and the grid is kept (the full reductions' pass 1 writes one
+# partial per block)
+_COOPERATIVE = ("softmax_", "log_softmax_", "cross_entropy_fwd_", "layer_norm_fwd_",
+                "layer_norm_bwd_input_", "batch_norm_stats_", "batch_norm_bwd_reduce_")
+_COOP_SUFFIX = ("_inner", "_full_pass1", "_full_pass2")
+
+
+def active():
+    return os.environ.get("EMBER_CUDA_EMULATION") == "1"
+
+
+def _cooperative(name):
+    stem = name[len("ember_"):]
+    return stem.startswith(_COOPERATIVE) or stem.endswith(_COOP_SUFFIX)
+
+
+def _launch(name, grid, block, args, shmem=0):
+    import cuda_host_kernels as hk
+    from ember.cuda._kernels import _FAMILY_OF
+    g = int(grid[0] if isinstance(grid, tuple) else grid)
+    b = int(block[0] if isinstance(block, tuple) else block)
+    fam = hk.load(_FAMILY_OF[name])
+    conv = [hk._ctypes_arg(a) for a in args]
+    if _cooperative(name):
+        fam.call_cooperative(name, *conv, grid=g, block=min(b, 32) if b >= 32 else b)
+    else:
+        # grid- and block-stride loops: a smaller launch is the same computation
+        fam.call(name, *conv, grid=min(g, 3), block=min(b, 8))
+
+
+def install():
+    """Put the emulation in place of CuPy and the CUDA driver (before any GPU use)."""
+    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(HERE.parent))
+    import fakecupy
+    import elementwise_kernel
+    from cublas_model import CublasModel
+    fakecupy.ElementwiseKernel = elementwise_kernel.ElementwiseKernel
+    mods = {"cupy": fakecupy, "cupy.cuda": fakecupy.cuda,
+            "cupy.cuda.runtime": fakecupy.runtime, "cupy.cuda.device": fakecupy.cuda.device,
+            "cupy.cuda.memory": fakecupy.cuda.memory, "cupy._core": fakecupy._core,
+            "cupy._core._dtype": fakecupy._core._dtype, "cupy.linalg": fakecupy.linalg,
+            "cupyx": fakecupy.cupyx}
+    sys.modules.update(mods)
+    from ember.cuda import _gemm, _kernels, _launch
+    _launch.load_driver = lambda: None
+    _launch.register_contig = lambda *a: None       # no cuLaunchKernel fast path
+    _launch.register_cast = lambda *a: None
+    _kernels.launch = _launch_kernel
+    _kernels.function = lambda name: 0
+    model = CublasModel()
+    _gemm._cublas_gemm = lambda p, first, second, c, alpha: model(p, first, second, c, alpha)
+
+
+_launch_kernel = _launch

@@ -1,0 +1,483 @@
+"""A CuPy stand-in over NumPy for running ember's GPU backend on the CPU (tests only).
+
+"Device" memory is host memory; a ``cupy.ndarray`` is a NumPy subclass whose ``.data``
+is a MemoryPointer as CuPy's; streams and events are trivial (everything is already
+done); the memory pool counts allocations.  Together with the host build of ember's
+kernels (tests/cuda_host_kernels.py) and the cuBLAS model (tests/cublas_model.py) it
+lets the GPU suites run without a GPU: see tests/cuda_emu/__init__.py.  It emulates the
+part of CuPy that ember uses, nothing more; a result here is never a GPU result.
+"""
+import contextlib
+import ctypes
+import sys
+import types
+import weakref
+
+import numpy as np
+
+__version__ = "14.2.0+ember-emulation"
+
+
+# ------------------------------------------------------------------ memory
+
+class Memory:
+    """A block of "device" memory (cupy.cuda.Memory / UnownedMemory)."""
+
+    def __init__(self, ptr, size, owner=None, device_id=0, keep=None):
+        self.ptr, self.size, self._owner, self.device_id = int(ptr), int(size), owner, device_id
+        self._keep = keep
+
+
+class MemoryPointer:
+    def __init__(self, mem, offset=0):
+        self.mem = mem
+        self.ptr = mem.ptr + int(offset)
+        self.device_id = mem.device_id
+
+    def __int__(self):
+        return self.ptr
+
+
+class MemoryPool:
+    """Counts the bytes of live allocations (CuPy's pool of the emulated device)."""
+
+    def __init__(self):
+        self._used = 0
+        self._total = 0
+
+    def _alloc(self, nbytes):
+        self._used += nbytes
+        self._total = max(self._total, self._used)
+
+    def _free(self, nbytes):
+        self._used -= nbytes
+
+    def used_bytes(self):
+        return self._used
+
+    def total_bytes(self):
+        return self._total
+
+    def free_bytes(self):
+        return self._total - self._used
+
+    def free_all_blocks(self, stream=None):
+        self._total = self._used
+
+    def n_free_blocks(self):
+        return 0
+
+    def get_limit(self):
+        return 0
+
+    def set_limit(self, size=None, fraction=None):
+        pass
+
+
+_POOL = MemoryPool()
+
+
+def alloc(nbytes):
+    nbytes = int(nbytes)
+    buf = np.empty(max(nbytes, 1) + 256, np.uint8)
+    base = buf.ctypes.data
+    ptr = (base + 255) & ~255                       # CuPy's pool hands out aligned blocks
+    mem = Memory(ptr, nbytes, keep=buf)
+    _POOL._alloc(nbytes)
+    weakref.finalize(mem, _POOL._free, nbytes)
+    return MemoryPointer(mem, 0)
+
+
+def UnownedMemory(ptr, size, owner, device_id=0):
+    return Memory(ptr, size, owner=owner, device_id=device_id)
+
+
+def _extent(shape, strides, itemsize):
+    lo = hi = 0
+    for n, s in zip(shape, strides):
+        if n == 0:
+            return 0, 0
+        if s > 0:
+            hi += (n - 1) * s
+        else:
+            lo += (n - 1) * s
+    return lo, hi + itemsize
+
+
+# ------------------------------------------------------------------ ndarray
+
+class Device:
+    def __init__(self, device=None):
+        self.id = 0 if device is None else int(getattr(device, "id", device))
+        self._prev = None
+
+    compute_capability = "90"
+
+    def use(self):
+        runtime.setDevice(self.id)
+
+    def synchronize(self):
+        pass
+
+    def __enter__(self):
+        self._prev = runtime.getDevice()
+        runtime.setDevice(self.id)
+        return self
+
+    def __exit__(self, *exc):
+        runtime.setDevice(self._prev)
+        return False
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other.id == self.id
+
+    def __hash__(self):
+        return hash(self.id)
+
+    def __repr__(self):
+        return f"<CUDA Device {self.id} (emulated)>"
+
+
+class ndarray(np.ndarray):
+    """cupy.ndarray: NumPy with CuPy's .data (a MemoryPointer), .device, .get() and .set()."""
+
+    def __new__(cls, shape, dtype=float, memptr=None, strides=None, order="C"):
+        shape = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+        dtype = np.dtype(dtype)
+        if memptr is None:
+            mp = alloc(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+            strides = None
+        else:
+            mp = memptr
+        if strides is None:
+            st, acc = [], dtype.itemsize
+            for n in (reversed(shape) if order == "C" else shape):
+                st.append(acc)
+                acc *= max(n, 1)
+            strides = tuple(reversed(st)) if order == "C" else tuple(st)
+        lo, hi = _extent(shape, strides, dtype.itemsize)
+        buf = (ctypes.c_char * max(hi - lo, 1)).from_address(mp.ptr + lo)
+        arr = np.ndarray(shape, dtype, buffer=buf, offset=-lo, strides=strides).view(cls)
+        arr._emu_mem = mp.mem
+        return arr
+
+    def __array_finalize__(self, obj):
+        self._emu_mem = getattr(obj, "_emu_mem", None)
+
+    def __array_wrap__(self, arr, context=None, return_scalar=False):
+        # CuPy returns 0-d arrays where NumPy returns scalars
+        out = np.asarray(arr).view(type(self))
+        return out
+
+    @property
+    def data(self):
+        ptr = self.__array_interface__["data"][0]
+        mem = getattr(self, "_emu_mem", None)
+        if mem is not None and mem.ptr <= ptr < mem.ptr + max(mem.size, 1):
+            return MemoryPointer(mem, ptr - mem.ptr)
+        base = self
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        b = base.view(np.ndarray)
+        lo, hi = _extent(b.shape, b.strides, b.itemsize)
+        start = b.__array_interface__["data"][0] + lo
+        return MemoryPointer(Memory(start, hi - lo, keep=base), ptr - start)
+
+    @property
+    def device(self):
+        return Device(0)
+
+    def get(self, stream=None, order="C", out=None):
+        host = np.array(self.view(np.ndarray), order=order, copy=True)
+        if out is not None:
+            out[...] = host
+            return out
+        return host
+
+    def set(self, arr, stream=None):
+        self[...] = np.asarray(arr)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
+                "data": (self.__array_interface__["data"][0], False),
+                "strides": None if self.flags.c_contiguous else self.strides, "stream": 1}
+
+    def toDlpack(self):
+        return self.view(np.ndarray).__dlpack__()
+
+
+def _wrap(x):
+    if isinstance(x, ndarray):
+        return x
+    if isinstance(x, np.ndarray):
+        return x.view(ndarray)
+    if isinstance(x, np.generic):
+        return np.asarray(x).view(ndarray)
+    if isinstance(x, tuple):
+        return tuple(_wrap(e) for e in x)
+    if isinstance(x, list):
+        return [_wrap(e) for e in x]
+    return x
+
+
+def _wrapped(fn):
+    def call(*args, **kwargs):
+        kwargs.pop("stream", None)
+        return _wrap(fn(*args, **kwargs))
+    call.__name__ = getattr(fn, "__name__", "fn")
+    call.__wrapped__ = fn
+    return call
+
+
+def _from_interface(obj):
+    """A zero-copy view of an object exporting __cuda_array_interface__ (ember arrays)."""
+    cai = obj.__cuda_array_interface__
+    dt = np.dtype(cai["typestr"])
+    shape = tuple(cai["shape"])
+    strides = cai.get("strides")
+    ptr = cai["data"][0]
+    mem = UnownedMemory(ptr, 0, obj)
+    arr = ndarray(shape, dt, memptr=MemoryPointer(mem, 0), strides=strides)
+    lo, hi = _extent(shape, arr.strides, dt.itemsize)
+    mem.ptr, mem.size = ptr + lo, hi - lo
+    return arr
+
+
+def asarray(a, dtype=None, order=None, *, blocking=False):
+    if isinstance(a, ndarray) and (dtype is None or np.dtype(dtype) == a.dtype):
+        return a
+    if not isinstance(a, np.ndarray) and hasattr(a, "__cuda_array_interface__"):
+        view = _from_interface(a)
+        return view if dtype is None else view.astype(dtype, copy=False)
+    return _wrap(np.array(a, dtype=dtype, order=order or "K", copy=True))
+
+
+def array(a, dtype=None, copy=True, order="K", ndmin=0):
+    return _wrap(np.array(a, dtype=dtype, copy=True, order=order, ndmin=ndmin))
+
+
+def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
+    host = np.array(np.asarray(a).view(np.ndarray) if isinstance(a, np.ndarray) else a,
+                    order=order, copy=True)
+    if out is not None:
+        out[...] = host
+        return out
+    return host
+
+
+def get_array_module(*args):
+    return sys.modules[__name__]
+
+
+# ------------------------------------------------------------------ streams, events, runtime
+
+class Stream:
+    _ids = [0x1000]
+
+    def __init__(self, null=False, non_blocking=False, priority=0, ptr=None):
+        if null:
+            self.ptr = 0
+        else:
+            Stream._ids[0] += 16
+            self.ptr = Stream._ids[0]
+        self.device_id = 0
+        self._prev = []
+
+    done = True
+
+    def synchronize(self):
+        pass
+
+    def wait_event(self, event):
+        pass
+
+    def record(self, event=None):
+        event = event or Event()
+        event.record(self)
+        return event
+
+    def use(self):
+        _STREAM[0] = self
+        return self
+
+    def __enter__(self):
+        self._prev.append(_STREAM[0])
+        _STREAM[0] = self
+        return self
+
+    def __exit__(self, *exc):
+        _STREAM[0] = self._prev.pop()
+        return False
+
+
+Stream.null = Stream(null=True)
+_STREAM = [Stream.null]
+
+
+def get_current_stream(device_id=None):
+    return _STREAM[0]
+
+
+class Event:
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.done = True
+        self.ptr = id(self)
+        self._t = 0.0
+
+    def record(self, stream=None):
+        import time
+        self._t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+
+def get_elapsed_time(start, end):
+    return (end._t - start._t) * 1e3
+
+
+def _properties(device=0):
+    return {"name": b"ember emulated GPU (host CPU)", "totalGlobalMem": 8 << 30,
+            "multiProcessorCount": 4, "major": 9, "minor": 0, "maxThreadsPerBlock": 1024,
+            "maxThreadsPerMultiProcessor": 2048, "warpSize": 32, "sharedMemPerBlock": 49152,
+            "clockRate": 1_000_000, "l2CacheSize": 1 << 20, "integrated": 0,
+            "pciBusID": 0, "uuid": b"\0" * 16}
+
+
+class _Runtime(types.ModuleType):
+    _device = 0
+
+    def getDevice(self):
+        return self._device
+
+    def setDevice(self, d):
+        if int(d) != 0:
+            raise RuntimeError(f"cudaErrorInvalidDevice: invalid device ordinal {d} (the "
+                               f"emulation has one device)")
+        self._device = int(d)
+
+    def getDeviceCount(self):
+        return 1
+
+    def deviceSynchronize(self):
+        pass
+
+    def memGetInfo(self):
+        total = _properties()["totalGlobalMem"]
+        return total - _POOL.used_bytes(), total
+
+    def getDeviceProperties(self, d):
+        if int(d) != 0:
+            raise RuntimeError(f"cudaErrorInvalidDevice: invalid device ordinal {d}")
+        return _properties(d)
+
+    def runtimeGetVersion(self):
+        return 13000
+
+    def driverGetVersion(self):
+        return 13000
+
+    def memsetAsync(self, ptr, value, size, stream=0):
+        ctypes.memset(int(ptr), int(value), int(size))
+
+    def memcpyAsync(self, dst, src, size, kind=0, stream=0):
+        ctypes.memmove(int(dst), int(src), int(size))
+
+    def memcpy(self, dst, src, size, kind=0):
+        ctypes.memmove(int(dst), int(src), int(size))
+
+    def deviceCanAccessPeer(self, a, b):
+        return 0
+
+
+runtime = _Runtime("cupy.cuda.runtime")
+
+
+def get_default_memory_pool():
+    return _POOL
+
+
+def get_default_pinned_memory_pool():
+    return MemoryPool()
+
+
+class _CudaModule(types.ModuleType):
+    pass
+
+
+cuda = _CudaModule("cupy.cuda")
+for _name, _obj in {"alloc": alloc, "UnownedMemory": UnownedMemory, "Memory": Memory,
+                    "MemoryPointer": MemoryPointer, "MemoryPool": MemoryPool, "Device": Device,
+                    "Stream": Stream, "Event": Event, "get_current_stream": get_current_stream,
+                    "get_elapsed_time": get_elapsed_time, "runtime": runtime,
+                    "get_device_id": lambda: runtime.getDevice(),
+                    "is_available": lambda: True}.items():
+    setattr(cuda, _name, _obj)
+cuda.device = types.ModuleType("cupy.cuda.device")
+cuda.device.get_cublas_handle = lambda: 0
+cuda.device.Device = Device
+cuda.memory = types.ModuleType("cupy.cuda.memory")
+cuda.memory.MemoryPointer = MemoryPointer
+cuda.memory.UnownedMemory = UnownedMemory
+cuda.nvrtc = types.ModuleType("cupy.cuda.nvrtc")
+
+_core = types.ModuleType("cupy._core")
+_core._dtype = types.ModuleType("cupy._core._dtype")
+_core._dtype.to_cuda_dtype = lambda dt, is_half_allowed=True: 0
+
+
+def is_available():
+    return True
+
+
+def power(a, b, out=None, **kw):
+    """CuPy's power never raises: integer powers with negative exponents give 0 there
+    (NumPy raises, which would hide ember's own deferred check of them)."""
+    a_, b_ = np.asarray(a), np.asarray(b)
+    if a_.dtype.kind in "iu" and b_.dtype.kind in "iu" and (b_ < 0).any():
+        r = np.power(a_, np.where(b_ < 0, 0, b_), **kw)
+        r = np.where(b_ < 0, 0, r).astype(r.dtype)
+        if out is not None:
+            out[...] = r
+            return out
+        return _wrap(r)
+    return _wrap(np.power(a, b, out=out, **kw))
+
+
+def __getattr__(name):
+    """Everything else from NumPy, results as emulated device arrays."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    obj = getattr(np, name)
+    if isinstance(obj, np.ufunc) or isinstance(obj, type) or isinstance(obj, types.ModuleType):
+        return obj
+    if callable(obj):
+        return _wrapped(obj)
+    return obj
+
+
+@contextlib.contextmanager
+def _no_sync_check():
+    yield
+
+
+class _Wrapped(types.ModuleType):
+    """A NumPy submodule (linalg, random...) with CuPy-array results."""
+
+    def __init__(self, name, mod):
+        super().__init__(name)
+        self._mod = mod
+
+    def __getattr__(self, name):
+        obj = getattr(self._mod, name)
+        return _wrapped(obj) if callable(obj) and not isinstance(obj, type) else obj
+
+
+linalg = _Wrapped("cupy.linalg", np.linalg)
+fft = _Wrapped("cupy.fft", np.fft)
+
+
+cupyx = types.ModuleType("cupyx")
+cupyx.allow_synchronize = lambda allow: _no_sync_check()
+cupyx.scipy = types.ModuleType("cupyx.scipy")
