@@ -10,8 +10,9 @@ real streams, and nothing of CUDA's timing or memory model.
 
 Status (2026-11-23): tests/test_cuda_device.py runs through (1,864 tests; the
 emulation's own gaps fixed as found).  tests/test_cuda_nn.py stops making progress at
-test_layers_in_eval_mode (its 43rd test): a cooperative launch that never finishes,
-not yet diagnosed.  The other GPU suites have not been tried.  Not part of CI.
+test_layers_in_eval_mode (its 43rd test), which passes alone: state left by an earlier
+test (likely a cooperative launch whose threads never all reached a barrier), not yet
+diagnosed.  The other GPU suites have not been tried.  Not part of CI.
 """
 import os
 import sys
