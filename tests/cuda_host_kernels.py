@@ -54,14 +54,7 @@ class Family:
         """Run kernel `name` as a launch of `grid` blocks of `block` threads (one thread
         after another): NumPy arrays pass as pointers (their first element), None as a
         null pointer; everything else must already be a ctypes value."""
-        conv = []
-        for a in args:
-            if isinstance(a, np.ndarray):
-                conv.append(ctypes.c_void_p(a.ctypes.data))
-            elif a is None:
-                conv.append(ctypes.c_void_p(0))
-            else:
-                conv.append(a)
+        conv = [_ctypes_arg(a) for a in args]
         fn = getattr(self.lib, name)
         fn.restype = None
         for b in range(grid):
@@ -75,8 +68,7 @@ class Family:
         the GIL during the call), for kernels that reduce across a block: __syncthreads
         and warp shuffles then behave as on a GPU.  `block` a multiple of 32, as the
         kernels require."""
-        conv = [ctypes.c_void_p(a.ctypes.data) if isinstance(a, np.ndarray)
-                else ctypes.c_void_p(0) if a is None else a for a in args]
+        conv = [_ctypes_arg(a) for a in args]
         if block % 32 and block > 1:
             raise ValueError(f"{name}: a cooperative launch needs a multiple of 32 threads")
         fn = getattr(self.lib, name)
@@ -141,6 +133,8 @@ def _ctypes_arg(a):
         return ctypes.c_void_p(a.ctypes.data)
     if a is None:
         return ctypes.c_void_p(0)
+    if isinstance(a, (ctypes._SimpleCData, ctypes.Structure)):
+        return a                        # already a C value
     if isinstance(a, bytes):
         class Struct(ctypes.Structure):
             _fields_ = [("b", ctypes.c_char * len(a))]
@@ -170,7 +164,7 @@ def ember_launch(name, grid, block, args, shmem=0, max_threads=64, max_blocks=4)
     g = grid[0] if isinstance(grid, tuple) else grid
     b = block[0] if isinstance(block, tuple) else block
     b = min(int(b), max_threads) if b >= 32 else int(b)
-    fam.call_cooperative(name, *[_ctypes_arg(a) for a in args], grid=min(int(g), max_blocks),
+    fam.call_cooperative(name, *args, grid=min(int(g), max_blocks),
                          block=b)
 
 

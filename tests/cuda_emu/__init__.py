@@ -43,12 +43,11 @@ def _launch(name, grid, block, args, shmem=0):
     g = int(grid[0] if isinstance(grid, tuple) else grid)
     b = int(block[0] if isinstance(block, tuple) else block)
     fam = hk.load(_FAMILY_OF[name])
-    conv = [hk._ctypes_arg(a) for a in args]
     if _cooperative(name):
-        fam.call_cooperative(name, *conv, grid=g, block=min(b, 32) if b >= 32 else b)
+        fam.call_cooperative(name, *args, grid=g, block=min(b, 32) if b >= 32 else b)
     else:
         # grid- and block-stride loops: a smaller launch is the same computation
-        fam.call(name, *conv, grid=min(g, 3), block=min(b, 8))
+        fam.call(name, *args, grid=min(g, 3), block=min(b, 8))
 
 
 def install():
