@@ -9,10 +9,10 @@ without a GPU.  It is an emulation: it never counts as a GPU run, has one device
 real streams, and nothing of CUDA's timing or memory model.
 
 Status (2026-11-23): tests/test_cuda_device.py runs through (1,864 tests; the
-emulation's own gaps fixed as found).  tests/test_cuda_nn.py stops making progress at
-test_layers_in_eval_mode (its 43rd test), which passes alone: state left by an earlier
-test (likely a cooperative launch whose threads never all reached a barrier), not yet
-diagnosed.  The other GPU suites have not been tried.  Not part of CI.
+emulation's own gaps fixed as found).  tests/test_cuda_nn.py used to stop in
+test_embedding_matches_cpu: the emulation shrank blocks below one warp, so the
+warp-per-row embedding kernel's stride was 0 (an emulation artefact; blocks now keep
+32 threads); the whole of test_cuda_nn has not been rerun since.  The other GPU suites have not been tried.  Not part of CI.
 """
 import os
 import sys
@@ -46,8 +46,10 @@ def _launch(name, grid, block, args, shmem=0):
     if _cooperative(name):
         fam.call_cooperative(name, *args, grid=g, block=min(b, 32) if b >= 32 else b)
     else:
-        # grid- and block-stride loops: a smaller launch is the same computation
-        fam.call(name, *args, grid=min(g, 3), block=min(b, 8))
+        # grid- and block-stride loops: a smaller launch is the same computation, but keep
+        # one whole warp (warp-per-row kernels stride by gridDim*blockDim/32, which is 0
+        # below 32 threads: the cause of the old test_cuda_nn stall in embedding)
+        fam.call(name, *args, grid=min(g, 3), block=min(b, 32))
 
 
 def install():
