@@ -52,8 +52,7 @@ class Family:
 
     def call(self, name, *args, grid=1, block=1):
         """Run kernel `name` as a launch of `grid` blocks of `block` threads (one thread
-        after another): NumPy arrays pass as pointers (their first element), None as a
-        null pointer; everything else must already be a ctypes value."""
+        after another); arguments are converted by _ctypes_arg."""
         conv = [_ctypes_arg(a) for a in args]
         fn = getattr(self.lib, name)
         fn.restype = None
@@ -153,19 +152,22 @@ def _ctypes_arg(a):
     raise TypeError(f"kernel argument of type {t.__name__}")
 
 
-def ember_launch(name, grid, block, args, shmem=0, max_threads=64, max_blocks=4):
+def ember_launch(name, grid, block, args, shmem=0, max_threads=64, max_blocks=4,
+                 cooperative=True):
     """ember.cuda's launch(name, grid, block, args) on the CPU: the kernel from its family's
-    host build, arguments converted as ember's launcher does, each block's threads as real
-    threads.  The launch is shrunk to at most max_blocks x max_threads (grid- and
-    block-stride loops make that the same computation), keeping a multiple of 32
-    threads for the block-reducing kernels."""
+    host build, arguments converted as ember's launcher does.  The launch is shrunk to at
+    most max_blocks (None: the whole grid) x max_threads (grid- and block-stride loops make
+    that the same computation), keeping a multiple of 32 threads: block-reducing kernels
+    need whole warps, and warp-per-row kernels stride by gridDim*blockDim/32.  With
+    `cooperative` each block's threads run as real threads, otherwise one after another."""
     from ember.cuda._kernels import _FAMILY_OF
     fam = load(_FAMILY_OF[name])
-    g = grid[0] if isinstance(grid, tuple) else grid
-    b = block[0] if isinstance(block, tuple) else block
-    b = min(int(b), max_threads) if b >= 32 else int(b)
-    fam.call_cooperative(name, *args, grid=min(int(g), max_blocks),
-                         block=b)
+    g = int(grid[0] if isinstance(grid, tuple) else grid)
+    b = int(block[0] if isinstance(block, tuple) else block)
+    b = min(b, max_threads) if b >= 32 else b
+    g = g if max_blocks is None else min(g, max_blocks)
+    run = fam.call_cooperative if cooperative else fam.call
+    run(name, *args, grid=g, block=b)
 
 
 def im2col_taps(x, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw):

@@ -12,7 +12,8 @@ Status (2026-11-23): tests/test_cuda_device.py runs through (1,864 tests; the
 emulation's own gaps fixed as found).  tests/test_cuda_nn.py used to stop in
 test_embedding_matches_cpu: the emulation shrank blocks below one warp, so the
 warp-per-row embedding kernel's stride was 0 (an emulation artefact; blocks now keep
-32 threads); the whole of test_cuda_nn has not been rerun since.  The other GPU suites have not been tried.  Not part of CI.
+32 threads); the whole of test_cuda_nn has not been rerun since.  The other GPU suites
+have not been tried.  Not part of CI.
 """
 import os
 import sys
@@ -39,17 +40,12 @@ def _cooperative(name):
 
 def _launch(name, grid, block, args, shmem=0):
     import cuda_host_kernels as hk
-    from ember.cuda._kernels import _FAMILY_OF
-    g = int(grid[0] if isinstance(grid, tuple) else grid)
-    b = int(block[0] if isinstance(block, tuple) else block)
-    fam = hk.load(_FAMILY_OF[name])
     if _cooperative(name):
-        fam.call_cooperative(name, *args, grid=g, block=min(b, 32) if b >= 32 else b)
+        # the whole grid: the full reductions' pass 1 writes one partial per block
+        hk.ember_launch(name, grid, block, args, max_threads=32, max_blocks=None)
     else:
-        # grid- and block-stride loops: a smaller launch is the same computation, but keep
-        # one whole warp (warp-per-row kernels stride by gridDim*blockDim/32, which is 0
-        # below 32 threads: the cause of the old test_cuda_nn stall in embedding)
-        fam.call(name, *args, grid=min(g, 3), block=min(b, 32))
+        hk.ember_launch(name, grid, block, args, max_threads=32, max_blocks=3,
+                        cooperative=False)
 
 
 def install():
