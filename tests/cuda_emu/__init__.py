@@ -22,8 +22,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 # kernels whose threads cooperate (shared memory, __syncthreads, warp shuffles): each block
-# runs with real threads, and the grid is kept (the full reductions' pass 1 writes one
-# partial per block)
+# runs with real threads; their row / channel loops stride by gridDim, so the grid is
+# shrunk like the others', except for the full reductions' pass 1 (one partial per block)
 _COOPERATIVE = ("softmax_", "log_softmax_", "cross_entropy_fwd_", "layer_norm_fwd_",
                 "layer_norm_bwd_input_", "batch_norm_stats_", "batch_norm_bwd_reduce_")
 _COOP_SUFFIX = ("_inner", "_full_pass1", "_full_pass2")
@@ -41,8 +41,9 @@ def _cooperative(name):
 def _launch(name, grid, block, args, shmem=0):
     import cuda_host_kernels as hk
     if _cooperative(name):
-        # the whole grid: the full reductions' pass 1 writes one partial per block
-        hk.ember_launch(name, grid, block, args, max_threads=32, max_blocks=None)
+        whole = name.endswith("_full_pass1")    # writes one partial per block
+        hk.ember_launch(name, grid, block, args, max_threads=32,
+                        max_blocks=None if whole else 3)
     else:
         hk.ember_launch(name, grid, block, args, max_threads=32, max_blocks=3,
                         cooperative=False)
