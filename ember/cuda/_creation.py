@@ -34,7 +34,7 @@ def create(name, fn, d, args, kwargs):
     if name in _FILLED or name == "full":
         shape = args[0]
         # the host code decides the dtype (and validates the arguments) on a 0-size array
-        probe = fn(*((0,) + tuple(args[1:])), device=_array.CPU, **kwargs)
+        probe = _on_host(fn, (0,) + tuple(args[1:]), kwargs)
         x = R.empty(_array._parse_shape(shape, name), probe.dtype, idx)
         value = _FILLED.get(name) if name != "full" else (args[1] if len(args) > 1
                                                            else kwargs.get("fill_value"))
@@ -49,10 +49,19 @@ def create(name, fn, d, args, kwargs):
         res = _convert(name, fn, d, args, kwargs)
         if res is not None:
             return _finish(res, requires_grad)
-    host = fn(*args, device=_array.CPU, **kwargs)
+    host = _on_host(fn, args, kwargs)
     if isinstance(host, tuple):                 # linspace(retstep=True)
         return (_finish(R.transfer(host[0], d), requires_grad),) + host[1:]
     return _finish(R.transfer(host, d), requires_grad)
+
+
+def _on_host(fn, args, kwargs):
+    """The creation body run on the host, with the CPU as default device: called while
+    the default device is a GPU (a backward on GPU arrays builds eye() masks), the
+    zeros() inside eye() must not land on the GPU."""
+    from ember.cuda._dispatch import host_context
+    with host_context():
+        return fn(*args, device=_array.CPU, **kwargs)
 
 
 def _convert(name, fn, d, args, kwargs):

@@ -445,6 +445,15 @@ def power(a, b, out=None, **kw):
     return _wrap(np.power(a, b, out=out, **kw))
 
 
+def sort(a, axis=-1, kind=None):
+    """CuPy's sorts are stable (thrust::stable_sort); NumPy's default is not."""
+    return _wrap(np.sort(a, axis=axis, kind="stable"))
+
+
+def argsort(a, axis=-1, kind=None):
+    return _wrap(np.argsort(a, axis=axis, kind="stable"))
+
+
 def __getattr__(name):
     """Everything else from NumPy, results as emulated device arrays."""
     if name.startswith("__"):

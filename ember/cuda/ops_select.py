@@ -1,0 +1,230 @@
+"""Sorting and selection on GPU arrays, with the CPU's signatures, results and errors:
+``sort`` / ``argsort`` (stable, ``descending=`` and ``dim=`` too), ``msort``, ``topk``,
+``take`` / ``index_select`` / ``take_along_axis`` / ``put_along_axis`` and
+``masked_fill``.
+
+CuPy's functions of these names lack ember's keywords (``descending``, ``dim``) or
+wrap an out-of-range index around silently; here the sorts run through CuPy's stable
+sort and every index array is bounds-checked as in ember.cuda.ops_core: reads queue
+the check for the next synchronisation, the in-place ``put_along_axis`` waits for it.
+"""
+import numpy as np
+
+from ember._core.array import ndarray
+from ember._core.dtypes import dtype_kind
+from ember._api._util import normalize_axis, shape_str
+from ember.cuda import _runtime as R
+from ember.cuda._dispatch import gpu_op
+from ember.cuda.ops_core import _check_range
+
+_I64 = np.dtype(np.int64)
+
+
+def _cupy_of(a, device):
+    """a (ember array, NumPy array or list) as a CuPy array on `device`."""
+    if isinstance(a, ndarray):
+        return R.as_cupy(a if a.is_cuda else a.to(device))
+    return R.as_cupy(R.from_host(np.asarray(a), device.index))
+
+
+def _stable_argsort(v, axis, descending):
+    """Stable argsort of CuPy array v along axis; descending keeps equal elements in
+    their original order (sort the reversed array ascending, then map back)."""
+    c = R.cp()
+    if not descending:
+        return c.argsort(v, axis=axis)
+    n = v.shape[axis]
+    idx = c.flip(c.argsort(c.flip(v, axis=axis), axis=axis), axis=axis)
+    return (n - 1) - idx
+
+
+def _sort_input(x, axis, dim, opname):
+    """(CuPy view, axis) for a sort along `axis` (dim= wins, as on the CPU; None flattens)."""
+    axis = dim if dim is not None else axis
+    v = R.as_cupy(x)
+    if axis is None:
+        return v.reshape(-1), 0
+    return v, normalize_axis(axis, v.ndim, opname)
+
+
+@gpu_op("argsort")
+def argsort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
+    """Indices that sort GPU array x along `axis` (stable; ``descending=True`` too)."""
+    if x.ndim == 0 and (dim if dim is not None else axis) is not None:
+        return R.from_cupy(R.cp().zeros((), _I64))
+    v, ax = _sort_input(x, axis, dim, "argsort")
+    return R.from_cupy(_stable_argsort(v, ax, descending).astype(_I64, copy=False))
+
+
+@gpu_op("sort")
+def sort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
+    """A sorted copy of GPU array x along `axis` (NaNs last; stable when descending)."""
+    if x.ndim == 0 and (dim if dim is not None else axis) is not None:
+        return x.copy()
+    c = R.cp()
+    v, ax = _sort_input(x, axis, dim, "sort")
+    if descending:
+        return R.from_cupy(c.take_along_axis(v, _stable_argsort(v, ax, True), axis=ax))
+    return R.from_cupy(c.sort(v, axis=ax))
+
+
+@gpu_op("msort")
+def msort(x):
+    """GPU array x sorted along its first axis."""
+    return sort(x, axis=0)
+
+
+@gpu_op("topk")
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    """The k largest (or smallest) elements of GPU array x along `dim`, and their indices."""
+    ax = normalize_axis(dim, x.ndim, "topk")
+    if not 0 <= k <= x.shape[ax]:
+        raise ValueError(f"topk: k={k} is out of range for axis {dim} of length {x.shape[ax]}")
+    c = R.cp()
+    v = R.as_cupy(x)
+    idx = _stable_argsort(v, ax, largest)[(slice(None),) * ax + (slice(0, k),)]
+    idx = c.ascontiguousarray(idx.astype(_I64, copy=False))
+    return R.from_cupy(c.take_along_axis(v, idx, axis=ax)), R.from_cupy(idx)
+
+
+def _integer_indices(indices, device, opname):
+    """indices as a CuPy integer array on `device` (the CPU's IndexError otherwise)."""
+    idx = _cupy_of(indices, device)
+    if dtype_kind(idx.dtype) not in "iu":
+        raise IndexError(f"{opname}: indices must be integers, got dtype {idx.dtype}")
+    return idx
+
+
+@gpu_op("take")
+def take(x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
+    """Elements of GPU array x at `indices` along `axis` (NumPy's modes; 'raise' is
+    checked at the next synchronisation)."""
+    if dim is not None:
+        if axis is not None:
+            raise TypeError("take: pass either axis= or dim=, not both")
+        axis = dim
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    c = R.cp()
+    scalar = isinstance(indices, (int, np.integer)) and not isinstance(indices, (bool, np.bool_))
+    idx = c.asarray(int(indices), dtype=_I64) if scalar else \
+        _integer_indices(indices, x.device, "take")
+    v = R.as_cupy(x)
+    if axis is None:
+        v, ax = v.reshape(-1), 0
+    else:
+        ax = normalize_axis(axis, x.ndim, "take")
+    n = v.shape[ax]
+    if idx.size and n == 0:
+        raise IndexError(f"take: cannot do a non-empty take from an empty axis (array shape "
+                         f"{shape_str(x.shape)})")
+    if mode == "raise":
+        _check_range(idx, n, ax, x.shape)
+    elif mode == "wrap" and idx.size:
+        idx = idx % n
+    elif idx.size:
+        idx = c.clip(idx, 0, n - 1)
+    res = c.take(v, idx, axis=ax) if idx.size or n else \
+        c.empty(v.shape[:ax] + idx.shape + v.shape[ax + 1:], v.dtype)
+    res = R.from_cupy(res)
+    if out is not None:
+        if not isinstance(out, ndarray):
+            raise TypeError(f"take: out must be an ember array, got {type(out).__name__}")
+        if out.shape != res.shape:
+            raise ValueError(f"take: output array has shape {shape_str(out.shape)}, expected "
+                             f"{shape_str(res.shape)}")
+        out[...] = res
+        return out
+    return res
+
+
+@gpu_op("index_select")
+def index_select(x, dim, index):
+    """PyTorch's ``index_select`` on a GPU array: ``take`` along `dim`."""
+    return take(x, index, axis=dim)
+
+
+def _along_axis(x, indices, axis, opname):
+    """(CuPy x, CuPy indices, axis) for take/put_along_axis, with NumPy's shape rules."""
+    v = R.as_cupy(x)
+    idx = _integer_indices(indices, x.device, opname)
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError(f"{opname}: when axis=None, indices must have a single "
+                             f"dimension, got shape {shape_str(idx.shape)}")
+        return v.reshape(-1), idx, 0
+    ax = normalize_axis(axis, v.ndim, opname)
+    if idx.ndim != v.ndim:
+        raise ValueError(f"{opname}: indices and x must have the same number of dimensions, "
+                         f"got shapes {shape_str(idx.shape)} and {shape_str(x.shape)}")
+    return v, idx, ax
+
+
+@gpu_op("take_along_axis")
+def take_along_axis(x, indices, /, axis=-1):
+    """Values of GPU array x at `indices` along `axis` (bounds checked)."""
+    v, idx, ax = _along_axis(x, indices, axis, "take_along_axis")
+    _check_range(idx, v.shape[ax], ax, x.shape)
+    try:
+        return R.from_cupy(R.cp().take_along_axis(v, idx, axis=ax))
+    except (IndexError, ValueError) as e:
+        raise type(e)(f"take_along_axis: {e}") from None
+
+
+@gpu_op("put_along_axis")
+def put_along_axis(x, indices, values, /, axis):
+    """In place: GPU array x at `indices` along `axis` set to `values` (an index out of
+    range raises before anything is written)."""
+    v, idx, ax = _along_axis(x, indices, axis, "put_along_axis")
+    _check_range(idx, v.shape[ax], ax, x.shape, wait=True)
+    vals = _cupy_of(values, x.device) if isinstance(values, (ndarray, np.ndarray, list)) \
+        else values
+    c = R.cp()
+    try:
+        vals = c.broadcast_to(c.asarray(vals, dtype=v.dtype), idx.shape)
+        if axis is None:
+            # flat positions into x itself (reshape(-1) of a strided x would be a copy)
+            v, key = R.as_cupy(x), c.unravel_index(idx % max(v.size, 1), x.shape)
+        else:
+            # NumPy's fancy-index form of put_along_axis: open grids, idx along ax
+            key = [c.arange(d).reshape((1,) * i + (d,) + (1,) * (idx.ndim - i - 1))
+                   for i, d in enumerate(idx.shape)]
+            key[ax] = idx
+        v[tuple(key)] = vals
+    except (IndexError, ValueError) as e:
+        raise type(e)(f"put_along_axis: {e}") from None
+    x._bump_version()
+
+
+@gpu_op("put")
+def put(x, indices, values, mode="raise"):
+    """In place: the flat positions `indices` of GPU array x set to `values` (repeated
+    cyclically; NumPy's modes, an index out of range raises before anything is written)."""
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"put: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    c = R.cp()
+    idx = _integer_indices(indices, x.device, "put").reshape(-1)
+    n = x.size
+    if idx.size == 0:
+        return
+    if n == 0:
+        raise IndexError("put: cannot replace in an empty array (array shape "
+                         f"{shape_str(x.shape)})")
+    if mode == "raise":
+        _check_range(idx, n, 0, (n,), wait=True)
+    idx = idx % n if mode != "clip" else c.clip(idx, 0, n - 1)
+    vals = _cupy_of(values, x.device) if isinstance(values, (ndarray, np.ndarray, list)) \
+        else c.asarray(values)
+    vals = vals.reshape(-1).astype(x.dtype, copy=False)
+    if vals.size == 0:
+        return
+    vals = c.tile(vals, -(-idx.size // vals.size))[:idx.size]
+    R.as_cupy(x)[c.unravel_index(idx, x.shape)] = vals
+    x._bump_version()
+
+
+@gpu_op("masked_fill")
+def masked_fill(x, mask, value):
+    """A copy of GPU array x with `value` where `mask` is true (mask broadcasts)."""
+    import ember
+    return ember.where(mask, value, x).astype(x.dtype, copy=False)
