@@ -23,7 +23,7 @@ from ember._api._util import normalize_axis_tuple, pick_axis
 from ember._core.array import ndarray
 from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op, cupy_call, host_context
-from ember._core.dtypes import dtype_kind
+from ember._core.dtypes import dtype_kind, BFLOAT16
 
 _THREADS = 256
 _KERNEL_RED = {"sum": "sum", "mean": "mean", "max": "max", "amax": "max", "min": "min",
@@ -91,11 +91,12 @@ def _kernel_reduce(kind, x, axes, keep):
 
 
 @functools.lru_cache(maxsize=4096)
-def _host_dtype(name, dtype, ndim, frozen_kwargs):
+def _host_dtype(name, dtype, ndim, frozen_kwargs, frozen_pos=()):
     """The dtype the host function gives for this input dtype and these options
     (run once on a tiny host array and cached)."""
+    pos = tuple(np.full(p[1], 0.5) if isinstance(p, tuple) else p for p in frozen_pos)
     probe = _host_module_fn(name)(np.ones((2,) * ndim, dtype=dtype) if ndim else
-                                  np.ones((), dtype=dtype), **dict(frozen_kwargs))
+                                  np.ones((), dtype=dtype), *pos, **dict(frozen_kwargs))
     res = probe[0] if isinstance(probe, tuple) else probe
     return np.dtype(res.dtype) if hasattr(res, "dtype") else None
 
@@ -105,12 +106,26 @@ def _host_module_fn(name):
     raw = getattr(_host, name)
     fn = getattr(raw, "__wrapped__", raw)
 
-    def call(arr, **kw):
+    def call(arr, *pos, **kw):
         with warnings.catch_warnings(), host_context():
             warnings.simplefilter("ignore")
             with ember.no_grad():
-                return fn(ember.asarray(arr, device="cpu"), **kw)
+                return fn(ember.asarray(arr, device="cpu"), *pos, **kw)
     return call
+
+
+def _frozen_pos(pos):
+    """Positional-only options (quantile's q) for the cached dtype probe: an array q
+    stands in as ('shape', its shape) of valid values (0.5), a list as a tuple."""
+    out = []
+    for p in pos:
+        if isinstance(p, (ndarray, np.ndarray)):
+            out.append(("shape", tuple(p.shape)))
+        elif isinstance(p, list):
+            out.append(tuple(p))
+        else:
+            out.append(p)
+    return tuple(out)
 
 
 def _frozen(kwargs):
@@ -128,11 +143,13 @@ def _frozen(kwargs):
     return tuple(sorted(items))
 
 
-def _generic(name, x, kwargs):
-    """CuPy's reduction `name`, cast to the dtype the host function returns."""
+def _generic(name, x, kwargs, pos=()):
+    """CuPy's reduction `name`, cast to the dtype the host function returns (`pos`: the
+    positional-only options after x, quantile's q)."""
     if isinstance(x, ndarray) and x.is_cuda:
         fz = _frozen(kwargs)
-        want = _host_dtype(name, x.dtype, x.ndim, fz) if fz is not None else None
+        want = _host_dtype(name, x.dtype, x.ndim, fz, _frozen_pos(pos)) if fz is not None \
+            else None
     else:
         want = None
     if "correction" in kwargs:          # the array API's name for ddof
@@ -142,7 +159,11 @@ def _generic(name, x, kwargs):
     if "mean" in kwargs and kwargs["mean"] is None:
         kwargs.pop("mean")
     out = kwargs.pop("out", None)
-    res = cupy_call(name, (x,), kwargs)
+    if isinstance(x, ndarray) and x.is_cuda and x.dtype == BFLOAT16:
+        # CuPy's NaN tests and sorts do not all know ml_dtypes' bfloat16: reduce a float32
+        # copy (exact) and cast the result back to the host function's dtype below
+        x = R.astype(x, np.float32)
+    res = cupy_call(name, (x,) + tuple(pos), kwargs)
     if want is not None and isinstance(res, ndarray) and res.dtype != want:
         res = R.astype(res, want)
     if out is not None:
@@ -153,11 +174,14 @@ def _generic(name, x, kwargs):
 
 def _register_generic(name):
     import inspect
-    params = list(inspect.signature(getattr(_host, name)).parameters)[1:]
+    params = list(inspect.signature(getattr(_host, name)).parameters.values())[1:]
+    n_pos = sum(1 for p in params if p.kind is p.POSITIONAL_ONLY)
+    names = [p.name for p in params[n_pos:]]
 
     def impl(x, *args, **kwargs):
-        kwargs.update(zip(params, args))        # positional options by their host names
-        return _generic(name, x, kwargs)
+        pos = args[:n_pos]                      # positional-only (quantile's q) stay so
+        kwargs.update(zip(names, args[n_pos:]))  # other options by their host names
+        return _generic(name, x, kwargs, pos)
     impl.__name__ = name
     gpu_op(name)(impl)
 
