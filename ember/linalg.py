@@ -1,7 +1,8 @@
 """ember.linalg: the Array API linear-algebra extension.
 
-Factorisations run LAPACK through NumPy on zero-copy views of ember memory;
-results are ember arrays.  Integer inputs are computed in the default float
+Factorisations run LAPACK through NumPy on zero-copy views of ember memory
+(for GPU arrays, cuSOLVER through CuPy's linalg on views of the device memory, the
+same code: ``_views`` / ``_ember`` pick the side); results are ember arrays.  Integer inputs are computed in the default float
 dtype (float32).  Singular matrices raise ``LinAlgError``.
 
 >>> import ember
@@ -12,6 +13,7 @@ dtype (float32).  Singular matrices raise ``LinAlgError``.
 from collections import namedtuple
 
 import operator
+import sys
 
 import numpy as np
 
@@ -42,6 +44,29 @@ def _real_dtype(dt):
         np.dtype(np.float64) if dt == np.complex128 else dt)
 
 
+def _view(x):
+    """A zero-copy view of ember array x: NumPy's on the host, CuPy's on a GPU."""
+    if x.is_cuda:
+        from ember.cuda import _runtime
+        return _runtime.as_cupy(x)
+    return numpy_view(x)
+
+
+def _on_gpu(v):
+    """Whether v is a CuPy array (CuPy is imported once a GPU array exists)."""
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(v, cupy.ndarray)
+
+
+def _xp(v):
+    """The array module of view v: NumPy, or CuPy for a GPU view."""
+    return sys.modules["cupy"] if _on_gpu(v) else np
+
+
+def _lin(v):
+    return _xp(v).linalg
+
+
 def _float_view(x, opname, min_ndim=2, square=False):
     x = as_array(x)
     if dtype_kind(x.dtype) in "biu":
@@ -53,10 +78,15 @@ def _float_view(x, opname, min_ndim=2, square=False):
                          f"{shape_str(x.shape)}")
     if square and x.shape[-1] != x.shape[-2]:
         raise ValueError(f"{opname}: last two dimensions must be square, got shape {shape_str(x.shape)}")
-    return x, numpy_view(x)
+    return x, _view(x)
 
 
 def _ember(res, dtype=None):
+    if _on_gpu(res):
+        from ember.cuda import _runtime                 # a CuPy result: stays on its GPU
+        if dtype is not None and res.dtype != dtype:
+            res = res.astype(dtype)
+        return _runtime.from_cupy(res)
     res = np.asarray(res)
     if dtype is not None and res.dtype != dtype:
         res = res.astype(dtype)
@@ -66,6 +96,11 @@ def _ember(res, dtype=None):
 
 
 def _call(opname, fn, *args, **kwargs):
+    if isinstance(fn, str):                 # a numpy.linalg / cupy.linalg name
+        fn = getattr(_lin(args[0]), fn, None)
+        if fn is None:
+            raise NotImplementedError(f"linalg.{opname} is not available for CUDA arrays in "
+                                      f"this CuPy; compute it on the host (x.cpu())")
     try:
         return fn(*args, **kwargs)
     except LinAlgError as e:
@@ -80,7 +115,7 @@ def inv(x, /):
     [[0.5, 0.0], [0.0, 0.5]]
     """
     x, v = _float_view(x, "inv", square=True)
-    return _ember(_call("inv", np.linalg.inv, v), x.dtype)
+    return _ember(_call("inv", "inv", v), x.dtype)
 
 
 def solve(x1, x2, /):
@@ -94,16 +129,16 @@ def solve(x1, x2, /):
     b = as_array(x2)
     if dtype_kind(b.dtype) in "biu":
         b = b.astype(a.dtype)
-    bv = numpy_view(b)
+    bv = _view(b)
     if b.ndim == 1:
         if b.shape[0] != a.shape[-1]:
             raise ValueError(f"solve: x2 has {b.shape[0]} rows, x1 has shape {shape_str(a.shape)}")
-        res = _call("solve", np.linalg.solve, av, bv[..., None])[..., 0]
+        res = _call("solve", "solve", av, bv[..., None])[..., 0]
     else:
         if b.shape[-2] != a.shape[-1]:
             raise ValueError(f"solve: shapes {shape_str(a.shape)} and {shape_str(b.shape)} are not "
                              f"compatible (x2.shape[-2] must equal x1.shape[-1])")
-        res = _call("solve", np.linalg.solve, av, bv)
+        res = _call("solve", "solve", av, bv)
     return _ember(res, np.result_type(a.dtype, b.dtype))
 
 
@@ -115,7 +150,7 @@ def det(x, /):
     -2.0
     """
     x, v = _float_view(x, "det", square=True)
-    return _ember(np.linalg.det(v), x.dtype)
+    return _ember(_call("det", "det", v), x.dtype)
 
 
 def slogdet(x, /):
@@ -126,7 +161,7 @@ def slogdet(x, /):
     1.0
     """
     x, v = _float_view(x, "slogdet", square=True)
-    s, l = np.linalg.slogdet(v)
+    s, l = _call("slogdet", "slogdet", v)
     return SlogdetResult(_ember(s, x.dtype), _ember(l, _real_dtype(x.dtype)))
 
 
@@ -138,9 +173,9 @@ def cholesky(x, /, *, upper=False):
     [[2.0, 0.0], [0.0, 2.0]]
     """
     x, v = _float_view(x, "cholesky", square=True)
-    L = _call("cholesky", np.linalg.cholesky, v)
+    L = _call("cholesky", "cholesky", v)
     if upper:
-        L = np.conj(np.swapaxes(L, -1, -2))
+        L = _xp(L).conj(_xp(L).swapaxes(L, -1, -2))
     return _ember(L, x.dtype)
 
 
@@ -154,7 +189,7 @@ def qr(x, /, *, mode="reduced"):
     if mode not in ("reduced", "complete"):
         raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
     x, v = _float_view(x, "qr")
-    q, r = np.linalg.qr(v, mode=mode)
+    q, r = _call("qr", "qr", v, mode=mode)
     return QRResult(_ember(q, x.dtype), _ember(r, x.dtype))
 
 
@@ -166,7 +201,7 @@ def svd(x, /, *, full_matrices=True):
     [1.0, 1.0, 1.0]
     """
     x, v = _float_view(x, "svd")
-    u, s, vh = _call("svd", np.linalg.svd, v, full_matrices=full_matrices)
+    u, s, vh = _call("svd", "svd", v, full_matrices=full_matrices)
     return SVDResult(_ember(u, x.dtype), _ember(s, _real_dtype(x.dtype)), _ember(vh, x.dtype))
 
 
@@ -178,7 +213,7 @@ def svdvals(x, /):
     [3.0, 3.0]
     """
     x, v = _float_view(x, "svdvals")
-    return _ember(_call("svdvals", np.linalg.svd, v, compute_uv=False), _real_dtype(x.dtype))
+    return _ember(_call("svdvals", "svd", v, compute_uv=False), _real_dtype(x.dtype))
 
 
 def eigh(x, /, *, UPLO="L"):
@@ -189,7 +224,7 @@ def eigh(x, /, *, UPLO="L"):
     [2.0, 2.0]
     """
     x, v = _float_view(x, "eigh", square=True)
-    w, vec = _call("eigh", np.linalg.eigh, v, UPLO=UPLO)
+    w, vec = _call("eigh", "eigh", v, UPLO=UPLO)
     return EighResult(_ember(w, _real_dtype(x.dtype)), _ember(vec, x.dtype))
 
 
@@ -201,7 +236,7 @@ def eigvalsh(x, /, *, UPLO="L"):
     [1.0, 1.0]
     """
     x, v = _float_view(x, "eigvalsh", square=True)
-    return _ember(_call("eigvalsh", np.linalg.eigvalsh, v, UPLO=UPLO), _real_dtype(x.dtype))
+    return _ember(_call("eigvalsh", "eigvalsh", v, UPLO=UPLO), _real_dtype(x.dtype))
 
 
 def eig(x, /):
@@ -212,7 +247,7 @@ def eig(x, /):
     [1.0, 1.0]
     """
     x, v = _float_view(x, "eig", square=True)
-    w, vec = _call("eig", np.linalg.eig, v)
+    w, vec = _call("eig", "eig", v)
     return EigResult(_ember(w), _ember(vec))
 
 
@@ -224,7 +259,7 @@ def eigvals(x, /):
     [2.0, 2.0]
     """
     x, v = _float_view(x, "eigvals", square=True)
-    return _ember(_call("eigvals", np.linalg.eigvals, v))
+    return _ember(_call("eigvals", "eigvals", v))
 
 
 def pinv(x, /, *, rtol=None, hermitian=False):
@@ -235,6 +270,8 @@ def pinv(x, /, *, rtol=None, hermitian=False):
     [[0.5, 0.0], [0.0, 0.5]]
     """
     x, v = _float_view(x, "pinv")
+    if _on_gpu(v):                          # CuPy's pinv has NumPy's rcond (default 1e-15)
+        return _ember(_call("pinv", "pinv", v, rcond=1e-15 if rtol is None else rtol), x.dtype)
     kw = {} if rtol is None else {"rtol": rtol}
     return _ember(np.linalg.pinv(v, hermitian=hermitian, **kw), x.dtype)
 
@@ -247,12 +284,28 @@ def matrix_rank(x, /, *, rtol=None, tol=None, hermitian=False):
     3
     """
     x, v = _float_view(x, "matrix_rank")
+    if _on_gpu(v):
+        return _ember(_gpu_matrix_rank(v, rtol, tol))
     kw = {}
     if rtol is not None:
         kw["rtol"] = rtol
     if tol is not None:
         kw["tol"] = tol
     return _ember(np.asarray(np.linalg.matrix_rank(v, hermitian=hermitian, **kw), dtype=np.int64))
+
+
+def _gpu_matrix_rank(v, rtol, tol):
+    """NumPy's matrix_rank rule on a CuPy view (CuPy's has no rtol): singular values
+    above tol, or above rtol (default max(M, N) * eps) times the largest."""
+    cp = _xp(v)
+    S = _call("matrix_rank", "svd", v, compute_uv=False)
+    if tol is None:
+        if rtol is None:
+            rtol = max(v.shape[-2:]) * np.finfo(S.dtype).eps
+        tol = S.max(axis=-1, keepdims=True) * cp.asarray(rtol)[..., None]
+    else:
+        tol = cp.asarray(tol)[..., None]
+    return cp.count_nonzero(S > tol, axis=-1).astype(np.int64)
 
 
 def matrix_power(x, n, /):
@@ -279,7 +332,7 @@ def lstsq(a, b, /, rcond=None):
     b = as_array(b)
     if dtype_kind(b.dtype) in "biu":
         b = b.astype(a.dtype)
-    x, res, rank, sv = np.linalg.lstsq(av, numpy_view(b), rcond=rcond)
+    x, res, rank, sv = _call("lstsq", "lstsq", av, _view(b), rcond=rcond)
     return LstsqResult(_ember(x), _ember(res), int(rank), _ember(sv))
 
 
@@ -352,7 +405,7 @@ def cond(x, p=None):
     1.0
     """
     x, v = _float_view(x, "cond")
-    return _ember(np.linalg.cond(v, p))
+    return _ember(_call("cond", "cond", v, p))
 
 
 def multi_dot(arrays):

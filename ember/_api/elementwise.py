@@ -489,7 +489,12 @@ def _np_binary(npfunc, doc_name):
     def f(a, b, /):
         av = numpy_view(as_array(a)) if isinstance(a, ndarray) or not np.isscalar(a) else a
         bv = numpy_view(as_array(b)) if isinstance(b, ndarray) or not np.isscalar(b) else b
-        res = npfunc(av, bv)
+        try:
+            res = npfunc(av, bv)
+        except TypeError as e:          # NumPy's UFuncTypeError: name the op and dtypes
+            raise TypeError(f"{doc_name}: not supported for dtypes "
+                            f"{getattr(av, 'dtype', type(av).__name__)} and "
+                            f"{getattr(bv, 'dtype', type(bv).__name__)} ({e})") from None
         if isinstance(res, tuple):
             return tuple(_result(r, None) for r in res)
         return _result(res, None)
