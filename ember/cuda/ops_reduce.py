@@ -159,16 +159,94 @@ def _generic(name, x, kwargs, pos=()):
     if "mean" in kwargs and kwargs["mean"] is None:
         kwargs.pop("mean")
     out = kwargs.pop("out", None)
+    for ember_kw, numpy_kw in (("dim", "axis"), ("keepdim", "keepdims")):
+        if kwargs.get(ember_kw) is not None:
+            kwargs[numpy_kw] = kwargs.pop(ember_kw)
+        kwargs.pop(ember_kw, None)
     if isinstance(x, ndarray) and x.is_cuda and x.dtype == BFLOAT16:
         # CuPy's NaN tests and sorts do not all know ml_dtypes' bfloat16: reduce a float32
         # copy (exact) and cast the result back to the host function's dtype below
         x = R.astype(x, np.float32)
-    res = cupy_call(name, (x,) + tuple(pos), kwargs)
+    if name in _NAN_QUANTILES:
+        res = R.from_cupy(_nan_quantile(R.as_cupy(x), *pos, scale=_NAN_QUANTILES[name],
+                                        **kwargs))
+    elif kwargs.get("keepdims") and not _cupy_takes(name, "keepdims"):
+        kwargs.pop("keepdims")                  # (count_nonzero): reduce, then keep the axes
+        res = cupy_call(name, (x,) + tuple(pos), kwargs)
+        axes = normalize_axis_tuple(kwargs.get("axis"), x.ndim, name) \
+            if kwargs.get("axis") is not None else tuple(range(x.ndim))
+        res = res.reshape(tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+    else:
+        res = cupy_call(name, (x,) + tuple(pos), kwargs)
     if want is not None and isinstance(res, ndarray) and res.dtype != want:
         res = R.astype(res, want)
     if out is not None:
         out[...] = res
         return out
+    return res
+
+
+@functools.lru_cache(maxsize=None)
+def _cupy_takes(name, keyword):
+    """Whether CuPy's function `name` accepts `keyword`."""
+    import inspect
+    fn = getattr(R.cp(), name, None)
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return True
+    return keyword in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+# CuPy has no nanquantile / nanpercentile: q scale of each
+_NAN_QUANTILES = {"nanquantile": 1.0, "nanpercentile": 100.0}
+_Q_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _nan_quantile(v, q, axis=None, method="linear", keepdims=False, scale=1.0):
+    """NumPy's nanquantile on CuPy array v: each slice sorted (NaNs last), its count of
+    numbers n, the order statistic at q * (n - 1) by `method`; NaN for all-NaN slices."""
+    cp = R.cp()
+    name = "nanquantile" if scale == 1.0 else "nanpercentile"
+    if method not in _Q_METHODS:
+        raise NotImplementedError(f"{name}: method {method!r} is not implemented for CUDA "
+                                  f"arrays (only {', '.join(_Q_METHODS)}); use x.cpu()")
+    qa = cp.asarray(q, dtype=np.float64) / scale
+    if bool(cp.any((qa < 0) | (qa > 1))):
+        raise ValueError(f"{name}: quantiles must be in the range [0, {scale:g}]")
+    work = v if dtype_kind(v.dtype) == "f" else v.astype(np.float64)
+    if hasattr(q, "dtype"):             # an array q promotes as in NumPy (a float q does not)
+        work = work.astype(np.result_type(work.dtype, q.dtype), copy=False)
+    ndim = work.ndim
+    axes = tuple(range(ndim)) if axis is None else normalize_axis_tuple(axis, ndim, name)
+    kept = [i for i in range(ndim) if i not in axes]
+    work = work.transpose(kept + list(axes))
+    work = work.reshape(work.shape[:len(kept)] + (-1,))         # (kept..., N)
+    srt = cp.sort(work, axis=-1)                                # NaNs last
+    n = (~cp.isnan(work)).sum(axis=-1)                          # numbers per slice
+    pos = qa.reshape(qa.shape + (1,) * n.ndim) * (n - 1)        # (q..., kept...)
+    srt = cp.broadcast_to(srt, qa.shape + srt.shape)
+    last = max(srt.shape[-1] - 1, 0)
+
+    def at(i):
+        i = cp.clip(i, 0, last).astype(np.int64)[..., None]
+        return cp.take_along_axis(srt, i, axis=-1)[..., 0]
+    lo, hi = cp.floor(pos), cp.ceil(pos)
+    if method == "lower":
+        res = at(lo)
+    elif method == "higher":
+        res = at(hi)
+    elif method == "nearest":
+        res = at(cp.around(pos))
+    elif method == "midpoint":
+        res = (at(lo) + at(hi)) / 2
+    else:
+        a, b, t = at(lo), at(hi), (pos - lo).astype(srt.dtype)
+        res = cp.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
+    res = cp.where(n == 0, cp.asarray(np.nan, res.dtype), res)
+    if keepdims:
+        full = [1 if i in axes else d for i, d in enumerate(v.shape)]
+        res = res.reshape(qa.shape + tuple(full))
     return res
 
 

@@ -228,3 +228,32 @@ def masked_fill(x, mask, value):
     """A copy of GPU array x with `value` where `mask` is true (mask broadcasts)."""
     import ember
     return ember.where(mask, value, x).astype(x.dtype, copy=False)
+
+
+@gpu_op("lexsort")
+def lexsort(keys, axis=-1):
+    """Indirect stable sort of GPU keys along `axis`, the last key primary: one stable
+    argsort per key, least significant first (CuPy's lexsort has no axis)."""
+    c = R.cp()
+    if isinstance(keys, ndarray):
+        ks = [R.as_cupy(keys)[i] for i in range(keys.shape[0])] if keys.ndim > 1 \
+            else [R.as_cupy(keys)]
+        device = keys.device
+    else:
+        device = next(k.device for k in keys if isinstance(k, ndarray) and k.is_cuda)
+        ks = [_cupy_of(k, device) for k in keys]
+    if not ks:
+        raise TypeError("lexsort: need a sequence of keys with length > 0")
+    shape = ks[0].shape
+    if any(k.shape != shape for k in ks):
+        raise ValueError(f"lexsort: all keys need the same shape, got "
+                         f"{[tuple(k.shape) for k in ks]}")
+    if not shape:
+        return R.from_cupy(c.zeros((), _I64))
+    ax = normalize_axis(axis, len(shape), "lexsort")
+    order = c.broadcast_to(c.arange(shape[ax], dtype=_I64).reshape(
+        (-1,) + (1,) * (len(shape) - ax - 1)), shape)
+    for k in ks:
+        step = c.argsort(c.take_along_axis(k, order, axis=ax), axis=ax)
+        order = c.take_along_axis(order, step, axis=ax)
+    return R.from_cupy(c.ascontiguousarray(order.astype(_I64, copy=False)))

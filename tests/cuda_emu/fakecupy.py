@@ -6,14 +6,25 @@ done); the memory pool counts allocations.  Together with the host build of embe
 kernels (tests/cuda_host_kernels.py) and the cuBLAS model (tests/cublas_model.py) it
 lets the GPU suites run without a GPU: see tests/cuda_emu/__init__.py.  It emulates the
 part of CuPy that ember uses, nothing more; a result here is never a GPU result.
+
+Functions taken from NumPy accept only what the installed CuPy's function of that name
+accepts (its signature, read from the real package, which imports without a GPU), and a
+function CuPy lacks is missing here too: NumPy's broader API would otherwise hide calls
+that fail on a real GPU (``cupy.clip(x, min=...)``, ``cupy.lexsort(k, axis=0)``).
 """
 import contextlib
 import ctypes
+import inspect
 import sys
 import types
 import weakref
 
 import numpy as np
+
+try:
+    import cupy as _REAL            # the real package, for its signatures only
+except Exception:                   # pragma: no cover - CuPy not installed
+    _REAL = None
 
 __version__ = "14.2.0+ember-emulation"
 
@@ -221,10 +232,30 @@ def _wrap(x):
     return x
 
 
-def _wrapped(fn):
+def _real_signature(real):
+    if real is None or isinstance(real, (np.ufunc, type)):
+        return None
+    try:
+        return inspect.signature(real)
+    except (TypeError, ValueError):
+        return None
+
+
+def _wrapped(fn, real=None):
+    """NumPy's fn with CuPy-array results; with `real` (CuPy's function of that name) the
+    call must also fit CuPy's signature (the TypeError CuPy would raise otherwise)."""
+    sig = _real_signature(real)
+
     def call(*args, **kwargs):
         kwargs.pop("stream", None)
+        if sig is not None:
+            try:
+                sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"{getattr(fn, '__name__', 'fn')}() {e}") from None
         return _wrap(fn(*args, **kwargs))
+    if sig is not None:
+        call.__signature__ = sig        # inspect.signature() sees CuPy's, as on a GPU
     call.__name__ = getattr(fn, "__name__", "fn")
     call.__wrapped__ = fn
     return call
@@ -462,7 +493,10 @@ def __getattr__(name):
     if isinstance(obj, np.ufunc) or isinstance(obj, type) or isinstance(obj, types.ModuleType):
         return obj
     if callable(obj):
-        return _wrapped(obj)
+        if _REAL is not None and not hasattr(_REAL, name):
+            raise AttributeError(f"module 'cupy' has no attribute {name!r} (CuPy "
+                                 f"{_REAL.__version__} lacks it)")
+        return _wrapped(obj, getattr(_REAL, name, None))
     return obj
 
 
@@ -474,17 +508,22 @@ def _no_sync_check():
 class _Wrapped(types.ModuleType):
     """A NumPy submodule (linalg, random...) with CuPy-array results."""
 
-    def __init__(self, name, mod):
+    def __init__(self, name, mod, real=None):
         super().__init__(name)
         self._mod = mod
+        self._real = real
 
     def __getattr__(self, name):
         obj = getattr(self._mod, name)
-        return _wrapped(obj) if callable(obj) and not isinstance(obj, type) else obj
+        if not callable(obj) or isinstance(obj, type):
+            return obj
+        if self._real is not None and not hasattr(self._real, name):
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        return _wrapped(obj, getattr(self._real, name, None))
 
 
-linalg = _Wrapped("cupy.linalg", np.linalg)
-fft = _Wrapped("cupy.fft", np.fft)
+linalg = _Wrapped("cupy.linalg", np.linalg, getattr(_REAL, "linalg", None))
+fft = _Wrapped("cupy.fft", np.fft, getattr(_REAL, "fft", None))
 
 
 cupyx = types.ModuleType("cupyx")
