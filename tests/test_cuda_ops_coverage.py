@@ -424,7 +424,21 @@ _S = F((4, 5), "float64", 15)
 _S32 = F((4, 5), "float32", 15)
 _N = NANS((4, 5), "float64", 16)
 _W = F((4, 5), "float64", 17, 0.1, 2)
+_W34 = F((3, 4), "bool", 31)
 STAT_CASES = [
+    C("sum_where", lambda a, w: ember.sum(a, axis=1, where=w), _S, F((4, 5), "bool", 31), rtol=R64),
+    C("sum_initial", lambda a: ember.sum(a, axis=0, initial=2.5), F((3, 4)), rtol=R64),
+    C("sum_where_initial_int", lambda a, w: ember.sum(a, where=w, initial=7), F((3, 4), "int64", 3),
+      _W34),
+    C("sum_where_broadcast", lambda a, w: ember.sum(a, axis=0, where=w, keepdims=True), F((3, 4)),
+      np.array([True, False, True, True]), rtol=R64),
+    C("min_where_initial", lambda a, w: ember.min(a, axis=1, where=w, initial=0.5), F((3, 4)), _W34),
+    C("max_initial", lambda a: ember.max(a, axis=0, initial=0.0), F((3, 4))),
+    C("max_initial_empty", lambda a: ember.max(a, axis=0, initial=-1.0), F((0, 3))),
+    C("amax_where_int", lambda a, w: ember.amax(a, where=w, initial=-100), F((3, 4), "int32", 3), _W34),
+    C("min_where_no_initial", lambda a, w: ember.min(a, where=w), F((3, 4)), _W34, error=True),
+    C("sum_where_empty_initial", lambda a, w: ember.sum(a, axis=1, where=w, initial=1.5), F((2, 0)),
+      np.zeros((2, 0), bool)),
     C("nanvar_ddof1", lambda a: ember.nanvar(a, axis=1, ddof=1), _N, rtol=R64),
     C("nanstd_ddof1", lambda a: ember.nanstd(a, ddof=1), NANS((4, 5), "float32", 16)),
     C("nansum_dtype", lambda a: ember.nansum(a, dtype=ember.float64), NANS((4, 5), "float32", 16)),

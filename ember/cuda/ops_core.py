@@ -12,6 +12,7 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._api.indexing import _check_index_add
+from ember._api import elementwise as _ew_api
 from ember.autograd import inplace as _inplace
 from ember.cuda import _runtime as R
 from ember.cuda._gemm import mm
@@ -111,6 +112,9 @@ def setitem_advanced(x, key, value):
         raise type(e)(f"index assignment: {e} (array shape {tuple(x.shape)})") from None
 
 
+# clip's host body is maximum/minimum, which run on the GPU: it keeps the CPU's
+# dtype and bound rules and its min=/max= keywords (CuPy's clip takes a_min/a_max only)
+gpu_op("clip")(_ew_api.clip)
 gpu_op("_getitem")(_inplace._getitem)
 gpu_op("_setitem_value")(_inplace._setitem_value)
 

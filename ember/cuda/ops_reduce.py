@@ -167,7 +167,10 @@ def _generic(name, x, kwargs, pos=()):
         # CuPy's NaN tests and sorts do not all know ml_dtypes' bfloat16: reduce a float32
         # copy (exact) and cast the result back to the host function's dtype below
         x = R.astype(x, np.float32)
-    if name in _NAN_QUANTILES:
+    where, initial = kwargs.pop("where", None), kwargs.pop("initial", None)
+    if where is not None or initial is not None:
+        res = R.from_cupy(_where_initial(name, R.as_cupy(x), where, initial, **kwargs))
+    elif name in _NAN_QUANTILES:
         res = R.from_cupy(_nan_quantile(R.as_cupy(x), *pos, scale=_NAN_QUANTILES[name],
                                         **kwargs))
     elif kwargs.get("keepdims") and not _cupy_takes(name, "keepdims"):
@@ -183,6 +186,38 @@ def _generic(name, x, kwargs, pos=()):
     if out is not None:
         out[...] = res
         return out
+    return res
+
+
+# NumPy's where= / initial= (CuPy's reductions take neither): function, identity, combine
+_WHERE_INITIAL = {"sum": ("sum", 0, "add"), "min": ("min", None, "minimum"),
+                  "amin": ("min", None, "minimum"), "max": ("max", None, "maximum"),
+                  "amax": ("max", None, "maximum")}
+
+
+def _where_initial(name, v, where, initial, axis=None, keepdims=False, dtype=None):
+    """NumPy's reduction `name` of CuPy array v with where= and initial=: elements
+    outside `where` replaced by the identity (or initial), initial folded in."""
+    cp = R.cp()
+    if name not in _WHERE_INITIAL:
+        raise TypeError(f"{name}: where= and initial= are not supported")
+    fn, identity, combine = _WHERE_INITIAL[name]
+    fill = identity if identity is not None else initial     # what masked elements become
+    if where is not None:
+        if fill is None:
+            raise ValueError(f"{name}: reduction operation '{combine}' does not have an "
+                             f"identity, so to use a where mask one has to specify 'initial'")
+        w = R.as_cupy(where) if isinstance(where, ndarray) else cp.asarray(where)
+        v = cp.where(cp.broadcast_to(w, v.shape), v, cp.asarray(fill, dtype=v.dtype))
+    axes = normalize_axis_tuple(axis, v.ndim, name)
+    kw = {"dtype": dtype} if fn == "sum" and dtype is not None else {}
+    if any(v.shape[a] == 0 for a in axes) and fill is not None:
+        like = getattr(cp, fn)(cp.zeros((1,), v.dtype), **kw)
+        start = initial if initial is not None else identity
+        return cp.full(_out_shape(v.shape, axes, keepdims), start, like.dtype)
+    res = getattr(cp, fn)(v, axis=axis, keepdims=keepdims, **kw)
+    if initial is not None:
+        res = getattr(cp, combine)(res, cp.asarray(initial, dtype=res.dtype))
     return res
 
 
@@ -261,6 +296,7 @@ def _register_generic(name):
         kwargs.update(zip(names, args[n_pos:]))  # other options by their host names
         return _generic(name, x, kwargs, pos)
     impl.__name__ = name
+    impl.generic = True                 # CuPy's function does the work (tests check it)
     gpu_op(name)(impl)
 
 
@@ -297,6 +333,7 @@ def _make_fast(name):
             kw["keepdims"] = kw.pop("keepdim")
         return _generic(name, x, kw)
     impl.__name__ = name
+    impl.generic = True                 # CuPy's function does the work (tests check it)
     gpu_op(name)(impl)
 
 
@@ -327,6 +364,7 @@ def _make_arg(name, is_max):
             kw["out"] = out
         return _generic(name, x, kw)
     impl.__name__ = name
+    impl.generic = True                 # CuPy's function does the work (tests check it)
     gpu_op(name)(impl)
 
 

@@ -257,3 +257,11 @@ def lexsort(keys, axis=-1):
         step = c.argsort(c.take_along_axis(k, order, axis=ax), axis=ax)
         order = c.take_along_axis(order, step, axis=ax)
     return R.from_cupy(c.ascontiguousarray(order.astype(_I64, copy=False)))
+
+
+@gpu_op("unique")
+def unique(x, *args, sorted=True, **kwargs):
+    """ember.unique of a GPU array by CuPy's, whose results are always sorted (so
+    ``sorted=False``, which leaves the order unspecified, is met too)."""
+    from ember.cuda._dispatch import cupy_call
+    return cupy_call("unique", (x,) + args, kwargs)
