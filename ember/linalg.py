@@ -95,6 +95,10 @@ def _ember(res, dtype=None):
     return out
 
 
+# the factorisations whose failure LAPACK reports as LinAlgError on the host
+_RAISES_ON_SINGULAR = frozenset(("inv", "solve", "cholesky"))
+
+
 def _call(opname, fn, *args, **kwargs):
     if isinstance(fn, str):                 # a numpy.linalg / cupy.linalg name
         fn = getattr(_lin(args[0]), fn, None)
@@ -102,6 +106,12 @@ def _call(opname, fn, *args, **kwargs):
             raise NotImplementedError(f"linalg.{opname} is not available for CUDA arrays in "
                                       f"this CuPy; compute it on the host (x.cpu())")
     try:
+        if opname in _RAISES_ON_SINGULAR and _on_gpu(args[0]):
+            # CuPy ignores cuSOLVER's failure flags by default (a singular matrix would give
+            # NaNs silently); raising reads them, a synchronisation, as in PyTorch
+            import cupyx
+            with cupyx.errstate(linalg="raise"):
+                return fn(*args, **kwargs)
         return fn(*args, **kwargs)
     except LinAlgError as e:
         raise LinAlgError(f"{opname}: {e}") from None

@@ -8,12 +8,15 @@ tests/cublas_model.py and CuPy ElementwiseKernels compile as host C++.  ember's 
 without a GPU.  It is an emulation: it never counts as a GPU run, has one device, no
 real streams, and nothing of CUDA's timing or memory model.
 
-Status (2026-11-23): tests/test_cuda_device.py runs through (1,864 tests; the
-emulation's own gaps fixed as found).  tests/test_cuda_nn.py used to stop in
-test_embedding_matches_cpu: the emulation shrank blocks below one warp, so the
-warp-per-row embedding kernel's stride was 0 (an emulation artefact; blocks now keep
-32 threads); the whole of test_cuda_nn has not been rerun since.  The other GPU suites
-have not been tried.  Not part of CI.
+Status (2026-11-23, second pass): every tests/test_cuda_*.py suite runs through
+emulated (test_cuda_kernels' raw RawModule launches skip: they need NVRTC and a GPU).
+Running them found real gaps of the GPU path, fixed with tests: sort/argsort keywords,
+topk, msort, index_select, masked_fill, take modes and bounds, lexsort(axis),
+nanquantile/nanpercentile, quantile's q, bfloat16 NaN-reductions, linalg result types
+and checks, eye() inside a GPU backward, clip(min=/max=), where=/initial=.  fakecupy
+accepts only the installed CuPy's signatures and wraps out-of-range indices as CuPy
+does, so calls CuPy would refuse fail here too.  Not part of CI (the suites take ~8
+minutes emulated); tests/test_cuda_cupy_api.py, which is, checks the signatures.
 """
 import os
 import sys

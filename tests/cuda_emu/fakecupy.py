@@ -175,6 +175,14 @@ class ndarray(np.ndarray):
     def __array_finalize__(self, obj):
         self._emu_mem = getattr(obj, "_emu_mem", None)
 
+    # CuPy wraps out-of-range integer-array indices around where NumPy raises
+    # ("Differences between CuPy and NumPy"); ember's deferred checks rely on that
+    def __getitem__(self, key):
+        return super().__getitem__(_wrap_key(self.shape, key))
+
+    def __setitem__(self, key, value):
+        super().__setitem__(_wrap_key(self.shape, key), value)
+
     def __array_wrap__(self, arr, context=None, return_scalar=False):
         # CuPy returns 0-d arrays where NumPy returns scalars
         out = np.asarray(arr).view(type(self))
@@ -216,6 +224,60 @@ class ndarray(np.ndarray):
 
     def toDlpack(self):
         return self.view(np.ndarray).__dlpack__()
+
+
+def _wrap_key(shape, key):
+    """key with its integer index arrays taken modulo their axis' length (CuPy's rule)."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(isinstance(k, (np.ndarray, list)) for k in items):
+        return key
+    n_axes = sum(np.asarray(k).ndim if isinstance(k, (np.ndarray, list)) and
+                 np.asarray(k).dtype == bool else (0 if k is None or k is Ellipsis else 1)
+                 for k in items)
+    out, axis = [], 0
+    for k in items:
+        if k is Ellipsis:
+            axis += len(shape) - n_axes
+            out.append(k)
+            continue
+        if k is None:
+            out.append(k)
+            continue
+        if isinstance(k, (np.ndarray, list)):
+            arr = np.asarray(k).view(np.ndarray)
+            if arr.dtype == bool:
+                axis += arr.ndim
+                out.append(arr)
+                continue
+            if arr.dtype.kind in "iu" and axis < len(shape) and shape[axis] > 0:
+                arr = arr % shape[axis]
+            out.append(arr)
+        else:
+            out.append(k)
+        axis += 1
+    return tuple(out) if isinstance(key, tuple) else out[0]
+
+
+class _UfuncWithWrappingAt:
+    """A NumPy ufunc whose .at wraps index arrays around as CuPy's scatter does."""
+
+    def __init__(self, uf):
+        self._uf = uf
+
+    def __call__(self, *args, **kwargs):
+        return self._uf(*args, **kwargs)
+
+    def at(self, a, indices, b=None):
+        key = _wrap_key(a.shape, indices)
+        return self._uf.at(a, key) if b is None else self._uf.at(a, key, b)
+
+    def __getattr__(self, name):
+        return getattr(self._uf, name)
+
+
+add = _UfuncWithWrappingAt(np.add)
+maximum = _UfuncWithWrappingAt(np.maximum)
+minimum = _UfuncWithWrappingAt(np.minimum)
 
 
 def _wrap(x):
@@ -528,4 +590,5 @@ fft = _Wrapped("cupy.fft", np.fft, getattr(_REAL, "fft", None))
 
 cupyx = types.ModuleType("cupyx")
 cupyx.allow_synchronize = lambda allow: _no_sync_check()
+cupyx.errstate = lambda **kw: _no_sync_check()      # NumPy's linalg raises already
 cupyx.scipy = types.ModuleType("cupyx.scipy")
