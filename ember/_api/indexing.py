@@ -108,16 +108,20 @@ def take(x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
         res = np.take(numpy_view(x), idx, axis=axis, mode=mode)
     except IndexError as e:
         raise IndexError(f"take: {e} (array shape {shape_str(x.shape)})") from None
-    res = wrap(np.asarray(res))
-    if out is not None:
-        if not isinstance(out, ndarray):
-            raise TypeError(f"take: out must be an ember array, got {type(out).__name__}")
-        if out.shape != res.shape:
-            raise ValueError(f"take: output array has shape {shape_str(out.shape)}, expected "
-                             f"{shape_str(res.shape)}")
-        out[...] = res
-        return out
-    return res
+    return _into_out(wrap(np.asarray(res)), out, "take")
+
+
+def _into_out(res, out, opname):
+    """res, or res written into `out` (an ember array of res's shape) and `out`."""
+    if out is None:
+        return res
+    if not isinstance(out, ndarray):
+        raise TypeError(f"{opname}: out must be an ember array, got {type(out).__name__}")
+    if out.shape != res.shape:
+        raise ValueError(f"{opname}: output array has shape {shape_str(out.shape)}, expected "
+                         f"{shape_str(res.shape)}")
+    out[...] = res
+    return out
 
 
 def index_select(x, dim, index):

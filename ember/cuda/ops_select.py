@@ -13,6 +13,7 @@ import numpy as np
 from ember._core.array import ndarray
 from ember._core.dtypes import dtype_kind
 from ember._api._util import normalize_axis, shape_str
+from ember._api.indexing import _into_out
 from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op
 from ember.cuda.ops_core import _check_range
@@ -126,16 +127,7 @@ def take(x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
         idx = c.clip(idx, 0, n - 1)
     res = c.take(v, idx, axis=ax) if idx.size or n else \
         c.empty(v.shape[:ax] + idx.shape + v.shape[ax + 1:], v.dtype)
-    res = R.from_cupy(res)
-    if out is not None:
-        if not isinstance(out, ndarray):
-            raise TypeError(f"take: out must be an ember array, got {type(out).__name__}")
-        if out.shape != res.shape:
-            raise ValueError(f"take: output array has shape {shape_str(out.shape)}, expected "
-                             f"{shape_str(res.shape)}")
-        out[...] = res
-        return out
-    return res
+    return _into_out(R.from_cupy(res), out, "take")
 
 
 @gpu_op("index_select")
