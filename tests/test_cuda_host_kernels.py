@@ -605,3 +605,60 @@ def test_scatter_add_index_add_index_put(dtype):
         want = np.ones((2, 4, 3))
         want[:, put % 4] = _f64(vals) + (1 if acc else 0)
         np.testing.assert_allclose(_f64(out), want, rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------- 2-d pooling kernels
+# (planes, H, W, KH, KW, sh, sw, ph, pw, dh, dw, ceil_mode): stride, padding, dilation,
+# ceil mode (a last window that starts in the padding-free tail) and 1-wide planes
+POOLS = [(3, 7, 6, 3, 2, 2, 1, 1, 1, 1, 2, False),
+         (2, 9, 8, 3, 3, 2, 2, 1, 1, 1, 1, True),
+         (4, 5, 1, 2, 1, 2, 1, 0, 0, 1, 1, True),
+         (1, 6, 7, 1, 1, 1, 1, 0, 0, 1, 1, False)]
+
+
+def _pool_geom(P, Hh, W, KH, KW, sh, sw, ph, pw, dh, dw, ceil, torch_out):
+    OH, OW = torch_out.shape[-2:]
+    return hk.Conv2dGeom(P, Hh, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw)
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_max_pool_fwd_and_indices_match_torch(pool):
+    torch = pytest.importorskip("torch")
+    P, Hh, W, KH, KW, sh, sw, ph, pw, dh, dw, ceil = pool
+    x = _data((P, Hh, W), np.float32, 3)
+    ty, ti = torch.nn.functional.max_pool2d(torch.from_numpy(x)[None], (KH, KW), (sh, sw),
+                                            (ph, pw), (dh, dw), ceil_mode=ceil,
+                                            return_indices=True)
+    g = _pool_geom(*pool, ty)
+    k = hk.load("pool_conv")
+    for grid, block in LAUNCHES:
+        y = np.full(ty.shape[1:], 7, np.float32)
+        idx = np.full(ty.shape[1:], -7, np.int64)
+        k.call("ember_max_pool2d_fwd_f32", x, y, idx, g, grid=grid, block=block)
+        np.testing.assert_array_equal(y, ty[0].numpy())
+        np.testing.assert_array_equal(idx, ti[0].numpy())
+
+
+@pytest.mark.parametrize("include_pad", [True, False])
+@pytest.mark.parametrize("pool", [p for p in POOLS if p[9] == p[10] == 1 and
+                                  p[7] * 2 <= p[3] and p[8] * 2 <= p[4]])
+def test_avg_pool_fwd_and_bwd_match_torch(pool, include_pad):
+    torch = pytest.importorskip("torch")
+    P, Hh, W, KH, KW, sh, sw, ph, pw, dh, dw, ceil = pool
+    x = torch.from_numpy(_data((1, P, Hh, W), np.float64, 4)).requires_grad_(True)
+    ty = torch.nn.functional.avg_pool2d(x, (KH, KW), (sh, sw), (ph, pw), ceil_mode=ceil,
+                                        count_include_pad=include_pad)
+    dy = _data(tuple(ty.shape), np.float64, 5)
+    ty.backward(torch.from_numpy(dy))
+    g = _pool_geom(P, Hh, W, KH, KW, sh, sw, ph, pw, dh, dw, ceil, ty)
+    k = hk.load("pool_conv")
+    xn = x.detach().numpy()[0]
+    for grid, block in LAUNCHES:
+        y = np.full(ty.shape[1:], 7.0)
+        k.call("ember_avg_pool2d_fwd_f64", xn, y, g, hk.i32(include_pad), hk.i64(0),
+               grid=grid, block=block)
+        np.testing.assert_allclose(y, ty.detach().numpy()[0], rtol=1e-12, atol=1e-12)
+        dx = np.full((P, Hh, W), 7.0)
+        k.call("ember_avg_pool2d_bwd_f64", dy[0], dx, g, hk.i32(include_pad), hk.i64(0),
+               grid=grid, block=block)
+        np.testing.assert_allclose(dx, x.grad.numpy()[0], rtol=1e-12, atol=1e-12)

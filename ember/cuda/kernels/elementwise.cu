@@ -121,39 +121,60 @@ __device__ void binary_contig(const T* __restrict__ a, const T* __restrict__ b, 
 
 // Element offsets of the linear index `i` (row-major over shape) in up to three
 // operands. Innermost dimension first: the common fast-varying case divides once.
-template <int NOPS>
-__device__ __forceinline__ void strided_offsets(const StridedArgs& s, i64 i, i64* off) {
+// I is the index type: unsigned 32-bit whenever the element count fits (64-bit
+// division is a long software routine on the GPU, 32-bit a short one), else i64.
+template <int NOPS, typename I>
+__device__ __forceinline__ void strided_offsets(const StridedArgs& s, I i, i64* off) {
 #pragma unroll
   for (int k = 0; k < NOPS; ++k) off[k] = 0;
   for (int d = s.ndim - 1; d >= 0; --d) {
-    const i64 sz = s.shape[d];
-    const i64 q = i / sz, r = i - q * sz;
+    const I sz = (I)s.shape[d];
+    const I q = i / sz, r = i - q * sz;
 #pragma unroll
-    for (int k = 0; k < NOPS; ++k) off[k] += r * s.strides[k][d];
+    for (int k = 0; k < NOPS; ++k) off[k] += (i64)r * s.strides[k][d];
     i = q;
+  }
+}
+
+// A grid-stride loop over [0, n) in index type I (n < 2^31 for unsigned: i + step
+// then stays below 2^32).
+#define EMBER_GRID_LOOP_T(I, i, n)                                              \
+  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)(n);            \
+       i += (I)gridDim.x * blockDim.x)
+
+template <typename I, typename T, typename Op>
+__device__ __forceinline__ void unary_strided_loop(const T* x, T* y, i64 n, const StridedArgs& s) {
+  typedef typename AccT<T>::type A;
+  Op op;
+  EMBER_GRID_LOOP_T(I, i, n) {
+    i64 off[2];
+    strided_offsets<2, I>(s, i, off);
+    y[off[0]] = st<T>(op((A)ld(x[off[1]])));
+  }
+}
+
+template <typename I, typename T, typename Op>
+__device__ __forceinline__ void binary_strided_loop(const T* a, const T* b, T* y, i64 n,
+                                                    const StridedArgs& s) {
+  typedef typename AccT<T>::type A;
+  Op op;
+  EMBER_GRID_LOOP_T(I, i, n) {
+    i64 off[3];
+    strided_offsets<3, I>(s, i, off);
+    y[off[0]] = st<T>(op((A)ld(a[off[1]]), (A)ld(b[off[2]])));
   }
 }
 
 template <typename T, typename Op>
 __device__ void unary_strided(const T* x, T* y, i64 n, const StridedArgs& s) {
-  typedef typename AccT<T>::type A;
-  Op op;
-  EMBER_GRID_LOOP(i, n) {
-    i64 off[2];
-    strided_offsets<2>(s, i, off);
-    y[off[0]] = st<T>(op((A)ld(x[off[1]])));
-  }
+  if (n <= 0x7fffffff) unary_strided_loop<unsigned, T, Op>(x, y, n, s);
+  else unary_strided_loop<i64, T, Op>(x, y, n, s);
 }
 
 template <typename T, typename Op>
 __device__ void binary_strided(const T* a, const T* b, T* y, i64 n, const StridedArgs& s) {
-  typedef typename AccT<T>::type A;
-  Op op;
-  EMBER_GRID_LOOP(i, n) {
-    i64 off[3];
-    strided_offsets<3>(s, i, off);
-    y[off[0]] = st<T>(op((A)ld(a[off[1]]), (A)ld(b[off[2]])));
-  }
+  if (n <= 0x7fffffff) binary_strided_loop<unsigned, T, Op>(a, b, y, n, s);
+  else binary_strided_loop<i64, T, Op>(a, b, y, n, s);
 }
 
 template <typename T, typename Op>

@@ -69,13 +69,37 @@ __device__ __forceinline__ int tap_out(int t, int stride, int out) {
   return o < out ? o : -1;
 }
 
-// i64 form for the pooling kernels
-__device__ __forceinline__ i64 window_out(i64 i, i64 pad, i64 k, i64 dil, i64 stride, i64 out) {
-  const i64 t = i + pad - k * dil;
-  if (t < 0 || t % stride) return -1;
-  const i64 o = t / stride;
-  return o < out ? o : -1;
+// The pooling kernels' form, in index type I (int where the sizes allow, else i64)
+template <typename I>
+__device__ __forceinline__ I window_out(I i, I pad, I k, I dil, I stride, I out) {
+  const I t = i + pad - k * dil;
+  if (t < 0) return -1;
+  const I o = t / stride;
+  return (o * stride == t && o < out) ? o : -1;
 }
+
+// (plane, row, col) of element k of planes of R x Cc, divided in index type I: the
+// pooling kernels run with I = int whenever the element count fits (64-bit division
+// is a long software routine on the GPU, 32-bit a short one).
+template <typename I>
+__device__ __forceinline__ void plane_row_col(i64 k64, i64 R, i64 Cc, i64& p, i64& r, i64& c) {
+  const I k = (I)k64, q = k / (I)Cc, q2 = q / (I)R;
+  c = k - q * (I)Cc;
+  r = q - q2 * (I)R;
+  p = q2;
+}
+
+// Run body<I, T>(args...) with I = int when the input and output plane stacks of g both
+// have fewer than 2^31 elements (every index, row, column and tap then fits), else i64.
+__device__ __forceinline__ bool fits_int(const Conv2dGeom& g) {
+  return g.C * g.H * g.W <= 0x7fffffff && g.C * g.OH * g.OW <= 0x7fffffff &&
+         g.H + g.ph <= 0x7fffffff && g.W + g.pw <= 0x7fffffff;
+}
+#define EMBER_BY_INDEX_WIDTH(body, g, ...)                                      \
+  do {                                                                          \
+    if (fits_int(g)) body<int, T>(__VA_ARGS__);                                 \
+    else body<i64, T>(__VA_ARGS__);                                             \
+  } while (0)
 
 template <typename T>
 __device__ void col2im(const T* __restrict__ col, T* __restrict__ dx, i64 N, Conv2dGeom g) {
@@ -107,11 +131,13 @@ __device__ void col2im(const T* __restrict__ col, T* __restrict__ dx, i64 N, Con
 }
 
 // Pool geometry reuses Conv2dGeom with C = N * C planes folded (launcher passes N*C).
-template <typename T>
-__device__ void max_pool_fwd(const T* __restrict__ x, T* __restrict__ y, i64* __restrict__ argmax, Conv2dGeom g) {
+template <typename I, typename T>
+__device__ __forceinline__ void max_pool_fwd_loop(const T* __restrict__ x, T* __restrict__ y,
+                                                  i64* __restrict__ argmax, const Conv2dGeom& g) {
   typedef typename AccT<T>::type A;
   EMBER_GRID_LOOP(k, g.C * g.OH * g.OW) {
-    const i64 ow = k % g.OW, oh = (k / g.OW) % g.OH, p = k / (g.OW * g.OH);
+    i64 p, oh, ow;
+    plane_row_col<I>(k, g.OH, g.OW, p, oh, ow);
     const T* plane = x + p * g.H * g.W;
     A best = -__int_as_float(0x7f800000);
     i64 bi = -1;
@@ -133,18 +159,24 @@ __device__ void max_pool_fwd(const T* __restrict__ x, T* __restrict__ y, i64* __
 }
 
 template <typename T>
-__device__ void max_pool_bwd(const T* __restrict__ dy, const i64* __restrict__ argmax, T* __restrict__ dx,
-                             Conv2dGeom g) {
+__device__ void max_pool_fwd(const T* __restrict__ x, T* __restrict__ y, i64* __restrict__ argmax, Conv2dGeom g) {
+  EMBER_BY_INDEX_WIDTH(max_pool_fwd_loop, g, x, y, argmax, g);
+}
+
+template <typename I, typename T>
+__device__ __forceinline__ void max_pool_bwd_loop(const T* __restrict__ dy, const i64* __restrict__ argmax,
+                                                  T* __restrict__ dx, const Conv2dGeom& g) {
   typedef typename AccT<T>::type A;
   EMBER_GRID_LOOP(k, g.C * g.H * g.W) {
-    const i64 w = k % g.W, h = (k / g.W) % g.H, p = k / (g.W * g.H);
+    i64 p, h, w;
+    plane_row_col<I>(k, g.H, g.W, p, h, w);
     const i64 me = h * g.W + w, base = p * g.OH * g.OW;
     A acc = 0;
     for (i64 kh = 0; kh < g.KH; ++kh) {
-      const i64 oh = window_out(h, g.ph, kh, g.dh, g.sh, g.OH);
+      const i64 oh = window_out<I>(h, g.ph, kh, g.dh, g.sh, g.OH);
       if (oh < 0) continue;
       for (i64 kw = 0; kw < g.KW; ++kw) {
-        const i64 ow = window_out(w, g.pw, kw, g.dw, g.sw, g.OW);
+        const i64 ow = window_out<I>(w, g.pw, kw, g.dw, g.sw, g.OW);
         if (ow < 0) continue;
         const i64 o = base + oh * g.OW + ow;
         if (argmax[o] == me) acc += (A)ld(dy[o]);
@@ -152,6 +184,12 @@ __device__ void max_pool_bwd(const T* __restrict__ dy, const i64* __restrict__ a
     }
     dx[k] = st<T>(acc);
   }
+}
+
+template <typename T>
+__device__ void max_pool_bwd(const T* __restrict__ dy, const i64* __restrict__ argmax, T* __restrict__ dx,
+                             Conv2dGeom g) {
+  EMBER_BY_INDEX_WIDTH(max_pool_bwd_loop, g, dy, argmax, dx, g);
 }
 
 // Divisor of window (oh, ow), torch's avg_pool2d rule.
@@ -166,12 +204,13 @@ __device__ __forceinline__ i64 avg_divisor(const Conv2dGeom& g, i64 oh, i64 ow, 
   return (h1 - h0) * (w1 - w0);
 }
 
-template <typename T>
-__device__ void avg_pool_fwd(const T* __restrict__ x, T* __restrict__ y, Conv2dGeom g, int count_include_pad,
-                             i64 divisor_override) {
+template <typename I, typename T>
+__device__ __forceinline__ void avg_pool_fwd_loop(const T* __restrict__ x, T* __restrict__ y, const Conv2dGeom& g,
+                                                  int count_include_pad, i64 divisor_override) {
   typedef typename AccT<T>::type A;
   EMBER_GRID_LOOP(k, g.C * g.OH * g.OW) {
-    const i64 ow = k % g.OW, oh = (k / g.OW) % g.OH, p = k / (g.OW * g.OH);
+    i64 p, oh, ow;
+    plane_row_col<I>(k, g.OH, g.OW, p, oh, ow);
     const T* plane = x + p * g.H * g.W;
     const i64 h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
     A acc = 0;
@@ -182,18 +221,25 @@ __device__ void avg_pool_fwd(const T* __restrict__ x, T* __restrict__ y, Conv2dG
 }
 
 template <typename T>
-__device__ void avg_pool_bwd(const T* __restrict__ dy, T* __restrict__ dx, Conv2dGeom g, int count_include_pad,
+__device__ void avg_pool_fwd(const T* __restrict__ x, T* __restrict__ y, Conv2dGeom g, int count_include_pad,
                              i64 divisor_override) {
+  EMBER_BY_INDEX_WIDTH(avg_pool_fwd_loop, g, x, y, g, count_include_pad, divisor_override);
+}
+
+template <typename I, typename T>
+__device__ __forceinline__ void avg_pool_bwd_loop(const T* __restrict__ dy, T* __restrict__ dx, const Conv2dGeom& g,
+                                                  int count_include_pad, i64 divisor_override) {
   typedef typename AccT<T>::type A;
   EMBER_GRID_LOOP(k, g.C * g.H * g.W) {
-    const i64 w = k % g.W, h = (k / g.W) % g.H, p = k / (g.W * g.H);
+    i64 p, h, w;
+    plane_row_col<I>(k, g.H, g.W, p, h, w);
     const i64 base = p * g.OH * g.OW;
     A acc = 0;
     for (i64 kh = 0; kh < g.KH; ++kh) {
-      const i64 oh = window_out(h, g.ph, kh, 1, g.sh, g.OH);   // pooling: no dilation
+      const i64 oh = window_out<I>(h, g.ph, kh, 1, g.sh, g.OH);   // pooling: no dilation
       if (oh < 0) continue;
       for (i64 kw = 0; kw < g.KW; ++kw) {
-        const i64 ow = window_out(w, g.pw, kw, 1, g.sw, g.OW);
+        const i64 ow = window_out<I>(w, g.pw, kw, 1, g.sw, g.OW);
         if (ow < 0) continue;
         acc += (A)ld(dy[base + oh * g.OW + ow]) /
                (A)avg_divisor(g, oh, ow, count_include_pad, divisor_override);
@@ -201,6 +247,12 @@ __device__ void avg_pool_bwd(const T* __restrict__ dy, T* __restrict__ dx, Conv2
     }
     dx[k] = st<T>(acc);
   }
+}
+
+template <typename T>
+__device__ void avg_pool_bwd(const T* __restrict__ dy, T* __restrict__ dx, Conv2dGeom g, int count_include_pad,
+                             i64 divisor_override) {
+  EMBER_BY_INDEX_WIDTH(avg_pool_bwd_loop, g, dy, dx, g, count_include_pad, divisor_override);
 }
 
 #define DEF_POOL_CONV(dt, T)                                                                        \
