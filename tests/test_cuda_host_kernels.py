@@ -284,11 +284,13 @@ def test_layer_norm_forward_and_backward(dtype):
     np.testing.assert_allclose(_f64(db), _f64(dy).sum(0), rtol=tol * 8, atol=tol * 8)
 
 
+# (N, C, S): spatial size below, above and equal to 1 against the 32/64-thread blocks
+# (each thread walks its channel's elements by adding the block's step)
+@pytest.mark.parametrize("N,C,S", [(3, 4, 11), (2, 3, 70), (5, 2, 1)])
 @pytest.mark.parametrize("dtype,sfx", [(np.float32, "f32"), (np.float16, "f16_p32"),
                                        (BFLOAT16, "bf16_p32"), (np.float64, "f64")])
-def test_batch_norm_statistics_and_parameter_gradients(dtype, sfx):
+def test_batch_norm_statistics_and_parameter_gradients(dtype, sfx, N, C, S):
     k = hk.load("norm")
-    N, C, S = 3, 4, 11
     x = _data((N, C, S), dtype) * 2 + 5
     acc = _acc(dtype)
     mean, inv = np.empty(C, acc), np.empty(C, acc)
