@@ -992,12 +992,25 @@ def test_inplace(name, fn, x, others):
         assert_same_tree(res_g, res_c)
 
 
-# ----------------------------------------------------------------- comparisons (allclose & co)
+# ----------------------------------------------------------------- comparisons (allclose & co) and the rest
 
 _Y = _X + 1e-9
 _YN = _X.copy()
 _YN[0, 1] = np.nan
+_INF = np.array([[3.5, -1.5, np.inf], [0.0, -np.inf, np.nan]], np.float32)
 MISC_CASES = [
+    C("array_split", lambda a: ember.array_split(a, 3, axis=1), _A34),
+    C("array_split_uneven", lambda a: ember.array_split(a, 2), F((5,))),
+    C("fix", ember.fix, _INF),
+    C("iscomplex", ember.iscomplex, _INF),
+    C("isreal", ember.isreal, _INF),
+    C("isneginf", ember.isneginf, _INF),
+    C("isposinf", ember.isposinf, _INF),
+    C("linalg_matmul", lambda a, b: ember.linalg.matmul(a, b), _A34, F((4, 2), "float32", 3)),
+    C("linalg_matrix_transpose", ember.linalg.matrix_transpose, F((2, 3, 4))),
+    C("ndim", ember.ndim, F((2, 3, 4))),
+    C("size", ember.size, F((2, 3, 4))),
+    C("size_axis", lambda a: ember.size(a, 1), F((2, 3, 4))),
     C("allclose_true", ember.allclose, _X, _Y),
     C("allclose_false", ember.allclose, _X, _X + 1e-3),
     C("allclose_tol", lambda a, b: ember.allclose(a, b, rtol=0, atol=2e-3), _X, _X + 1e-3),
@@ -1027,7 +1040,7 @@ MISC_CASES = [
 
 
 @pytest.mark.parametrize("fn,args,rtol,atol,error", MISC_CASES)
-def test_comparisons(fn, args, rtol, atol, error):
+def test_misc_and_comparisons(fn, args, rtol, atol, error):
     run_case(fn, args, rtol, atol, error)
 
 
