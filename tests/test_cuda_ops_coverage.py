@@ -295,6 +295,8 @@ SORT_CASES = [
     C("argsort_dim", lambda a: ember.argsort(a, dim=0), _TIES.reshape(2, 5)),
     C("argsort_axis_none", lambda a: ember.argsort(a, axis=None), _TIES.reshape(2, 5)),
     C("argsort_0d", ember.argsort, np.array(2.5)),
+    C("argsort_0d_axis_none", lambda a: ember.argsort(a, axis=None), np.array(2.5)),
+    C("sort_0d_axis_none", lambda a: ember.sort(a, axis=None), np.array(2.5)),
     C("argsort_reversed_view", lambda a: ember.argsort(a[:, ::-2], descending=True),
       _TIES.reshape(2, 5)),
     C("sort_descending_nan", lambda a: ember.sort(a, descending=True), _NAN1),

@@ -51,7 +51,7 @@ def _sort_input(x, axis, dim, opname):
 @gpu_op("argsort")
 def argsort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
     """Indices that sort GPU array x along `axis` (stable; ``descending=True`` too)."""
-    if x.ndim == 0 and (dim if dim is not None else axis) is not None:
+    if x.ndim == 0:                     # as on the CPU (PyTorch's rule), axis=None too
         return R.from_cupy(R.cp().zeros((), _I64))
     v, ax = _sort_input(x, axis, dim, "argsort")
     return R.from_cupy(_stable_argsort(v, ax, descending).astype(_I64, copy=False))
@@ -60,7 +60,7 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None
 @gpu_op("sort")
 def sort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
     """A sorted copy of GPU array x along `axis` (NaNs last; stable when descending)."""
-    if x.ndim == 0 and (dim if dim is not None else axis) is not None:
+    if x.ndim == 0:
         return x.copy()
     c = R.cp()
     v, ax = _sort_input(x, axis, dim, "sort")
