@@ -15,8 +15,8 @@ topk, msort, index_select, masked_fill, take modes and bounds, lexsort(axis),
 nanquantile/nanpercentile, quantile's q, bfloat16 NaN-reductions, linalg result types
 and checks, eye() inside a GPU backward, clip(min=/max=), where=/initial=.  fakecupy
 accepts only the installed CuPy's signatures and wraps out-of-range indices as CuPy
-does, so calls CuPy would refuse fail here too.  Not part of CI (the suites take ~8
-minutes emulated); tests/test_cuda_cupy_api.py, which is, checks the signatures.
+does, so calls CuPy would refuse fail here too.  CI runs every suite emulated (about
+five minutes on two cores), and tests/test_cuda_cupy_api.py checks the signatures.
 """
 import os
 import sys
