@@ -1,9 +1,10 @@
 """ember.linalg: the Array API linear-algebra extension.
 
-Factorisations run LAPACK through NumPy on zero-copy views of ember memory
-(for GPU arrays, cuSOLVER through CuPy's linalg on views of the device memory, the
-same code: ``_views`` / ``_ember`` pick the side); results are ember arrays.  Integer inputs are computed in the default float
-dtype (float32).  Singular matrices raise ``LinAlgError``.
+Factorisations run LAPACK through NumPy on zero-copy views of ember memory (for
+GPU arrays, the same code runs cuSOLVER through CuPy's linalg on views of device
+memory: ``_view`` / ``_call`` / ``_ember`` pick the side); results are ember arrays.
+Integer inputs are computed in the default float dtype (float32).  Singular
+matrices raise ``LinAlgError``.
 
 >>> import ember
 >>> a = ember.asarray([[2.0, 0.0], [0.0, 4.0]])
@@ -99,12 +100,13 @@ def _ember(res, dtype=None):
 _RAISES_ON_SINGULAR = frozenset(("inv", "solve", "cholesky"))
 
 
-def _call(opname, fn, *args, **kwargs):
-    if isinstance(fn, str):                 # a numpy.linalg / cupy.linalg name
-        fn = getattr(_lin(args[0]), fn, None)
-        if fn is None:
-            raise NotImplementedError(f"linalg.{opname} is not available for CUDA arrays in "
-                                      f"this CuPy; compute it on the host (x.cpu())")
+def _call(opname, fn_name, *args, **kwargs):
+    """numpy.linalg.<fn_name>(*args), or cupy.linalg's for a GPU view, with LAPACK's
+    errors named after `opname`."""
+    fn = getattr(_lin(args[0]), fn_name, None)
+    if fn is None:
+        raise NotImplementedError(f"linalg.{opname} is not available for CUDA arrays in "
+                                  f"this CuPy; compute it on the host (x.cpu())")
     try:
         if opname in _RAISES_ON_SINGULAR and _on_gpu(args[0]):
             # CuPy ignores cuSOLVER's failure flags by default (a singular matrix would give
@@ -328,7 +330,7 @@ def matrix_power(x, n, /):
     x = as_array(x)
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"matrix_power: input must be square matrices, got shape {shape_str(x.shape)}")
-    return _ember(_call("matrix_power", np.linalg.matrix_power, numpy_view(x), n))
+    return _ember(_call("matrix_power", "matrix_power", numpy_view(x), n))
 
 
 def lstsq(a, b, /, rcond=None):

@@ -63,24 +63,30 @@ def test_there_are_ops_to_check():
     assert len(list(_through_cupy())) > 20
 
 
-@pytest.mark.parametrize("name,op", list(_through_cupy()), ids=lambda v: v if isinstance(v, str) else "")
-def test_cupy_has_the_function_and_ember_keywords(name, op):
+def _keywords_cupy_refuses(name, ember_fn, allowed):
+    """The keyword-capable parameters of ember_fn (after x) that CuPy's `name` does not
+    take, leaving out `allowed(param_name)`; skips where CuPy's signature is opaque."""
     fn = D.cupy_function(name)
-    assert fn is not None, f"CuPy {cupy.__version__} has no {name}: give ember.{name} a GPU implementation"
+    assert fn is not None, (f"CuPy {cupy.__version__} has no {name}: give ember.{name} a GPU "
+                            f"implementation")
     try:
         cs = inspect.signature(fn)
     except (TypeError, ValueError):
         pytest.skip(f"cupy.{name} has no introspectable signature (a ufunc or Cython function)")
-    es = inspect.signature(op.fn)
-    accepted = set(cs.parameters)
     if any(p.kind is p.VAR_KEYWORD for p in cs.parameters.values()):
-        return
-    missing = [p.name for p in list(es.parameters.values())[1:]
-               if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-               and D._KW_ALIASES.get(p.name, p.name) not in accepted
-               and p.name not in _ACCEPTED.get(name, {})]
-    assert not missing, (f"ember.{name}{es} passes {missing} to cupy.{name}{cs}, which does not "
-                         f"take them")
+        return [], cs
+    return [p.name for p in list(inspect.signature(ember_fn).parameters.values())[1:]
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and D._KW_ALIASES.get(p.name, p.name) not in cs.parameters
+            and not allowed(p.name)], cs
+
+
+@pytest.mark.parametrize("name,op", list(_through_cupy()),
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_cupy_has_the_function_and_ember_keywords(name, op):
+    missing, cs = _keywords_cupy_refuses(name, op.fn, lambda k: k in _ACCEPTED.get(name, {}))
+    assert not missing, (f"ember.{name}{inspect.signature(op.fn)} passes {missing} to "
+                         f"cupy.{name}{cs}, which does not take them")
 
 
 def _generic_reductions():
@@ -88,7 +94,7 @@ def _generic_reductions():
     from ember.cuda import ops_reduce
     D.load_ops()
     for name in reductions.__all__:
-        if name in ops_reduce._NAN_QUANTILES or not getattr(D._IMPLS.get(name), "generic", False):
+        if name in ops_reduce._NAN_QUANTILES or not getattr(D._IMPLS.get(name), "via_cupy", False):
             continue            # computed by ember itself (kernels or CuPy pieces)
         yield name, getattr(reductions, name)
 
@@ -100,18 +106,10 @@ _TRANSLATED = {"out", "dim", "keepdim", "correction", "mean", "where", "initial"
 @pytest.mark.parametrize("name,host", list(_generic_reductions()),
                          ids=lambda v: v if isinstance(v, str) else "")
 def test_cupy_takes_the_generic_reductions_keywords(name, host):
-    """Reductions without an ember kernel run CuPy's function with the host's keywords."""
+    """Reductions run CuPy's function with the host's keywords where ember's kernels do not
+    cover the call."""
     from ember.cuda import ops_reduce
-    fn = D.cupy_function(name)
-    assert fn is not None, f"CuPy {cupy.__version__} has no {name}"
-    try:
-        cs = inspect.signature(fn)
-    except (TypeError, ValueError):
-        pytest.skip(f"cupy.{name} has no introspectable signature")
-    if any(p.kind is p.VAR_KEYWORD for p in cs.parameters.values()):
-        return
-    missing = [p.name for p in list(inspect.signature(host).parameters.values())[1:]
-               if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-               and p.name not in cs.parameters and p.name not in _TRANSLATED
-               and not (p.name == "keepdims" and not ops_reduce._cupy_takes(name, "keepdims"))]
+    missing, cs = _keywords_cupy_refuses(
+        name, host, lambda k: k in _TRANSLATED or
+        (k == "keepdims" and not ops_reduce._cupy_takes(name, "keepdims")))
     assert not missing, f"ember.{name} passes {missing} to cupy.{name}{cs}"

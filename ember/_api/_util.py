@@ -61,3 +61,22 @@ def normalize_axis_tuple(axis, ndim, opname, allow_duplicates=False):
 
 def shape_str(shape):
     return str(tuple(shape)).replace(" ", "")
+
+
+def into_out(res, out, opname):
+    """res, or res written into `out` (an ember array of res's shape) and `out`.
+
+    >>> import ember
+    >>> from ember._api._util import into_out
+    >>> o = ember.zeros(2); into_out(ember.ones(2), o, "op") is o, o.tolist()
+    (True, [1.0, 1.0])
+    """
+    if out is None:
+        return res
+    if not isinstance(out, ndarray):
+        raise TypeError(f"{opname}: out must be an ember array, got {type(out).__name__}")
+    if out.shape != res.shape:
+        raise ValueError(f"{opname}: output array has shape {shape_str(out.shape)}, expected "
+                         f"{shape_str(res.shape)}")
+    out[...] = res
+    return out

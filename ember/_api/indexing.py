@@ -12,7 +12,7 @@ import numpy as np
 
 from ember._core import array as _array
 from ember._core.array import ndarray
-from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
+from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str, into_out
 from ember._core.dtypes import dtype_kind
 
 __all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "flatnonzero",
@@ -108,20 +108,7 @@ def take(x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
         res = np.take(numpy_view(x), idx, axis=axis, mode=mode)
     except IndexError as e:
         raise IndexError(f"take: {e} (array shape {shape_str(x.shape)})") from None
-    return _into_out(wrap(np.asarray(res)), out, "take")
-
-
-def _into_out(res, out, opname):
-    """res, or res written into `out` (an ember array of res's shape) and `out`."""
-    if out is None:
-        return res
-    if not isinstance(out, ndarray):
-        raise TypeError(f"{opname}: out must be an ember array, got {type(out).__name__}")
-    if out.shape != res.shape:
-        raise ValueError(f"{opname}: output array has shape {shape_str(out.shape)}, expected "
-                         f"{shape_str(res.shape)}")
-    out[...] = res
-    return out
+    return into_out(wrap(np.asarray(res)), out, "take")
 
 
 def index_select(x, dim, index):

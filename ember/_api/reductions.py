@@ -15,7 +15,7 @@ from ember._core.array import ndarray
 from ember._core.dtypes import _code, default_float_dtype, dtype_from_code
 from ember._core import elementwise as _ew
 from ember._kernels.cpu import reduce as _R
-from ember._api._util import (as_array, numpy_view, wrap, empty_raw, normalize_axis,
+from ember._api._util import (as_array, numpy_view, wrap, empty_raw, normalize_axis, into_out,
                               normalize_axis_tuple, pick_axis)
 from ember._core.dtypes import dtype_kind, is_half_dtype, BFLOAT16
 
@@ -55,15 +55,7 @@ def _keep(res, ndim, axes):
 def _finish(res, ndim, axes, keepdims, out, opname):
     if keepdims:
         res = _keep(res, ndim, axes)
-    if out is not None:
-        if not isinstance(out, ndarray):
-            raise TypeError(f"{opname}: out must be an ember array")
-        if out.shape != res.shape:
-            raise ValueError(f"{opname}: output array has shape {out.shape}, but the result has "
-                             f"shape {res.shape}")
-        out[...] = res
-        return out
-    return res
+    return into_out(res, out, opname)
 
 
 def _sum_dtype(dt):

@@ -163,7 +163,8 @@ def matmul(a, b, /, *, out=None):
 
 
 def _index_arg(index, device):
-    """An index argument as a CuPy array on `device` (dtype unchecked)."""
+    """An array argument (ember, NumPy or list) as a CuPy array on `device` (dtype
+    unchecked)."""
     import ember
     idx = index if isinstance(index, ndarray) else ember.asarray(index)
     return R.as_cupy(idx if idx.is_cuda else idx.to(device))
@@ -211,13 +212,19 @@ def scatter_add(x, axis, index, src):
         raise ValueError(f"scatter_add: index shape {tuple(idx.shape)} must match src shape "
                          f"{tuple(s.shape)}")
     _check_range(idx, x.shape[ax], ax, x.shape)
-    c = R.cp()
     out = x.copy()
-    grids = [c.arange(d).reshape((1,) * i + (d,) + (1,) * (idx.ndim - i - 1))
-             for i, d in enumerate(idx.shape)]
-    grids[ax] = idx
-    c.add.at(R.as_cupy(out), tuple(grids), s.astype(x.dtype, copy=False))
+    R.cp().add.at(R.as_cupy(out), along_axis_key(idx, ax), s.astype(x.dtype, copy=False))
     return out
+
+
+def along_axis_key(idx, ax):
+    """The fancy-index key that addresses idx's positions along axis ax (open grids on
+    the other axes): NumPy's form of scatter_add and put_along_axis."""
+    c = R.cp()
+    key = [c.arange(d).reshape((1,) * i + (d,) + (1,) * (idx.ndim - i - 1))
+           for i, d in enumerate(idx.shape)]
+    key[ax] = idx
+    return tuple(key)
 
 
 # ---------------------------------------------------------------- linalg long tail

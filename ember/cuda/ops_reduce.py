@@ -176,9 +176,8 @@ def _generic(name, x, kwargs, pos=()):
     elif kwargs.get("keepdims") and not _cupy_takes(name, "keepdims"):
         kwargs.pop("keepdims")                  # (count_nonzero): reduce, then keep the axes
         res = cupy_call(name, (x,) + tuple(pos), kwargs)
-        axes = normalize_axis_tuple(kwargs.get("axis"), x.ndim, name) \
-            if kwargs.get("axis") is not None else tuple(range(x.ndim))
-        res = res.reshape(tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+        res = res.reshape(_out_shape(x.shape, normalize_axis_tuple(kwargs.get("axis"), x.ndim,
+                                                                   name), True))
     else:
         res = cupy_call(name, (x,) + tuple(pos), kwargs)
     if want is not None and isinstance(res, ndarray) and res.dtype != want:
@@ -253,7 +252,7 @@ def _nan_quantile(v, q, axis=None, method="linear", keepdims=False, scale=1.0):
     if hasattr(q, "dtype"):             # an array q promotes as in NumPy (a float q does not)
         work = work.astype(np.result_type(work.dtype, q.dtype), copy=False)
     ndim = work.ndim
-    axes = tuple(range(ndim)) if axis is None else normalize_axis_tuple(axis, ndim, name)
+    axes = normalize_axis_tuple(axis, ndim, name)
     kept = [i for i in range(ndim) if i not in axes]
     work = work.transpose(kept + list(axes))
     work = work.reshape(work.shape[:len(kept)] + (-1,))         # (kept..., N)
@@ -280,8 +279,7 @@ def _nan_quantile(v, q, axis=None, method="linear", keepdims=False, scale=1.0):
         res = cp.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
     res = cp.where(n == 0, cp.asarray(np.nan, res.dtype), res)
     if keepdims:
-        full = [1 if i in axes else d for i, d in enumerate(v.shape)]
-        res = res.reshape(qa.shape + tuple(full))
+        res = res.reshape(qa.shape + _out_shape(v.shape, axes, True))
     return res
 
 
@@ -296,7 +294,7 @@ def _register_generic(name):
         kwargs.update(zip(names, args[n_pos:]))  # other options by their host names
         return _generic(name, x, kwargs, pos)
     impl.__name__ = name
-    impl.generic = True                 # CuPy's function does the work (tests check it)
+    impl.via_cupy = True                # CuPy's function of this name does the work
     gpu_op(name)(impl)
 
 
@@ -333,7 +331,7 @@ def _make_fast(name):
             kw["keepdims"] = kw.pop("keepdim")
         return _generic(name, x, kw)
     impl.__name__ = name
-    impl.generic = True                 # CuPy's function does the work (tests check it)
+    impl.via_cupy = True                # what the kernels do not cover goes to CuPy's function
     gpu_op(name)(impl)
 
 
@@ -364,7 +362,7 @@ def _make_arg(name, is_max):
             kw["out"] = out
         return _generic(name, x, kw)
     impl.__name__ = name
-    impl.generic = True                 # CuPy's function does the work (tests check it)
+    impl.via_cupy = True                # what the kernels do not cover goes to CuPy's function
     gpu_op(name)(impl)
 
 

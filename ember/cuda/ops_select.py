@@ -13,19 +13,12 @@ import numpy as np
 from ember._core.array import ndarray
 from ember._core.dtypes import dtype_kind
 from ember._api._util import normalize_axis, shape_str
-from ember._api.indexing import _into_out
+from ember._api._util import into_out
 from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op
-from ember.cuda.ops_core import _check_range
+from ember.cuda.ops_core import _check_range, _index_arg, along_axis_key
 
 _I64 = np.dtype(np.int64)
-
-
-def _cupy_of(a, device):
-    """a (ember array, NumPy array or list) as a CuPy array on `device`."""
-    if isinstance(a, ndarray):
-        return R.as_cupy(a if a.is_cuda else a.to(device))
-    return R.as_cupy(R.from_host(np.asarray(a), device.index))
 
 
 def _stable_argsort(v, axis, descending):
@@ -90,7 +83,7 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
 
 def _integer_indices(indices, device, opname):
     """indices as a CuPy integer array on `device` (the CPU's IndexError otherwise)."""
-    idx = _cupy_of(indices, device)
+    idx = _index_arg(indices, device)
     if dtype_kind(idx.dtype) not in "iu":
         raise IndexError(f"{opname}: indices must be integers, got dtype {idx.dtype}")
     return idx
@@ -127,7 +120,7 @@ def take(x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
         idx = c.clip(idx, 0, n - 1)
     res = c.take(v, idx, axis=ax) if idx.size or n else \
         c.empty(v.shape[:ax] + idx.shape + v.shape[ax + 1:], v.dtype)
-    return _into_out(R.from_cupy(res), out, "take")
+    return into_out(R.from_cupy(res), out, "take")
 
 
 @gpu_op("index_select")
@@ -169,7 +162,7 @@ def put_along_axis(x, indices, values, /, axis):
     range raises before anything is written)."""
     v, idx, ax = _along_axis(x, indices, axis, "put_along_axis")
     _check_range(idx, v.shape[ax], ax, x.shape, wait=True)
-    vals = _cupy_of(values, x.device) if isinstance(values, (ndarray, np.ndarray, list)) \
+    vals = _index_arg(values, x.device) if isinstance(values, (ndarray, np.ndarray, list)) \
         else values
     c = R.cp()
     try:
@@ -178,11 +171,8 @@ def put_along_axis(x, indices, values, /, axis):
             # flat positions into x itself (reshape(-1) of a strided x would be a copy)
             v, key = R.as_cupy(x), c.unravel_index(idx % max(v.size, 1), x.shape)
         else:
-            # NumPy's fancy-index form of put_along_axis: open grids, idx along ax
-            key = [c.arange(d).reshape((1,) * i + (d,) + (1,) * (idx.ndim - i - 1))
-                   for i, d in enumerate(idx.shape)]
-            key[ax] = idx
-        v[tuple(key)] = vals
+            key = along_axis_key(idx, ax)
+        v[key] = vals
     except (IndexError, ValueError) as e:
         raise type(e)(f"put_along_axis: {e}") from None
     x._bump_version()
@@ -205,7 +195,7 @@ def put(x, indices, values, mode="raise"):
     if mode == "raise":
         _check_range(idx, n, 0, (n,), wait=True)
     idx = idx % n if mode != "clip" else c.clip(idx, 0, n - 1)
-    vals = _cupy_of(values, x.device) if isinstance(values, (ndarray, np.ndarray, list)) \
+    vals = _index_arg(values, x.device) if isinstance(values, (ndarray, np.ndarray, list)) \
         else c.asarray(values)
     vals = vals.reshape(-1).astype(x.dtype, copy=False)
     if vals.size == 0:
@@ -233,7 +223,7 @@ def lexsort(keys, axis=-1):
         device = keys.device
     else:
         device = next(k.device for k in keys if isinstance(k, ndarray) and k.is_cuda)
-        ks = [_cupy_of(k, device) for k in keys]
+        ks = [_index_arg(k, device) for k in keys]
     if not ks:
         raise TypeError("lexsort: need a sequence of keys with length > 0")
     shape = ks[0].shape

@@ -136,12 +136,6 @@ __device__ __forceinline__ void strided_offsets(const StridedArgs& s, I i, i64* 
   }
 }
 
-// A grid-stride loop over [0, n) in index type I (n < 2^31 for unsigned: i + step
-// then stays below 2^32).
-#define EMBER_GRID_LOOP_T(I, i, n)                                              \
-  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)(n);            \
-       i += (I)gridDim.x * blockDim.x)
-
 template <typename I, typename T, typename Op>
 __device__ __forceinline__ void unary_strided_loop(const T* x, T* y, i64 n, const StridedArgs& s) {
   typedef typename AccT<T>::type A;

@@ -97,10 +97,12 @@ template <> __device__ __forceinline__ f16 st<f16>(double x) { return ember_f2h(
 template <> __device__ __forceinline__ bf16 st<bf16>(float x) { return ember_f2b(x); }
 template <> __device__ __forceinline__ bf16 st<bf16>(double x) { return ember_f2b((float)x); }
 
-// Grid-stride loop over [0, n) with 64-bit indices.
-#define EMBER_GRID_LOOP(i, n)                                                   \
-  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n);             \
-       i += (i64)gridDim.x * blockDim.x)
+// Grid-stride loop over [0, n) in index type I (unsigned 32-bit needs n < 2^31: i plus
+// the grid's stride then stays below 2^32), and the usual 64-bit one.
+#define EMBER_GRID_LOOP_T(I, i, n)                                              \
+  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)(n);            \
+       i += (I)gridDim.x * blockDim.x)
+#define EMBER_GRID_LOOP(i, n) EMBER_GRID_LOOP_T(i64, i, n)
 
 // Stamp a kernel-defining macro out once per floating dtype.
 #define EMBER_FOR_FLOATS(M) M(f32, float) M(f64, double) M(f16, f16) M(bf16, bf16)
