@@ -7,6 +7,11 @@ collecting the GPU tests on a machine without a GPU must not touch it.
 ``EMBER_GPU_TESTS_ON_CPU=1`` dry-runs the suite's test logic with the device
 'cpu' (tests that need a real GPU or CuPy still skip).  That only checks the
 tests themselves; it never counts as running ember on a GPU.
+
+``EMBER_TEST_CUDA_DEVICE=N`` runs the suite's GPU side on ``cuda:N`` while device 0
+stays current: every op must put its work and its result on its arrays' device.
+It needs N + 1 devices (a multi-GPU machine, or the emulation with
+``EMBER_CUDA_EMU_DEVICES``); tests that name ``'cuda'`` themselves stay on device 0.
 """
 import os
 
@@ -26,8 +31,14 @@ def cuda_available():
 
 
 DRY = os.environ.get("EMBER_GPU_TESTS_ON_CPU") == "1"
-DEV = "cpu" if DRY else "cuda"
+_INDEX = os.environ.get("EMBER_TEST_CUDA_DEVICE")
+DEV = "cpu" if DRY else ("cuda" if _INDEX is None else f"cuda:{int(_INDEX)}")
 HAVE_GPU = (not DRY) and cuda_available()
+if HAVE_GPU and _INDEX is not None:
+    import ember.cuda as _ecuda
+    if _ecuda.device_count() <= int(_INDEX):
+        raise RuntimeError(f"EMBER_TEST_CUDA_DEVICE={_INDEX}, but there are only "
+                           f"{_ecuda.device_count()} CUDA device(s)")
 
 #: module-level ``pytestmark`` of every GPU test file
 GPU_MARK = [pytest.mark.cuda,
@@ -42,6 +53,16 @@ RTOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 2e-5, "float64": 1e-12,
         "complex64": 2e-5, "complex128": 1e-12}
 ATOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-6, "float64": 1e-12,
         "complex64": 1e-6, "complex128": 1e-12}
+
+
+def on_test_device():
+    """A block with the test device current (a no-op unless EMBER_TEST_CUDA_DEVICE): for
+    code that means "the current device" (x.cuda(), to('cuda'), CuPy calls)."""
+    if _INDEX is None:
+        import contextlib
+        return contextlib.nullcontext()
+    import ember.cuda
+    return ember.cuda.device(int(_INDEX))
 
 
 def gpu(x):
@@ -71,6 +92,8 @@ def assert_on_device(x):
     if not DRY:
         assert x.is_cuda, f"result is on {x.device}, expected cuda"
         assert x.device.type == "cuda"
+        if _INDEX is not None:
+            assert x.device == ember.Device(DEV), f"result is on {x.device}, expected {DEV}"
 
 
 def _floaty(dt):

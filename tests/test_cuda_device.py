@@ -16,7 +16,8 @@ import pytest
 import ember
 from ember._core import elementwise as _ew
 from cuda_helpers import (DEV, DRY, GPU_MARK, assert_on_device, assert_same, assert_same_tree,
-                          cupy, gpu, host, layout_pairs, real_gpu, settle)
+                          cupy, gpu, host, layout_pairs, on_test_device, real_gpu,
+                          settle)
 from helpers import random_array, values_for
 
 pytestmark = GPU_MARK
@@ -552,7 +553,8 @@ def test_round_trip_keeps_values_dtype_shape(dtype):
     for label, xc, _ in layout_pairs(a):
         for move in (lambda x: x.to(DEV), lambda x: x.to(device=DEV),
                      lambda x: x.cuda() if not DRY else x.to(DEV)):
-            g = move(xc)
+            with on_test_device():                   # x.cuda(): to the current device
+                g = move(xc)
             assert_on_device(g)
             back = g.cpu()
             assert back.device.type == "cpu"
@@ -574,8 +576,9 @@ def test_to_with_dtype_and_device():
 @real_gpu
 def test_to_same_device_is_identity():
     xg = gpu(np.ones(3, np.float32))
-    assert xg.cuda() is xg
-    assert xg.to("cuda") is xg
+    with on_test_device():                       # 'cuda' means the current device
+        assert xg.cuda() is xg
+        assert xg.to("cuda") is xg
     xc = ember.ones(3)
     assert xc.cpu() is xc
 
@@ -596,7 +599,8 @@ def test_cupy_interop_is_zero_copy():
     assert isinstance(c, cp.ndarray)
     assert c.data.ptr == xg.data_ptr()
     assert c.shape == (3, 4) and c.dtype == np.float32
-    c[0, 0] = 42                                 # same memory: visible through ember
+    with on_test_device():                       # CuPy computes on the current device
+        c[0, 0] = 42                             # same memory: visible through ember
     assert host(xg)[0, 0] == 42
     # a strided view keeps its strides
     ct = cp.asarray(xg.T)

@@ -444,13 +444,13 @@ def test_transformer_training_step_never_waits_for_the_gpu(autocast):
     and cross-entropy targets are checked without waiting: ember/cuda/_checks.py)."""
     import ember.amp
     ember.random.manual_seed(0)
-    model = _bench_gpt(vocab=50, seq=16, d=32, heads=4, layers=2).to("cuda")
+    model = _bench_gpt(vocab=50, seq=16, d=32, heads=4, layers=2).to(DEV)
     opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
     rng = np.random.default_rng(0)
     idx = gpu(rng.integers(0, 50, (4, 16)))
     pos = gpu(np.broadcast_to(np.arange(16), (4, 16)).copy())
     tgt = gpu(rng.integers(0, 50, (4 * 16,)))
-    mask = nn.generate_square_subsequent_mask(16).to("cuda")
+    mask = nn.generate_square_subsequent_mask(16).to(DEV)
     _no_sync_steps(model, opt, (idx, pos, mask),
                    lambda out: F.cross_entropy(out.reshape(-1, 50).astype(ember.float32), tgt),
                    None if autocast is None else _half(autocast))
@@ -462,7 +462,7 @@ def test_cnn_training_step_never_waits_for_the_gpu():
     model = nn.Sequential(
         nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-        nn.Linear(16, 10)).to("cuda")
+        nn.Linear(16, 10)).to(DEV)
     opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     x = gpu(rnd(8, 3, 16, 16))
     y = gpu(np.random.default_rng(1).integers(0, 10, 8))
@@ -481,7 +481,7 @@ def test_autocast_dtypes_and_values(dtype):
     import ember.amp
     half = _half(dtype)
     ember.random.manual_seed(0)
-    lin = nn.Linear(16, 8).to("cuda")
+    lin = nn.Linear(16, 8).to(DEV)
     x = gpu(rnd(4, 16))
     ref = lin(x)
     tgt = gpu(np.random.default_rng(1).integers(0, 8, 4))
@@ -512,7 +512,7 @@ def test_autocast_conv_and_training_step_close_to_float32(dtype):
     build = seeded(lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8),
                                          nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                                          nn.Linear(8, 4)))
-    m32, mam = copy.deepcopy(build()).to("cuda"), copy.deepcopy(build()).to("cuda")
+    m32, mam = copy.deepcopy(build()).to(DEV), copy.deepcopy(build()).to(DEV)
     x = gpu(rnd(8, 3, 12, 12))
     y = gpu(np.random.default_rng(1).integers(0, 4, 8))
     l32 = F.cross_entropy(m32(x), y)
@@ -540,7 +540,7 @@ def test_batch_norm_of_16bit_activations_with_float32_parameters(dtype, training
         bn.weight[...] = ember.asarray(np.array([0.5, 1.5, -1.0], np.float32))
         bn.bias[...] = ember.asarray(np.array([0.1, -0.2, 0.3], np.float32))
     ref = copy.deepcopy(bn)
-    bn = bn.to("cuda")
+    bn = bn.to(DEV)
     bn.train(training)
     ref.train(training)
     x16 = gpu(rnd(4, 3, 5, 5, scale=2.0)).astype(half)
@@ -569,7 +569,7 @@ def test_batch_norm_of_16bit_activations_with_float32_parameters(dtype, training
 def test_grad_scaler_scales_unscales_and_skips_inf_steps():
     import ember.amp
     ember.random.manual_seed(0)
-    model = nn.Linear(4, 2).to("cuda")
+    model = nn.Linear(4, 2).to(DEV)
     opt = ember.optim.SGD(model.parameters(), lr=0.1)
     scaler = ember.amp.GradScaler("cuda", init_scale=1024.0, growth_interval=2)
     x = gpu(rnd(8, 4))

@@ -205,11 +205,13 @@ def _owned_key(key):
     if _gpu_key(key):
         # GPU index arrays stay on the GPU, copied as CuPy arrays: the node keeps them
         # whole (rules see ember array arguments only as shape and dtype)
-        from ember.cuda._runtime import as_cupy
+        from ember.cuda._runtime import as_cupy, run_on
 
         def own(k):
             if isinstance(k, ndarray):
-                return as_cupy(k).copy() if k.is_cuda else _np_key(k).copy()
+                # (copied on k's device: CuPy's copy() lands on the current one)
+                return run_on(k.get_device(), as_cupy(k).copy) if k.is_cuda \
+                    else _np_key(k).copy()
             return k
         return own(key) if isinstance(key, ndarray) else tuple(own(k) for k in key)
     key = _np_key(key)

@@ -24,6 +24,7 @@ waits for each check at its op, which points a traceback at the op itself
 True
 """
 import atexit
+import contextlib
 import os
 import sys
 import threading
@@ -155,7 +156,9 @@ def flush(stream=None, only_done=False):
     values = _read_flags([flag for flag, _, _ in todo])
     for (flag, make_error, _), bad in zip(todo, values):
         if bad:
-            err = make_error()
+            dev = getattr(flag, "device", None)       # the message may read the inputs
+            with _cp().cuda.Device(dev.id) if dev is not None else contextlib.nullcontext():
+                err = make_error()
             err.args = ((str(err.args[0]) if err.args else "") + _DEFERRED_NOTE,) + err.args[1:]
             raise err
 

@@ -15,7 +15,11 @@ _FILLED = {"empty": None, "zeros": 0, "ones": 1}
 
 
 def create(name, fn, d, args, kwargs):
-    """ember.<name>(*args, device=d, **kwargs) for a CUDA Device d."""
+    """ember.<name>(*args, device=d, **kwargs) for a CUDA Device d (made current)."""
+    return R.run_on(d.index, _create, name, fn, d, args, kwargs)
+
+
+def _create(name, fn, d, args, kwargs):
     idx = d.index
     requires_grad = kwargs.pop("requires_grad", False)
     if name.endswith("_like"):
@@ -28,7 +32,7 @@ def create(name, fn, d, args, kwargs):
         kwargs.pop("subok", None)
         if kwargs.get("order") in ("K", "A"):
             kwargs.pop("order")             # a fresh GPU array is C-contiguous
-        return _finish(create(base, getattr(creation, base).__wrapped__, d,
+        return _finish(_create(base, getattr(creation, base).__wrapped__, d,
                               (shape,) + tuple(args[1:]), dict(kwargs, dtype=dtype)),
                        requires_grad)
     if name in _FILLED or name == "full":

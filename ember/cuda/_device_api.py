@@ -398,8 +398,11 @@ def reset_peak_memory_stats(device=None):
 
 
 def empty_cache():
-    """Give the cached, unused blocks back to the driver (cudaFree)."""
-    _pool().free_all_blocks()
+    """Give the cached, unused blocks of every device back to the driver (cudaFree)."""
+    c = _cp()
+    for idx in range(c.cuda.runtime.getDeviceCount()):
+        with c.cuda.Device(idx):        # CuPy's pool frees the current device's blocks
+            _pool().free_all_blocks()
 
 
 def memory_stats(device=None):

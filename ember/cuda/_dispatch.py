@@ -118,6 +118,12 @@ def call(op, args, kwargs):
                            f"with .to('{dev}') or .cpu()")
     if _has_numpy(args, kwargs):
         args, kwargs = _upload(args, dev), {k: _upload(v, dev) for k, v in kwargs.items()}
+    return R.run_on(dev.index, _call_on, op, dev, args, kwargs)
+
+
+def _call_on(op, dev, args, kwargs):
+    """call's body, with dev current (and the default and allocation device)."""
+    name = op.name
     prev = _array._swap_default_device(dev)
     prev_alloc = _array._swap_alloc_device(dev)
     try:

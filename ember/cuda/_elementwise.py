@@ -111,8 +111,12 @@ def binary(op, a, b, out):
         y = _launch.binary_contig(op, a, b)
         if y is not None:
             return y
-    name = OPNAMES[op]
     dev = _device_of(a, b, out)
+    return R.run_on(dev.index, _binary, op, a, b, out, dev)
+
+
+def _binary(op, a, b, out, dev):
+    name = OPNAMES[op]
     a = _operand(a, dev, name)
     b = _operand(b, dev, name)
     if out is not None and not (isinstance(out, ndarray) and out.is_cuda and out.device == dev):
@@ -181,8 +185,12 @@ def unary(op, a, out):
         y = _launch.unary_contig(op, a)
         if y is not None:
             return y
-    name = OPNAMES[op]
     dev = _device_of(a, out)
+    return R.run_on(dev.index, _unary, op, a, out, dev)
+
+
+def _unary(op, a, out, dev):
+    name = OPNAMES[op]
     a = _operand(a, dev, name)
     if not isinstance(a, ndarray):
         a = R.from_host(np.asarray(a), dev.index)
@@ -287,6 +295,10 @@ def cast(x, tcode):
 
 def assign(dst, src):
     """dst[...] = src: broadcast src to dst's shape and cast to dst's dtype."""
+    R.run_on(dst.get_device() if dst.is_cuda else src.get_device(), _assign, dst, src)
+
+
+def _assign(dst, src):
     if not dst.is_cuda:
         # a host destination from GPU data: one device-to-host copy
         view = R._array._numpy(dst)

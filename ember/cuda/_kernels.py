@@ -20,9 +20,10 @@ def module(family, device):
     return mod
 
 
-def function(name):
-    """The CUfunction address of kernel `name` on the current device."""
-    dev = cp().cuda.runtime.getDevice()
+def function(name, dev=None):
+    """The CUfunction address of kernel `name` on device dev (default: the current one)."""
+    if dev is None:
+        dev = cp().cuda.runtime.getDevice()
     entry = _functions.get((dev, name))
     if entry is None:
         family = _FAMILY_OF.get(name)
@@ -36,6 +37,9 @@ def function(name):
 
 
 def launch(name, grid, block, args, shmem=0):
-    """Launch kernel `name` on the current stream of the current device."""
-    _launch.launch(name, function(name), grid, block, shmem,
-                   cp().cuda.get_current_stream().ptr, tuple(args))
+    """Launch kernel `name` on the current stream of the current device (every array
+    argument must live there: the caller runs under the device guard)."""
+    c = cp()
+    dev = c.cuda.runtime.getDevice()
+    _launch.launch(name, function(name, dev), grid, block, shmem,
+                   c.cuda.get_current_stream().ptr, tuple(args), dev)

@@ -25,16 +25,18 @@ ctypedef int (*launch_fn)(void* f, unsigned gx, unsigned gy, unsigned gz, unsign
                           unsigned by, unsigned bz, unsigned shmem, void* stream,
                           void** params, void** extra) noexcept nogil
 ctypedef int (*error_fn)(int code, const char** msg) noexcept nogil
+ctypedef int (*ctx_device_fn)(int* device) noexcept nogil
 
 cdef launch_fn _launch = NULL
 cdef error_fn _error_string = NULL
+cdef ctx_device_fn _ctx_device = NULL       # cuCtxGetDevice: the current device
 
 DEF MAXARGS = 40
 
 
 def load_driver():
     """Find cuLaunchKernel in the CUDA driver (raises RuntimeError when absent)."""
-    global _launch, _error_string
+    global _launch, _error_string, _ctx_device
     if _launch != NULL:
         return
     cdef void* h = dlopen(b"libcuda.so.1", RTLD_NOW | RTLD_GLOBAL)
@@ -44,6 +46,7 @@ def load_driver():
                            f"({msg.decode() if msg != NULL else 'unknown error'})")
     _launch = <launch_fn>dlsym(h, b"cuLaunchKernel")
     _error_string = <error_fn>dlsym(h, b"cuGetErrorString")
+    _ctx_device = <ctx_device_fn>dlsym(h, b"cuCtxGetDevice")
     if _launch == NULL:
         raise RuntimeError("ember.cuda: the CUDA driver has no cuLaunchKernel")
 
@@ -60,8 +63,11 @@ cdef inline void _dims(object d, unsigned* out) except *:
         out[2] = <unsigned>d[2] if n > 2 else 1
 
 
-def launch(str name, size_t func, grid, block, unsigned shmem, size_t stream, tuple args):
-    """Launch CUfunction `func` (kernel `name`, for messages) on `stream`.
+def launch(str name, size_t func, grid, block, unsigned shmem, size_t stream, tuple args,
+           int device=-1):
+    """Launch CUfunction `func` (kernel `name`, for messages) on `stream` of `device`
+    (-1: not checked); an array argument of another device is refused, since the
+    kernel would fault on its address.
 
     Each argument is passed by value in the kernel's parameter slot: an ember array
     as the address of its first element, int as 64-bit, float as double,
@@ -86,6 +92,10 @@ def launch(str name, size_t func, grid, block, unsigned shmem, size_t stream, tu
         t = type(a)
         params[i] = &slots[i]
         if isinstance(a, ndarray):
+            if device >= 0 and (<ndarray>a).storage.device_index != device:
+                raise RuntimeError(
+                    f"ember.cuda: kernel {name} launched on cuda:{device} with argument {i} "
+                    f"on {a.device} (an op ran outside its device guard; please report it)")
             slots[i] = <int64_t><size_t>(<ndarray>a).data
         elif t is int:
             if a >= 0:
@@ -164,6 +174,16 @@ def register_cast(int src, int dst, int device, size_t func):
     _casts[(src, dst, device)] = func
 
 
+cdef inline bint _is_current(int dev) noexcept:
+    """Whether dev is the current device: the fast path launches and allocates there
+    (cudaSetDevice makes the device's primary context current, which the driver reports
+    here in a few nanoseconds; an array of another device takes the guarded path)."""
+    cdef int cur = -1
+    if _ctx_device == NULL or _ctx_device(&cur) != 0:
+        return False
+    return cur == dev
+
+
 cdef inline unsigned _grid(Py_ssize_t n, Py_ssize_t itemsize) noexcept:
     # 16-byte vectors, 256 threads a block, at most _max_blocks (see runtime.vec_blocks)
     cdef Py_ssize_t g = ((n * itemsize + 15) // 16 + 255) // 256
@@ -215,7 +235,7 @@ def binary_contig(int op, ndarray a, ndarray b):
             memcmp(a.shape, b.shape, a.ndim * sizeof(Py_ssize_t)) != 0 or a.size == 0:
         return None
     dev = a.storage.device_index
-    if b.storage.device_index != dev:
+    if b.storage.device_index != dev or not _is_current(dev):
         return None
     func = _contig.get((op, a.tcode, dev))
     if func is None:
@@ -238,6 +258,8 @@ def unary_contig(int op, ndarray a):
     if not a.c_contig or a.size == 0:
         return None
     dev = a.storage.device_index
+    if not _is_current(dev):
+        return None
     func = _contig.get((op, a.tcode, dev))
     if func is None:
         return None
@@ -249,6 +271,8 @@ def cast_contig(ndarray a, int dst, Py_ssize_t dst_itemsize):
     if not a.c_contig or a.size == 0:
         return None
     dev = a.storage.device_index
+    if not _is_current(dev):
+        return None
     func = _casts.get((a.tcode, dst, dev))
     if func is None:
         return None

@@ -13,6 +13,7 @@ imported on first use, never by ``import ember``.
 ...     print("cuda:0 3.0")
 cuda:0 3.0
 """
+import functools
 import math
 
 import numpy as np
@@ -79,6 +80,52 @@ class _on:
         return False
 
 
+# ---------------------------------------------------------------- the device guard
+# CuPy allocates and launches on the *current* device, whatever the arrays' device;
+# an op on cuda:1 arrays must run with cuda:1 current (PyTorch's device guard), and
+# must leave the caller's current device as it found it.
+
+def gpu_index(args, kwargs=None):
+    """The device index of the first GPU ember array among args (and kwargs' values),
+    looking one level into lists and tuples; -1 when there is none."""
+    for a in args:
+        if isinstance(a, ndarray):
+            if a.is_cuda:
+                return a.get_device()
+        elif isinstance(a, (list, tuple)):
+            for e in a:
+                if isinstance(e, ndarray) and e.is_cuda:
+                    return e.get_device()
+    if kwargs:
+        return gpu_index(tuple(kwargs.values()))
+    return -1
+
+
+def run_on(idx, fn, *args, **kwargs):
+    """fn(*args, **kwargs) with CUDA device idx current (idx < 0: as it is)."""
+    if idx < 0:
+        return fn(*args, **kwargs)
+    rt = cp().cuda.runtime
+    prev = rt.getDevice()
+    if idx == prev:
+        return fn(*args, **kwargs)
+    rt.setDevice(idx)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        rt.setDevice(prev)
+
+
+def on_arrays_device(fn):
+    """Decorate a GPU function so that it runs on the device of its first GPU array
+    argument (for functions the nn and autograd code calls directly, outside the op
+    dispatcher, which guards every public op)."""
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        return run_on(gpu_index(args, kwargs), fn, *args, **kwargs)
+    return guarded
+
+
 def np_dtype(dtype):
     return dtype_from_code(_code(dtype))
 
@@ -131,11 +178,16 @@ def empty(shape, dtype, device=None):
 
 
 def memset0(x):
-    """Zero every byte of x's memory region (x C-contiguous), asynchronously."""
+    """Zero every byte of x's memory region (x C-contiguous), asynchronously, on the
+    current stream of x's device."""
     nbytes = x.size * x.itemsize
     if nbytes:
-        c = cp()
-        c.cuda.runtime.memsetAsync(x.data_ptr(), 0, nbytes, c.cuda.get_current_stream().ptr)
+        run_on(x.get_device(), _memset0, x.data_ptr(), nbytes)
+
+
+def _memset0(ptr, nbytes):
+    c = cp()
+    c.cuda.runtime.memsetAsync(ptr, 0, nbytes, c.cuda.get_current_stream().ptr)
 
 
 def zeros(shape, dtype, device=None):
@@ -176,6 +228,10 @@ def from_cupy(c_arr):
 def to_numpy(x):
     """A host copy of GPU array x (waits for the GPU, then reports a failed input check
     of an earlier op: see ember.cuda._checks)."""
+    return run_on(x.get_device(), _to_numpy, x)
+
+
+def _to_numpy(x):
     c = cp()
     values = c.asnumpy(as_cupy(x))          # (on the current stream, which it waits for)
     _checks.flush(c.cuda.get_current_stream())
@@ -217,9 +273,32 @@ def transfer(x, d):
     if not x.is_cuda:
         return from_host(_array._numpy(x), idx)
     out = empty(x.shape, x.dtype, idx)
-    with _on(idx):
-        as_cupy(out)[...] = as_cupy(x)
+    if out.size:
+        _copy_across(out, x)
     return out
+
+
+def _copy_across(out, x):
+    """out[...] = x for C-contiguous out on another device than x, in stream order on
+    both sides (PyTorch's cross-device copy_): the destination's stream waits for
+    what x's stream queued before, and x's stream waits for the copy, so x's memory
+    is not reused under it."""
+    c = cp()
+    src, dst = x.get_device(), out.get_device()
+    if not x.is_contiguous():
+        x = x.copy()                # (on x's device)
+    with _on(src):
+        src_stream = c.cuda.get_current_stream()
+        ready = c.cuda.Event(disable_timing=True)
+        ready.record(src_stream)
+    with _on(dst):
+        dst_stream = c.cuda.get_current_stream()
+        dst_stream.wait_event(ready)
+        as_cupy(out).data.copy_from_device_async(as_cupy(x).data, out.size * out.itemsize,
+                                                 dst_stream)
+        done = c.cuda.Event(disable_timing=True)
+        done.record(dst_stream)
+    src_stream.wait_event(done)
 
 
 def astype(x, dtype):
@@ -233,16 +312,19 @@ def astype(x, dtype):
     y = _launch.cast_contig(x, code, dt.itemsize)
     if y is not None:
         return y
+    return run_on(x.get_device(), _astype, x, dt, code)
+
+
+def _astype(x, dt, code):
+    from ember.cuda import _launch
     pair = (suffix(x.dtype), suffix(dt))
     if pair in CASTS and x.size and x.is_contiguous():
         from ember.cuda._kernels import function
         dev = x.get_device()
         y = empty(x.shape, dt, dev)
         name = f"ember_cast_{pair[0]}_{pair[1]}"
-        with _on(dev):
-            launch(name, vec_blocks(x.size, max(x.itemsize, dt.itemsize)), 256,
-                   (x, y, x.size))
-            _launch.register_cast(_code(x.dtype), code, dev, function(name))
+        launch(name, vec_blocks(x.size, max(x.itemsize, dt.itemsize)), 256, (x, y, x.size))
+        _launch.register_cast(_code(x.dtype), code, dev, function(name))
         return y
     return from_cupy(as_cupy(x).astype(dt, order="C", copy=True))
 
@@ -258,7 +340,7 @@ def dlpack(x, *, stream=None, max_version=None, dl_device=None, copy=None):
     _checks.flush()             # the consumer must not read what a failed check left
     c = as_cupy(x)
     if copy:
-        c = c.copy()
+        c = run_on(x.get_device(), c.copy)
     bf16 = c.dtype == BFLOAT16
     if bf16:                    # exported as uint16, then tagged kDLBfloat (as on the CPU)
         c = c.view(np.uint16)

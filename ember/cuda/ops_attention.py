@@ -77,6 +77,7 @@ def _sdpa(query, key, value, bias, scale):
     return R.from_cupy(out), R.from_cupy(p)
 
 
+@R.on_arrays_device
 def sdpa_grad(g_out, g_p, p, query, key, value, bias_grad, scale):
     """attention._sdpa_grad's first-order branch for GPU arrays: (dq, dk, dv, dbias, None)."""
     q, k, v = R.as_cupy(query), R.as_cupy(key), R.as_cupy(value)
@@ -100,6 +101,7 @@ def _self_attention_core(qkv, bias, num_heads, scale, bf):
     return R.from_cupy(out), R.from_cupy(p)
 
 
+@R.on_arrays_device
 def core_grad(g_out, g_p, p, qkv, num_heads, scale, bf, bias_grad):
     """attention._core_grad's first-order branch for GPU arrays: (dqkv, dbias, None, None,
     None), dqkv packed like qkv."""

@@ -88,6 +88,7 @@ def _check_range(idx, n, axis, shape, wait=False):
     _checks.defer(flag, lambda: _range_error(idx, n, axis, shape))
 
 
+@R.on_arrays_device
 def getitem_advanced(x, key):
     """x[key] with integer / boolean index arrays (a copy), on x's GPU."""
     k = _key(key, x)
@@ -98,6 +99,7 @@ def getitem_advanced(x, key):
     return R.from_cupy(res)
 
 
+@R.on_arrays_device
 def setitem_advanced(x, key, value):
     """x[key] = value with index arrays, written into x's GPU memory."""
     c = R.cp()

@@ -211,6 +211,7 @@ def coef(g, reduction, target, ignore_index, weight):
     return g
 
 
+@R.on_arrays_device
 def cross_entropy_nc_grad(g, x, target, weight, ignore_index, reduction, label_smoothing):
     """loss._ce_nc_grad for GPU arrays (both its create_graph and its kernel branch)."""
     from ember._core.array import _is_grad_enabled
@@ -264,6 +265,7 @@ def _nll_backward(g, x, target, weight, ignore_index, reduction):
     return R.from_cupy(dx)
 
 
+@R.on_arrays_device
 def nll_nc_grad(g, x, target, weight, ignore_index, reduction):
     """loss._nll_nc_grad for GPU arrays."""
     from ember._core.array import _is_grad_enabled

@@ -112,12 +112,14 @@ def _device_index(x):
 
 # ------------------------------------------------------------------ the kernel twins
 
+@R.on_arrays_device
 def new_stats(rows, n, like):
     """An uninitialised (rows, n) statistics array on like's device, in the accumulator
     type of like's dtype."""
     return R.empty((int(rows), int(n)), _acc(like.dtype), device=_device_index(like))
 
 
+@R.on_arrays_device
 def contig(x):
     """x itself when C-contiguous, else a C-contiguous copy (device-agnostic)."""
     return x if x.is_contiguous() else x.copy()
@@ -129,6 +131,7 @@ def _ln_rows(x):
     return (x.size // N if N else 0), N
 
 
+@R.on_arrays_device
 def layer_norm_forward(x, weight, bias, eps, stats):
     """Layer norm over the last axis of x; fills stats (2, M): mean, 1/std; returns y."""
     M, N = _ln_rows(x)
@@ -148,6 +151,7 @@ def _row_sums(a):
     return mm(cp.ones((a.shape[0],), dtype=a.dtype), a)
 
 
+@R.on_arrays_device
 def layer_norm_backward(g, x, weight, stats, need_x, need_wb):
     """(gx, gw, gb) of layer norm; None where not needed; gw/gb are the row sums of
     g * xhat and g (also without weight/bias: the caller picks)."""
@@ -188,6 +192,7 @@ def _bn_apply(xc, mean, invstd, w, b, N, C, S):
     return y
 
 
+@R.on_arrays_device
 def batch_norm_train_forward(x, weight, bias, eps, stats):
     """Batch norm with batch statistics; fills stats (3, C): mean, 1/std, biased
     variance; returns y."""
@@ -208,6 +213,7 @@ def batch_norm_train_forward(x, weight, bias, eps, stats):
     return R.from_cupy(_bn_apply(xc, st[0], st[1], weight, bias, N, C, S))
 
 
+@R.on_arrays_device
 def batch_norm_update_running(running_mean, running_var, stats, momentum, count):
     """running = (1 - momentum) * running + momentum * batch statistic, in place on the
     GPU arrays; the variance enters unbiased, as in PyTorch.  (The caller bumps their
@@ -228,6 +234,7 @@ def batch_norm_update_running(running_mean, running_var, stats, momentum, count)
         ac[...] = new.astype(ac.dtype)
 
 
+@R.on_arrays_device
 def batch_norm_eval_forward(x, running_mean, running_var, weight, bias, eps):
     """Batch norm with running statistics; returns (y, mean, 1/std), the last two
     float64 (C,) arrays as on the CPU."""
@@ -241,6 +248,7 @@ def batch_norm_eval_forward(x, running_mean, running_var, weight, bias, eps):
     return R.from_cupy(y), R.from_cupy(mean64), R.from_cupy(rstd64)
 
 
+@R.on_arrays_device
 def batch_norm_backward(g, x, weight, stats, running, need_x):
     """(gx, gw, gb) of batch norm.  Training (running None): stats is the forward's
     (3, C) array.  Evaluation: running = (mean, 1/std) (C,) arrays and gx = g * w / std.
@@ -285,6 +293,7 @@ def batch_norm_backward(g, x, weight, stats, running, need_x):
     return gx, R.from_cupy(gw), R.from_cupy(gb)
 
 
+@R.on_arrays_device
 def group_norm_forward(x, G, weight, bias, eps, stats):
     """Group norm of x (N, C, ...) with G groups; fills stats (2, N*G): mean, 1/std per
     sample and group; returns y."""
@@ -307,6 +316,7 @@ def group_norm_forward(x, G, weight, bias, eps, stats):
     return R.from_cupy(y)
 
 
+@R.on_arrays_device
 def group_norm_backward(g, x, G, weight, stats, need_x):
     """(gx, gw, gb) of group norm; gw, gb are the per-channel sums of g * xhat and g."""
     cp = R.cp()

@@ -14,6 +14,8 @@ The draw functions take ember.random's arguments plus ``device`` and return embe
 arrays on that device; ember.random routes ``device='cuda'`` calls here, and
 dropout takes its masks from ``dropout_mask``.
 """
+import functools
+
 import numpy as np
 
 from ember.cuda import _runtime as R
@@ -174,6 +176,16 @@ def _finish(c):
 
 # ---------------------------------------------------------------- draws
 
+def _on_named_device(fn):
+    """Run a draw with its `device` current (CuPy computes and allocates there)."""
+    @functools.wraps(fn)
+    def run(*args, device=None, **kwargs):
+        idx = _index(device)
+        return R.run_on(idx, fn, *args, device=idx, **kwargs)
+    return run
+
+
+@_on_named_device
 def uniform(low=0.0, high=1.0, size=None, dtype=None, device=None):
     """Uniform samples in [low, high) on a CUDA device (see ember.random.uniform)."""
     idx = _index(device)
@@ -187,6 +199,7 @@ def uniform(low=0.0, high=1.0, size=None, dtype=None, device=None):
     return _finish((lo + (hi - lo) * u).astype(dt))
 
 
+@_on_named_device
 def normal(loc=0.0, scale=1.0, size=None, dtype=None, device=None):
     """Normal samples (mean loc, standard deviation scale) on a CUDA device."""
     idx = _index(device)
@@ -200,21 +213,22 @@ def normal(loc=0.0, scale=1.0, size=None, dtype=None, device=None):
 
 
 def standard_normal(size=None, dtype=None, device=None):
-    return normal(0.0, 1.0, size, dtype, device)
+    return normal(0.0, 1.0, size, dtype, device=device)
 
 
 def random(size=None, dtype=None, device=None):
-    return uniform(0.0, 1.0, size, dtype, device)
+    return uniform(0.0, 1.0, size, dtype, device=device)
 
 
 def rand(*shape, dtype=None, device=None):
-    return uniform(0.0, 1.0, shape if shape else None, dtype, device)
+    return uniform(0.0, 1.0, shape if shape else None, dtype, device=device)
 
 
 def randn(*shape, dtype=None, device=None):
-    return normal(0.0, 1.0, shape if shape else None, dtype, device)
+    return normal(0.0, 1.0, shape if shape else None, dtype, device=device)
 
 
+@_on_named_device
 def integers(low, high=None, size=None, dtype=np.int64, endpoint=False, device=None):
     """Integers in [low, high) ([low, high] with endpoint) on a CUDA device."""
     if high is None:
@@ -237,6 +251,7 @@ def randint(low, high=None, size=None, dtype=np.int64, device=None):
     return integers(low, high, size, dtype, device=device)
 
 
+@_on_named_device
 def bernoulli(p, size=None, dtype=None, device=None):
     """1.0 with probability p, else 0.0, on a CUDA device."""
     idx = _index(device)
@@ -246,6 +261,7 @@ def bernoulli(p, size=None, dtype=None, device=None):
     return _finish((u < pv).astype(_float_dtype(dtype)))
 
 
+@_on_named_device
 def dropout_mask(shape, dtype, p, scaled=True, device=None):
     """dropout's mask on a CUDA device: 0 with probability p, else 1 / (1 - p) (1 when not
     `scaled`), of `dtype`.  The keep test reads a float32 Philox uniform for every dtype."""
@@ -259,6 +275,7 @@ def dropout_mask(shape, dtype, p, scaled=True, device=None):
         return _finish(m)
 
 
+@R.on_arrays_device
 def fill_uniform_(x, low=0.0, high=1.0):
     """Overwrite CUDA array x with U(low, high) samples (for nn.init); returns x."""
     idx = _index(x.device)
@@ -268,6 +285,7 @@ def fill_uniform_(x, low=0.0, high=1.0):
     return x
 
 
+@R.on_arrays_device
 def fill_normal_(x, mean=0.0, std=1.0):
     """Overwrite CUDA array x with N(mean, std**2) samples (for nn.init); returns x."""
     idx = _index(x.device)

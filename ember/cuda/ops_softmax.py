@@ -103,6 +103,7 @@ def _forward(opname, input, dim, axis, dtype, log, stacklevel=5):
     return R.from_cupy(y if y.dtype == dt else y.astype(dt))
 
 
+@R.on_arrays_device
 def softmax_backward(g, y, d, log):
     """The first-order softmax / log_softmax gradient (softmax.py's _backward without
     create_graph) for ember GPU arrays g and y along axis d (>= 0)."""

@@ -97,6 +97,7 @@ def _bad_index_error(idx, V, ishape, opname):
                       f"for {where}")
 
 
+@R.on_arrays_device
 def index_add_rows(src, idx, n_out, skip_index=-1):
     """out (n_out, D) zeros, then out[idx[i]] += src[i] for idx[i] != skip_index (cupy in,
     cupy out; src (n, D) contiguous, idx (n,) int64 in range)."""
@@ -149,6 +150,7 @@ def _embedding_backward(grad, indices, num_weights, padding_idx, scale):
     return R.from_cupy(index_add_rows(g, idx, int(num_weights), pad))
 
 
+@R.on_arrays_device
 def inverse_counts(input, weight):
     """scale_grad_by_freq's factor on the GPU: 1 / (occurrences of each index in the batch),
     shaped input.shape + (1,), of weight's dtype (an ember GPU array)."""
@@ -159,6 +161,7 @@ def inverse_counts(input, weight):
     return R.from_cupy(inv.reshape(tuple(input.shape) + (1,)).astype(weight.dtype))
 
 
+@R.on_arrays_device
 def renorm_(weight, indices, max_norm, norm_type):
     """embedding's max_norm on the GPU: rows of `weight` referenced by `indices` scaled in
     place to norm <= max_norm (the CPU's _renorm_)."""

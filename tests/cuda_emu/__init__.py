@@ -41,8 +41,23 @@ def _cooperative(name):
     return stem.startswith(_COOPERATIVE) or stem.endswith(_COOP_SUFFIX)
 
 
+def _same_device(what, args):
+    """A kernel reads only arrays of the current device (the emulated devices have no
+    peer access: on a GPU, another device's pointer is an illegal address)."""
+    import fakecupy
+    if fakecupy.N_DEVICES == 1:
+        return
+    cur = fakecupy.runtime.getDevice()
+    for a in args:
+        dev = a.get_device() if getattr(a, "is_cuda", False) else getattr(a, "_emu_dev", cur)
+        if dev != cur:
+            raise RuntimeError(f"{what}: an argument lives on cuda:{dev} but the launch is "
+                               f"on cuda:{cur}: an illegal memory access on a GPU (emulated)")
+
+
 def _launch(name, grid, block, args, shmem=0):
     import cuda_host_kernels as hk
+    _same_device(name, args)
     if _cooperative(name):
         whole = name.endswith("_full_pass1")    # writes one partial per block
         hk.ember_launch(name, grid, block, args, max_threads=32,
@@ -73,7 +88,11 @@ def install():
     _kernels.launch = _launch_kernel
     _kernels.function = lambda name: 0
     model = CublasModel()
-    _gemm._cublas_gemm = lambda p, first, second, c, alpha: model(p, first, second, c, alpha)
+
+    def gemm(p, first, second, c, alpha):
+        _same_device("cublasGemmStridedBatchedEx", (first, second, c))
+        return model(p, first, second, c, alpha)
+    _gemm._cublas_gemm = gemm
 
 
 _launch_kernel = _launch

@@ -66,6 +66,7 @@ extern "C" void run_f64(long long n, {decl.replace("T*", "double*")}, double* ou
 
     def __call__(self, *args, size=None):
         import fakecupy
+        fakecupy._on_current_device(self.name, args)
         arrs = [a for (t, _), a in zip(self.ins, args) if t == "T"]
         dt = np.result_type(*[np.asarray(a).dtype for a in arrs])
         if dt not in (np.float32, np.float64):

@@ -15,6 +15,7 @@ that fail on a real GPU (``cupy.clip(x, min=...)``, ``cupy.lexsort(k, axis=0)``)
 import contextlib
 import ctypes
 import inspect
+import os
 import sys
 import types
 import weakref
@@ -27,6 +28,11 @@ except Exception:                   # pragma: no cover - CuPy not installed
     _REAL = None
 
 __version__ = "14.2.0+ember-emulation"
+
+# EMBER_CUDA_EMU_DEVICES=N emulates N devices without peer access, the strict case: a
+# CuPy call or kernel launch given an array of a device other than the current one
+# fails, as CuPy's peer-access check and an illegal-address fault would on a GPU.
+N_DEVICES = max(1, int(os.environ.get("EMBER_CUDA_EMU_DEVICES", "1")))
 
 
 # ------------------------------------------------------------------ memory
@@ -48,32 +54,40 @@ class MemoryPointer:
     def __int__(self):
         return self.ptr
 
+    def copy_from_device_async(self, src, size, stream=None):
+        """A device-to-device copy (across devices too, as cudaMemcpyAsync with UVA)."""
+        ctypes.memmove(self.ptr, src.ptr, int(size))
+
+    def copy_from_device(self, src, size):
+        ctypes.memmove(self.ptr, src.ptr, int(size))
+
 
 class MemoryPool:
-    """Counts the bytes of live allocations (CuPy's pool of the emulated device)."""
+    """Counts the bytes of live allocations, per device (CuPy's default pool reports
+    the current device's)."""
 
     def __init__(self):
-        self._used = 0
-        self._total = 0
+        self._used = [0] * N_DEVICES
+        self._total = [0] * N_DEVICES
 
-    def _alloc(self, nbytes):
-        self._used += nbytes
-        self._total = max(self._total, self._used)
+    def _alloc(self, nbytes, dev):
+        self._used[dev] += nbytes
+        self._total[dev] = max(self._total[dev], self._used[dev])
 
-    def _free(self, nbytes):
-        self._used -= nbytes
+    def _free(self, nbytes, dev):
+        self._used[dev] -= nbytes
 
     def used_bytes(self):
-        return self._used
+        return self._used[runtime._device]
 
     def total_bytes(self):
-        return self._total
+        return self._total[runtime._device]
 
     def free_bytes(self):
-        return self._total - self._used
+        return self.total_bytes() - self.used_bytes()
 
     def free_all_blocks(self, stream=None):
-        self._total = self._used
+        self._total[runtime._device] = self._used[runtime._device]
 
     def n_free_blocks(self):
         return 0
@@ -93,9 +107,10 @@ def alloc(nbytes):
     buf = np.empty(max(nbytes, 1) + 256, np.uint8)
     base = buf.ctypes.data
     ptr = (base + 255) & ~255                       # CuPy's pool hands out aligned blocks
-    mem = Memory(ptr, nbytes, keep=buf)
-    _POOL._alloc(nbytes)
-    weakref.finalize(mem, _POOL._free, nbytes)
+    dev = runtime._device
+    mem = Memory(ptr, nbytes, keep=buf, device_id=dev)
+    _POOL._alloc(nbytes, dev)
+    weakref.finalize(mem, _POOL._free, nbytes, dev)
     return MemoryPointer(mem, 0)
 
 
@@ -170,17 +185,24 @@ class ndarray(np.ndarray):
         buf = (ctypes.c_char * max(hi - lo, 1)).from_address(mp.ptr + lo)
         arr = np.ndarray(shape, dtype, buffer=buf, offset=-lo, strides=strides).view(cls)
         arr._emu_mem = mp.mem
+        arr._emu_dev = mp.device_id
         return arr
 
     def __array_finalize__(self, obj):
         self._emu_mem = getattr(obj, "_emu_mem", None)
+        # a view stays on its base's device; a fresh result is made on the current one
+        self._emu_dev = getattr(obj, "_emu_dev", runtime._device)
 
     # CuPy wraps out-of-range integer-array indices around where NumPy raises
     # ("Differences between CuPy and NumPy"); ember's deferred checks rely on that
     def __getitem__(self, key):
+        if N_DEVICES > 1 and _has_index_array(key):        # a gather kernel on a GPU
+            _on_current_device("__getitem__", self, key)
         return super().__getitem__(_wrap_key(self.shape, key))
 
     def __setitem__(self, key, value):
+        if N_DEVICES > 1:
+            _on_current_device("__setitem__", self, key, value)
         super().__setitem__(_wrap_key(self.shape, key), value)
 
     def __array_wrap__(self, arr, context=None, return_scalar=False):
@@ -200,11 +222,12 @@ class ndarray(np.ndarray):
         b = base.view(np.ndarray)
         lo, hi = _extent(b.shape, b.strides, b.itemsize)
         start = b.__array_interface__["data"][0] + lo
-        return MemoryPointer(Memory(start, hi - lo, keep=base), ptr - start)
+        return MemoryPointer(Memory(start, hi - lo, keep=base, device_id=self._emu_dev),
+                             ptr - start)
 
     @property
     def device(self):
-        return Device(0)
+        return Device(self._emu_dev)
 
     def get(self, stream=None, order="C", out=None):
         host = np.array(self.view(np.ndarray), order=order, copy=True)
@@ -224,6 +247,74 @@ class ndarray(np.ndarray):
 
     def toDlpack(self):
         return self.view(np.ndarray).__dlpack__()
+
+
+
+def _arrays_in(values):
+    for v in values:
+        if isinstance(v, ndarray):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from _arrays_in(v)
+        elif isinstance(v, dict):
+            yield from _arrays_in(tuple(v.values()))
+
+
+def _has_index_array(key):
+    items = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, (np.ndarray, list)) for k in items)
+
+
+def _on_current_device(op, *values):
+    """CuPy's check before a kernel runs: every array on the current device (the
+    emulated devices have no peer access)."""
+    cur = runtime._device
+    for a in _arrays_in(values):
+        if a._emu_dev != cur:
+            raise ValueError(f"{op}: The device where the array resides ({a._emu_dev}) is "
+                             f"different from the current device ({cur}). Peer access is "
+                             f"unavailable between these devices. (emulated)")
+
+
+def _plain(v):
+    if isinstance(v, ndarray):
+        return v.view(np.ndarray)
+    if isinstance(v, tuple):
+        return tuple(_plain(e) for e in v)
+    return v
+
+
+def _checked_ufunc(self, ufunc, method, *inputs, **kwargs):
+    _on_current_device(f"{ufunc.__name__}.{method}", inputs, kwargs)
+    out = kwargs.get("out")
+    res = getattr(ufunc, method)(*_plain(inputs), **{k: _plain(v) for k, v in kwargs.items()})
+    if out is not None:
+        return out[0] if len(out) == 1 else out
+    return _wrap(res)
+
+
+def _checked_function(self, func, types, args, kwargs):
+    _on_current_device(func.__name__, args, kwargs)
+    return super(ndarray, self).__array_function__(func, types, args, kwargs)
+
+
+def _checked_astype(self, *args, **kwargs):
+    _on_current_device("astype", self)
+    return np.ndarray.astype(self, *args, **kwargs)
+
+
+def _copy_to_current(self, order="C"):
+    """CuPy's copy() reads an array of any device into the current device."""
+    out = np.ndarray.copy(self.view(np.ndarray), order=order).view(ndarray)
+    out._emu_dev = runtime._device
+    return out
+
+
+if N_DEVICES > 1:           # the checks cost time: only where there is a second device
+    ndarray.__array_ufunc__ = _checked_ufunc
+    ndarray.__array_function__ = _checked_function
+    ndarray.astype = _checked_astype
+    ndarray.copy = _copy_to_current
 
 
 def _wrap_key(shape, key):
@@ -330,7 +421,9 @@ def _from_interface(obj):
     shape = tuple(cai["shape"])
     strides = cai.get("strides")
     ptr = cai["data"][0]
-    mem = UnownedMemory(ptr, 0, obj)
+    # CuPy asks the driver which device owns the pointer; an ember array knows it
+    dev = obj.get_device() if hasattr(obj, "get_device") else runtime._device
+    mem = UnownedMemory(ptr, 0, obj, device_id=dev)
     arr = ndarray(shape, dt, memptr=MemoryPointer(mem, 0), strides=strides)
     lo, hi = _extent(shape, arr.strides, dt.itemsize)
     mem.ptr, mem.size = ptr + lo, hi - lo
@@ -374,7 +467,7 @@ class Stream:
         else:
             Stream._ids[0] += 16
             self.ptr = Stream._ids[0]
-        self.device_id = 0
+        self.device_id = -1 if null else runtime._device       # CuPy's null stream: -1
         self._prev = []
 
     done = True
@@ -390,26 +483,31 @@ class Stream:
         event.record(self)
         return event
 
+    def _device(self):
+        return runtime._device if self.device_id < 0 else self.device_id
+
     def use(self):
-        _STREAM[0] = self
+        _STREAM[self._device()] = self
         return self
 
     def __enter__(self):
-        self._prev.append(_STREAM[0])
-        _STREAM[0] = self
+        d = self._device()
+        self._prev.append(_STREAM.get(d, Stream.null))
+        _STREAM[d] = self
         return self
 
     def __exit__(self, *exc):
-        _STREAM[0] = self._prev.pop()
+        _STREAM[self._device()] = self._prev.pop()
         return False
 
 
 Stream.null = Stream(null=True)
-_STREAM = [Stream.null]
+_STREAM = {}            # device -> its current stream (each device has its own, as in CuPy)
 
 
-def get_current_stream(device_id=None):
-    return _STREAM[0]
+def get_current_stream(device_id=-1):
+    return _STREAM.get(runtime._device if device_id is None or device_id < 0 else device_id,
+                       Stream.null)
 
 
 class Event:
@@ -445,13 +543,13 @@ class _Runtime(types.ModuleType):
         return self._device
 
     def setDevice(self, d):
-        if int(d) != 0:
+        if not 0 <= int(d) < N_DEVICES:
             raise RuntimeError(f"cudaErrorInvalidDevice: invalid device ordinal {d} (the "
-                               f"emulation has one device)")
+                               f"emulation has {N_DEVICES} device(s))")
         self._device = int(d)
 
     def getDeviceCount(self):
-        return 1
+        return N_DEVICES
 
     def deviceSynchronize(self):
         pass
@@ -461,7 +559,7 @@ class _Runtime(types.ModuleType):
         return total - _POOL.used_bytes(), total
 
     def getDeviceProperties(self, d):
-        if int(d) != 0:
+        if not 0 <= int(d) < N_DEVICES:
             raise RuntimeError(f"cudaErrorInvalidDevice: invalid device ordinal {d}")
         return _properties(d)
 
