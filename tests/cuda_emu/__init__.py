@@ -5,8 +5,12 @@ kernel launch runs the host build of the real CUDA kernel (tests/cuda_host_kerne
 the same .cu source, blocks and threads on the CPU), cuBLAS is the column-major model of
 tests/cublas_model.py and CuPy ElementwiseKernels compile as host C++.  ember's own code
 (dispatch, glue, autograd, the GPU ops) runs unchanged, so the GPU suites exercise it
-without a GPU.  It is an emulation: it never counts as a GPU run, has one device, no
-real streams, and nothing of CUDA's timing or memory model.
+without a GPU.  It is an emulation: it never counts as a GPU run, has no real streams,
+and nothing of CUDA's timing or memory model.  It has one device, or N with
+``EMBER_CUDA_EMU_DEVICES=N``: devices without peer access, where a CuPy call, kernel
+launch or GEMM given an array of a device other than the current one fails (as CuPy's
+peer-access check or an illegal address would on a GPU), results land on the current
+device, and each device has its own pool and current stream.
 
 Status (2026-11-23, second pass): every tests/test_cuda_*.py suite runs through
 emulated (test_cuda_kernels' raw RawModule launches skip: they need NVRTC and a GPU).
@@ -17,6 +21,10 @@ and checks, eye() inside a GPU backward, clip(min=/max=), where=/initial=.  fake
 accepts only the installed CuPy's signatures and wraps out-of-range indices as CuPy
 does, so calls CuPy would refuse fail here too.  CI runs every suite emulated (about
 five minutes on two cores), and tests/test_cuda_cupy_api.py checks the signatures.
+
+Two devices (2026-11-23, third pass): with the suites' arrays on cuda:1 and device 0
+current (EMBER_TEST_CUDA_DEVICE=1), 1,763 of test_cuda_device's 1,862 cases failed
+before ember had a device guard; every suite passes now, and CI runs it that way too.
 """
 import os
 import sys
