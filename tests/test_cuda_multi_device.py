@@ -242,9 +242,15 @@ def test_memory_is_counted_on_the_devices_own_pool():
 def test_streams_are_per_device():
     s1 = ember.cuda.Stream(device=1)
     assert s1.device == D1
-    assert ember.cuda.current_stream(1).device in (D1, ember.Device("cuda", -1))
+    assert ember.cuda.current_stream(1).device == D1
+    assert ember.cuda.default_stream(1).device == D1
+    assert ember.cuda.current_stream().device == D0
     x = on1(rnd(16))
-    with ember.cuda.device(1), ember.cuda.stream(s1):
+    with ember.cuda.stream(s1):             # makes its device current too, as in PyTorch
+        assert ember.cuda.current_device() == 1
+        assert ember.cuda.current_stream() == s1
         y = x * 2
+    assert ember.cuda.current_device() == 0
+    assert ember.cuda.current_stream(1) != s1
     s1.synchronize()
     same(y, ember.asarray(rnd(16)) * 2)

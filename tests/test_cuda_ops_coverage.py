@@ -457,6 +457,17 @@ STAT_CASES = [
     C("nanquantile_bad_q", lambda a: ember.nanquantile(a, 1.5), _N, error=True),
     *[C(f"nanquantile_{m}", lambda a, m=m: ember.nanquantile(a, 0.35, axis=1, method=m), _N)
       for m in ("higher", "nearest", "midpoint")],
+    # NumPy's other methods, at quantiles that hit their ties, ends and interpolation
+    *[C(f"nanquantile_{m}_q_arr", lambda a, q, m=m: ember.nanquantile(a, q, axis=1, method=m),
+        _N, np.array([0.0, 0.1, 0.25, 0.5, 0.6, 0.75, 0.99, 1.0]), rtol=R64)
+      for m in ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+                "interpolated_inverted_cdf", "hazen", "weibull", "median_unbiased",
+                "normal_unbiased", "linear", "lower", "higher", "midpoint", "nearest")],
+    C("nanpercentile_weibull_f32", lambda a: ember.nanpercentile(a, 90.0, axis=0,
+                                                                  method="weibull"),
+      NANS((4, 5), "float32", 16)),
+    C("nanquantile_bad_method", lambda a: ember.nanquantile(a, 0.5, method="cubic"), _N,
+      error=True),
     C("nanquantile_axes", lambda a: ember.nanquantile(a, 0.6, axis=(0, 2), keepdims=True),
       np.where(F((3, 4, 5), seed=9) > 1, np.nan, F((3, 4, 5), seed=9)), rtol=R64),
     C("nanquantile_f32_q_arr_axis", lambda a, q: ember.nanquantile(a, q, axis=0),

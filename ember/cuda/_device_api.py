@@ -233,10 +233,11 @@ class Stream:
 
     def __init__(self, device=None, priority=0, *, _cupy_stream=None):
         c = _cp()
+        self._dev = _index(device)
         if _cupy_stream is not None:
             self._s = _cupy_stream
         else:
-            with device_ctx(device):
+            with device_ctx(self._dev):
                 self._s = c.cuda.Stream(non_blocking=True, priority=priority)
 
     @property
@@ -247,7 +248,8 @@ class Stream:
     @property
     def device(self):
         from ember._core.array import Device
-        return Device("cuda", self._s.device_id)
+        # (CuPy's null stream object reports -1: it is every device's legacy stream)
+        return Device("cuda", self._s.device_id if self._s.device_id >= 0 else self._dev)
 
     def synchronize(self):
         self._s.synchronize()
@@ -269,11 +271,18 @@ class Stream:
         self.wait_event(other.record_event())
 
     def __enter__(self):
+        # the stream's device becomes current too (PyTorch's StreamContext): CuPy keeps
+        # one current stream per device, and the block's ops must queue on this one
+        self._prev_device = _cp().cuda.runtime.getDevice()
+        _cp().cuda.runtime.setDevice(self.device.index)
         self._s.__enter__()
         return self
 
     def __exit__(self, *exc):
-        return self._s.__exit__(*exc)
+        try:
+            return self._s.__exit__(*exc)
+        finally:
+            _cp().cuda.runtime.setDevice(self._prev_device)
 
     def __eq__(self, other):
         return isinstance(other, Stream) and other._s.ptr == self._s.ptr
@@ -286,16 +295,17 @@ class Stream:
 
 
 def current_stream(device=None):
-    """The stream ember ops queue on now."""
+    """The stream ember ops on `device` (default: the current device) queue on now."""
     c = _cp()
-    with device_ctx(device):
-        return Stream(_cupy_stream=c.cuda.get_current_stream())
+    idx = _index(device)
+    with device_ctx(idx):
+        return Stream(idx, _cupy_stream=c.cuda.get_current_stream())
 
 
 def default_stream(device=None):
     c = _cp()
-    with device_ctx(device):
-        return Stream(_cupy_stream=c.cuda.Stream.null)
+    idx = _index(device)
+    return Stream(idx, _cupy_stream=c.cuda.Stream.null)
 
 
 class stream:

@@ -15,6 +15,7 @@ arrays on that device; ember.random routes ``device='cuda'`` calls here, and
 dropout takes its masks from ``dropout_mask``.
 """
 import functools
+import inspect
 
 import numpy as np
 
@@ -177,11 +178,16 @@ def _finish(c):
 # ---------------------------------------------------------------- draws
 
 def _on_named_device(fn):
-    """Run a draw with its `device` current (CuPy computes and allocates there)."""
+    """Run a draw with its `device` argument (positional or keyword) current: CuPy
+    computes and allocates on the current device."""
+    sig = inspect.signature(fn)
+
     @functools.wraps(fn)
-    def run(*args, device=None, **kwargs):
-        idx = _index(device)
-        return R.run_on(idx, fn, *args, device=idx, **kwargs)
+    def run(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        idx = _index(bound.arguments.get("device"))
+        bound.arguments["device"] = idx
+        return R.run_on(idx, fn, *bound.args, **bound.kwargs)
     return run
 
 

@@ -234,17 +234,71 @@ def _cupy_takes(name, keyword):
 
 # CuPy has no nanquantile / nanpercentile: q scale of each
 _NAN_QUANTILES = {"nanquantile": 1.0, "nanpercentile": 100.0}
-_Q_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+# NumPy's methods (Hyndman & Fan): the continuous ones by their (alpha, beta) plotting
+# positions, the virtual index of quantile q in n numbers being
+# n q + alpha + q (1 - alpha - beta) - 1 ('linear' is (n - 1) q, as NumPy writes it)
+_CONTINUOUS = {"interpolated_inverted_cdf": (0.0, 1.0), "hazen": (0.5, 0.5),
+               "weibull": (0.0, 0.0), "median_unbiased": (1 / 3.0, 1 / 3.0),
+               "normal_unbiased": (3 / 8.0, 3 / 8.0)}
+_Q_METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+              *_CONTINUOUS, "linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _discrete_index(cp, method, n, q):
+    """The order statistic a discrete method picks (an integer index, unclipped), or
+    None for the methods that interpolate."""
+    if method == "lower":
+        return cp.floor((n - 1) * q)
+    if method == "higher":
+        return cp.ceil((n - 1) * q)
+    if method == "nearest":
+        return cp.around((n - 1) * q)          # (halves to even, as NumPy)
+    if method in ("inverted_cdf", "closest_observation"):
+        v = n * q - 1 if method == "inverted_cdf" else n * q - 1.5
+        lo = cp.floor(v)
+        at_lo = (v - lo) == 0
+        if method == "closest_observation":   # the even order statistic at a tie
+            at_lo &= (lo % 2) == 1
+        return cp.where(at_lo, lo, lo + 1)
+    return None
+
+
+def _interpolation(cp, method, n, q):
+    """(lower index, upper index, weight) of an interpolating method, as NumPy's
+    _quantile: past the top both neighbours are the last number (index -1), below the
+    bottom both are the first, and the weight is the virtual index minus the lower one
+    (NumPy's arithmetic, so that infinite neighbours give the same NaN or inf)."""
+    if method == "averaged_inverted_cdf":
+        v = n * q - 1
+    elif method == "midpoint":
+        v = 0.5 * (cp.floor((n - 1) * q) + cp.ceil((n - 1) * q))
+    elif method == "linear":
+        v = (n - 1) * q
+    else:
+        alpha, beta = _CONTINUOUS[method]
+        v = n * q + (alpha + q * (1 - alpha - beta)) - 1
+    lo = cp.floor(v)
+    hi = lo + 1
+    above, below = v >= n - 1, v < 0
+    lo, hi = cp.where(above, -1.0, lo), cp.where(above, -1.0, hi)
+    lo, hi = cp.where(below, 0.0, lo), cp.where(below, 0.0, hi)
+    t = v - lo
+    if method == "averaged_inverted_cdf":
+        t = cp.where(t == 0, 0.5, 1.0)
+    elif method == "midpoint":
+        t = cp.where(v % 1 == 0, 0.0, 0.5)
+    return lo, hi, t
 
 
 def _nan_quantile(v, q, axis=None, method="linear", keepdims=False, scale=1.0):
     """NumPy's nanquantile on CuPy array v: each slice sorted (NaNs last), its count of
-    numbers n, the order statistic at q * (n - 1) by `method`; NaN for all-NaN slices."""
+    numbers n, the order statistic(s) that `method` reads at q in those n numbers
+    (NumPy's 13 methods); NaN for all-NaN slices."""
     cp = R.cp()
     name = "nanquantile" if scale == 1.0 else "nanpercentile"
     if method not in _Q_METHODS:
-        raise NotImplementedError(f"{name}: method {method!r} is not implemented for CUDA "
-                                  f"arrays (only {', '.join(_Q_METHODS)}); use x.cpu()")
+        raise ValueError(f"{name}: {method!r} is not a valid method. Use one of: "
+                         f"{', '.join(_Q_METHODS)}")
     qa = cp.asarray(q, dtype=np.float64) / scale
     if bool(cp.any((qa < 0) | (qa > 1))):
         raise ValueError(f"{name}: quantiles must be in the range [0, {scale:g}]")
@@ -257,25 +311,23 @@ def _nan_quantile(v, q, axis=None, method="linear", keepdims=False, scale=1.0):
     work = work.transpose(kept + list(axes))
     work = work.reshape(work.shape[:len(kept)] + (-1,))         # (kept..., N)
     srt = cp.sort(work, axis=-1)                                # NaNs last
-    n = (~cp.isnan(work)).sum(axis=-1)                          # numbers per slice
-    pos = qa.reshape(qa.shape + (1,) * n.ndim) * (n - 1)        # (q..., kept...)
+    n = (~cp.isnan(work)).sum(axis=-1).astype(np.float64)       # numbers per slice
+    qb = qa.reshape(qa.shape + (1,) * n.ndim)                   # (q..., kept...)
     srt = cp.broadcast_to(srt, qa.shape + srt.shape)
     last = max(srt.shape[-1] - 1, 0)
 
     def at(i):
+        # index -1 is the slice's last number (n - 1): NumPy indexes the numbers alone
+        i = cp.minimum(cp.where(i < 0, n - 1, i), n - 1)
         i = cp.clip(i, 0, last).astype(np.int64)[..., None]
         return cp.take_along_axis(srt, i, axis=-1)[..., 0]
-    lo, hi = cp.floor(pos), cp.ceil(pos)
-    if method == "lower":
-        res = at(lo)
-    elif method == "higher":
-        res = at(hi)
-    elif method == "nearest":
-        res = at(cp.around(pos))
-    elif method == "midpoint":
-        res = (at(lo) + at(hi)) / 2
+    idx = _discrete_index(cp, method, n, qb)
+    if idx is not None:
+        res = at(cp.maximum(idx, 0))
     else:
-        a, b, t = at(lo), at(hi), (pos - lo).astype(srt.dtype)
+        lo, hi, t = _interpolation(cp, method, n, qb)
+        a, b = at(lo), at(hi)
+        t = t.astype(srt.dtype)
         res = cp.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
     res = cp.where(n == 0, cp.asarray(np.nan, res.dtype), res)
     if keepdims:

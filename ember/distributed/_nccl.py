@@ -11,7 +11,8 @@ go through MPI.
 Limits (NCCL's): no receive from "any source", no bitwise reductions, no
 timeouts (a rank that never joins makes the others wait at their next
 synchronisation).  Each process drives one GPU: the current device when the
-group is made (``device_id=`` or ``LOCAL_RANK`` choose it).
+group is made (``device_id=`` or ``LOCAL_RANK`` choose it); collectives run with
+that device current, whichever device the caller has made current since.
 """
 import os
 
@@ -225,6 +226,19 @@ def _done(opname, async_op, finish=None):
 
 # ------------------------------------------------------------------ collectives
 
+def _on_comm_device(fn):
+    """Run a collective with the communicator's GPU current: NCCL queues on that
+    device's current stream whichever device the caller left current."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(g, *args, **kwargs):
+        from ember.cuda import _runtime as R
+        return R.run_on(g.nccl_device, fn, g, *args, **kwargs)
+    return run
+
+
+@_on_comm_device
 def all_reduce(g, tensor, op, async_op):
     _check(g, tensor, "all_reduce", "tensor")
     b = _Contig(tensor, True)
@@ -235,6 +249,7 @@ def all_reduce(g, tensor, op, async_op):
     return _done("all_reduce", async_op, b.finish)
 
 
+@_on_comm_device
 def broadcast(g, tensor, src, async_op):
     _check(g, tensor, "broadcast", "tensor")
     b = _Contig(tensor, g.rank != src)
@@ -244,6 +259,7 @@ def broadcast(g, tensor, src, async_op):
     return _done("broadcast", async_op, b.finish)
 
 
+@_on_comm_device
 def reduce(g, tensor, dst, op, async_op):
     _check(g, tensor, "reduce", "tensor")
     b = _Contig(tensor, g.rank == dst)
@@ -259,6 +275,7 @@ def _empty(shape, dtype, g):
     return R.empty(tuple(shape), dtype, device=g.nccl_device)
 
 
+@_on_comm_device
 def all_gather_into_tensor(g, output, input, async_op, opname="all_gather_into_tensor"):
     """`output` holds the ranks' `input`s back to back (shape checked by the caller)."""
     _check(g, output, opname, "output_tensor")
@@ -271,6 +288,7 @@ def all_gather_into_tensor(g, output, input, async_op, opname="all_gather_into_t
     return _done(opname, async_op, dst.finish)
 
 
+@_on_comm_device
 def all_gather(g, tensor_list, tensor, async_op):
     _check(g, tensor, "all_gather", "tensor")
     for i, t in enumerate(tensor_list):
@@ -289,6 +307,7 @@ def all_gather(g, tensor_list, tensor, async_op):
     return _done("all_gather", async_op, finish)
 
 
+@_on_comm_device
 def reduce_scatter_tensor(g, output, input, op, async_op, opname="reduce_scatter_tensor"):
     _check(g, output, opname, "output")
     _check(g, input, opname, "input")
@@ -301,6 +320,7 @@ def reduce_scatter_tensor(g, output, input, op, async_op, opname="reduce_scatter
     return _done(opname, async_op, dst.finish)
 
 
+@_on_comm_device
 def reduce_scatter(g, output, input_list, op, async_op):
     _check(g, output, "reduce_scatter", "output")
     tmp = _empty((g.size,) + tuple(output.shape), output.dtype, g)
@@ -312,6 +332,7 @@ def reduce_scatter(g, output, input_list, op, async_op):
     return reduce_scatter_tensor(g, output, tmp, op, async_op, "reduce_scatter")
 
 
+@_on_comm_device
 def gather(g, tensor, gather_list, dst, async_op):
     """Grouped point-to-point calls (NCCL has no gather)."""
     nccl = _nccl()
@@ -345,6 +366,7 @@ def gather(g, tensor, gather_list, dst, async_op):
     return _done("gather", async_op, finish)
 
 
+@_on_comm_device
 def scatter(g, tensor, scatter_list, src, async_op):
     nccl = _nccl()
     _check(g, tensor, "scatter", "tensor")
@@ -376,6 +398,7 @@ def scatter(g, tensor, scatter_list, src, async_op):
     return _done("scatter", async_op, finish)
 
 
+@_on_comm_device
 def send(g, tensor, dst, async_op=False):
     _check(g, tensor, "send", "tensor")
     b = _Contig(tensor, False)
@@ -384,6 +407,7 @@ def send(g, tensor, dst, async_op=False):
     return _done("send", async_op)
 
 
+@_on_comm_device
 def recv(g, tensor, src, async_op=False):
     if src is None:
         raise ValueError("recv: the NCCL backend cannot receive from any rank (src=None); "
@@ -395,6 +419,7 @@ def recv(g, tensor, src, async_op=False):
     return _done("recv", async_op, b.finish)
 
 
+@_on_comm_device
 def barrier(g, async_op):
     """An all-reduce of one number on the GPU, then (unless async) wait for it: every
     rank's earlier GPU work is then done too, as PyTorch's NCCL barrier."""

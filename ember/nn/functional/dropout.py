@@ -30,7 +30,7 @@ def _mask(shape, dtype, p, scaled=True, device=None):
     `scaled`), on `device` (a CUDA device draws from its own Philox generator)."""
     if device is not None and device.type == "cuda":
         from ember.cuda.ops_random import dropout_mask
-        return dropout_mask(shape, dtype, p, scaled, device)
+        return dropout_mask(shape, dtype, p, scaled, device=device)
     import ember.random
     draw = dtype if dtype in (np.float32, np.float64) else np.float32
     u = ember.random._global._g.random(shape, dtype=draw)
