@@ -321,6 +321,55 @@ def test_batch_norm_statistics_and_parameter_gradients(dtype, sfx, N, C, S):
     np.testing.assert_allclose(_f64(db), want1, rtol=tol * 4, atol=tol * 4)
 
 
+# (N, C, S, parts): parts that split a sample, parts shorter than a block, more parts
+# than blocks (the grid strides), a last part shorter than the others, spatial size 1
+@pytest.mark.parametrize("N,C,S,parts", [(3, 2, 70, 4), (2, 3, 11, 7), (5, 2, 1, 3),
+                                         (4, 1, 33, 5)])
+@pytest.mark.parametrize("dtype,sfx", [(np.float32, "f32"), (np.float16, "f16_p32"),
+                                       (BFLOAT16, "bf16_p32"), (np.float64, "f64")])
+def test_batch_norm_split_reductions(dtype, sfx, N, C, S, parts):
+    """The _partial kernels over (channel, part) blocks and the _finish merges give the
+    statistics and parameter gradients of the one-block-per-channel kernels."""
+    k = hk.load("norm")
+    x = _data((N, C, S), dtype) * 2 + 5
+    acc = _acc(dtype)
+    dsfx = SFX[np.dtype(dtype)]
+    partial = np.full(C * parts * 3, np.nan, acc)
+    k.call_cooperative(f"ember_batch_norm_stats_partial_{dsfx}", x, partial, hk.i64(N),
+                       hk.i64(C), hk.i64(S), hk.i64(parts), grid=3, block=32)
+    mean, inv = np.empty(C, acc), np.empty(C, acc)
+    rm, rv = np.zeros(C, dtype), np.ones(C, dtype)
+    k.call(f"ember_batch_norm_stats_finish_{dsfx}", partial, mean, inv, rm, rv, hk.i64(N),
+           hk.i64(C), hk.i64(S), hk.i64(parts), hk.f64(1e-5), hk.f64(0.1), grid=2, block=1)
+    x64 = _f64(x)
+    mu, var = x64.mean(axis=(0, 2)), x64.var(axis=(0, 2))
+    tol = _tol16(dtype, 1e-5)
+    np.testing.assert_allclose(mean, mu, rtol=tol, atol=tol)
+    np.testing.assert_allclose(inv, 1 / np.sqrt(var + 1e-5), rtol=tol, atol=tol)
+    M = N * S
+    np.testing.assert_allclose(_f64(rv), 0.9 + 0.1 * var * M / (M - 1), rtol=tol * 4,
+                               atol=tol * 4)
+    np.testing.assert_allclose(_f64(rm), 0.1 * mu, rtol=tol * 4, atol=tol * 4)
+    counts = partial.reshape(C, parts, 3)[:, :, 2]
+    n = -(-M // parts)
+    np.testing.assert_array_equal(counts, [[max(0, min(n, M - p * n)) for p in range(parts)]] * C)
+    dy = _data((N, C, S), dtype, 1)
+    partial2 = np.full(C * parts * 2, np.nan, acc)
+    k.call_cooperative(f"ember_batch_norm_bwd_reduce_partial_{sfx}", dy, x, mean, inv, partial2,
+                       hk.i64(N), hk.i64(C), hk.i64(S), hk.i64(parts), grid=2, block=32)
+    s1, s2 = np.empty(C, acc), np.empty(C, acc)
+    pdt = np.float32 if sfx.endswith("_p32") else dtype
+    dg, db = np.empty(C, pdt), np.empty(C, pdt)
+    k.call(f"ember_batch_norm_bwd_reduce_finish_{sfx}", partial2, s1, s2, dg, db, hk.i64(C),
+           hk.i64(parts), grid=1, block=2)
+    xhat = (x64 - mu[None, :, None]) / np.sqrt(var + 1e-5)[None, :, None]
+    want1, want2 = _f64(dy).sum(axis=(0, 2)), (_f64(dy) * xhat).sum(axis=(0, 2))
+    np.testing.assert_allclose(s1, want1, rtol=tol * 4, atol=tol * 4)
+    np.testing.assert_allclose(s2, want2, rtol=tol * 4, atol=tol * 4)
+    np.testing.assert_allclose(_f64(dg), want2, rtol=tol * 4, atol=tol * 4)
+    np.testing.assert_allclose(_f64(db), want1, rtol=tol * 4, atol=tol * 4)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ["sum", "mean", "max", "min"])
 def test_reductions(dtype, kind):

@@ -15,7 +15,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember import nn
-from cuda_helpers import (DEV, GPU_MARK, assert_on_device, assert_same, gpu,
+from cuda_helpers import (DEV, DRY, GPU_MARK, assert_on_device, assert_same, gpu,
                           host, real_gpu)
 
 pytestmark = GPU_MARK
@@ -157,6 +157,20 @@ def test_layer_matches_cpu(case):
     name, build, shapes = case
     inputs = [rnd(*s, seed=i + 1) for i, s in enumerate(shapes)]
     compare_module(seeded(build)(), inputs)
+
+
+@pytest.mark.parametrize("build,shape", [
+    (lambda: nn.BatchNorm2d(3), (4, 3, 10, 10)),
+    (lambda: nn.BatchNorm2d(2, affine=False, momentum=0.3), (3, 2, 7, 9)),
+    (lambda: nn.BatchNorm1d(2), (50, 2)),
+], ids=["2d", "2d_noaffine", "1d"])
+def test_batch_norm_with_split_channel_reductions(monkeypatch, build, shape):
+    """Few channels of many values: each channel's statistics and parameter gradients
+    are reduced by several blocks and merged (forced here with tiny parts)."""
+    if not DRY:
+        from ember.cuda import ops_norm
+        monkeypatch.setattr(ops_norm, "_MIN_PART", 7)
+    compare_module(seeded(build)(), [rnd(*shape, scale=3.0) + 2.0])
 
 
 def test_layers_in_eval_mode():

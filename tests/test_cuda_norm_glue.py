@@ -25,6 +25,12 @@ def _null(a):
     return None if isinstance(a, int) and a == 0 else _np(a)
 
 
+def _parts(v, parts):
+    """v cut into `parts` contiguous pieces of ceil(len / parts) values (the kernels' cut)."""
+    n = -(-v.size // parts)
+    return [v[p * n:(p + 1) * n] for p in range(parts)]
+
+
 class Kernels:
     """NumPy models of the batch-norm kernels; records (name, parameter dtypes)."""
 
@@ -59,6 +65,27 @@ class Kernels:
         _np(invstd)[...] = 1.0 / np.sqrt(v + eps)
         self.launched.append((f"stats_{sfx}", ()))
 
+    def batch_norm_stats_partial(self, sfx, x, partial, N, C, S, parts):
+        # Welford (mean, m2, n) of each contiguous part of each channel's N*S values
+        xc = self._ncs(_np(x), N, C, S).transpose(1, 0, 2).reshape(C, N * S)
+        out = _np(partial).reshape(C, parts, 3)
+        for c in range(C):
+            for p, seg in enumerate(_parts(xc[c], parts)):
+                out[c, p] = (seg.mean() if seg.size else 0.0,
+                             ((seg - seg.mean()) ** 2).sum() if seg.size else 0.0, seg.size)
+        self.launched.append((f"stats_partial_{sfx}", ()))
+
+    def batch_norm_stats_finish(self, sfx, partial, mean, invstd, rm, rv, N, C, S, parts,
+                                eps, momentum):
+        assert _null(rm) is None and _null(rv) is None
+        q = _np(partial).reshape(C, parts, 3).astype(np.float64)
+        n = q[:, :, 2].sum(axis=1)
+        m = (q[:, :, 0] * q[:, :, 2]).sum(axis=1) / n
+        m2 = (q[:, :, 1] + q[:, :, 2] * (q[:, :, 0] - m[:, None]) ** 2).sum(axis=1)
+        _np(mean)[...] = m
+        _np(invstd)[...] = 1.0 / np.sqrt(m2 / n + eps)
+        self.launched.append((f"stats_finish_{sfx}", ()))
+
     def batch_norm_apply(self, sfx, x, mean, invstd, gamma, beta, y, N, C, S):
         x, y, gamma, beta = _np(x), _np(y), _null(gamma), _null(beta)
         self._check_params(sfx, x, gamma, beta)
@@ -86,6 +113,28 @@ class Kernels:
             dbeta[...] = s1
         self.launched.append((f"bwd_reduce_{sfx}", ()))
 
+    def batch_norm_bwd_reduce_partial(self, sfx, dy, x, mean, invstd, partial, N, C, S, parts):
+        g = self._ncs(_np(dy), N, C, S)
+        xhat = (self._ncs(_np(x), N, C, S) - _np(mean)[:, None]) * _np(invstd)[:, None]
+        out = _np(partial).reshape(C, parts, 2)
+        for c in range(C):
+            gs = _parts(g[:, c].reshape(-1), parts)
+            hs = _parts((g * xhat)[:, c].reshape(-1), parts)
+            out[c] = [(a.sum(), b.sum()) for a, b in zip(gs, hs)]
+        self.launched.append((f"bwd_reduce_partial_{sfx}", ()))
+
+    def batch_norm_bwd_reduce_finish(self, sfx, partial, sum_dy, sum_dy_xhat, dgamma, dbeta,
+                                     C, parts):
+        dgamma, dbeta = _null(dgamma), _null(dbeta)
+        q = _np(partial).reshape(C, parts, 2)
+        _np(sum_dy)[...] = q[:, :, 0].sum(axis=1)
+        _np(sum_dy_xhat)[...] = q[:, :, 1].sum(axis=1)
+        if dgamma is not None:
+            dgamma[...] = q[:, :, 1].sum(axis=1)
+        if dbeta is not None:
+            dbeta[...] = q[:, :, 0].sum(axis=1)
+        self.launched.append((f"bwd_reduce_finish_{sfx}", ()))
+
     def batch_norm_bwd_input(self, sfx, dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, dx,
                              N, C, S):
         x, gamma, dx = _np(x), _null(gamma), _np(dx)
@@ -108,7 +157,7 @@ def kernels(monkeypatch):
                                         "ascontiguousarray")})
     fake = types.SimpleNamespace(
         cp=lambda: fake_cp, as_cupy=_np, from_cupy=lambda c: ember.asarray(c),
-        launch=k, blocks=lambda n, t=256: 1, suffix=lambda dt: {
+        launch=k, blocks=lambda n, t=256: 1, max_resident_blocks=lambda: 64, suffix=lambda dt: {
             "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(
                 np.dtype(dt).name), is_gpu=lambda a: True,
         empty=lambda shape, dtype, device=None: ember.empty(shape, dtype=dtype))
@@ -131,9 +180,12 @@ def _reference(x32, w, b, g32):
             None if bt is None else bt.grad.numpy())
 
 
+@pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("dtype", [np.float16, BFLOAT16, np.float32])
 @pytest.mark.parametrize("affine", [True, False])
-def test_training_forward_and_backward(kernels, dtype, affine):
+def test_training_forward_and_backward(kernels, monkeypatch, dtype, affine, split):
+    if split:       # few channels of many values: S blocks per channel, then a merge
+        monkeypatch.setattr(ops_norm, "_MIN_PART", 8)
     shape, C = (4, 3, 5, 2), 3
     x32 = _r(shape, 0)
     g32 = _r(shape, 1)
@@ -158,9 +210,15 @@ def test_training_forward_and_backward(kernels, dtype, affine):
         np.testing.assert_allclose(gb.numpy(), ref[3], rtol=1e-4, atol=1e-4)
     mixed = np.dtype(dtype).itemsize == 2
     names = [n for n, _ in kernels.launched]
-    assert names == ["stats_" + ("f16" if dtype == np.float16 else "bf16" if mixed else "f32")] \
-        + [f"{s}_{names[1].split('_', 1)[1]}" for s in ("apply", "bwd_reduce", "bwd_input")]
-    assert names[1].endswith("_p32") == mixed
+    sfx = "f16" if dtype == np.float16 else "bf16" if mixed else "f32"
+    psfx = sfx + ("_p32" if mixed else "")
+    if split:       # 40 values per channel in parts of at least 8: ceil(16 / 3) = 6 -> 5
+        assert names == [f"stats_partial_{sfx}", f"stats_finish_{sfx}", f"apply_{psfx}",
+                         f"bwd_reduce_partial_{psfx}", f"bwd_reduce_finish_{psfx}",
+                         f"bwd_input_{psfx}"]
+    else:
+        assert names == [f"stats_{sfx}", f"apply_{psfx}", f"bwd_reduce_{psfx}",
+                         f"bwd_input_{psfx}"]
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BFLOAT16])

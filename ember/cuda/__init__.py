@@ -107,9 +107,13 @@ def kernel_names(family):
                            "cross_entropy_fwd", "cross_entropy_bwd"))
     if family == "norm":
         return (_per_dtype(("layer_norm_fwd", "layer_norm_bwd_input", "layer_norm_bwd_params",
-                            "batch_norm_stats", "batch_norm_apply", "batch_norm_bwd_reduce",
+                            "batch_norm_stats", "batch_norm_stats_partial",
+                            "batch_norm_stats_finish", "batch_norm_apply", "batch_norm_bwd_reduce",
+                            "batch_norm_bwd_reduce_partial", "batch_norm_bwd_reduce_finish",
                             "batch_norm_bwd_input"))
-                + _per_dtype(("batch_norm_apply", "batch_norm_bwd_reduce", "batch_norm_bwd_input"),
+                + _per_dtype(("batch_norm_apply", "batch_norm_bwd_reduce",
+                              "batch_norm_bwd_reduce_partial", "batch_norm_bwd_reduce_finish",
+                              "batch_norm_bwd_input"),
                              dtypes=("f16", "bf16"), variants=("_p32",)))
     if family == "index":
         return _per_dtype(("gather", "index_select", "embedding_fwd", "scatter_add", "index_add",

@@ -9,7 +9,8 @@ Two layers:
 * the ``@gpu_op`` registrations of the four defops, written with them.
 
 Kernels (norm.cu): layer norm forward / input gradient (one block per row), batch
-norm statistics, apply and backward (one block per channel for the reductions).
+norm statistics, apply and backward (one block per channel for the reductions, or
+several per channel and a merge when there are too few channels to fill the GPU).
 Batch norm of float16 / bfloat16 data runs as itself with float32 parameters (the
 ``_p32`` kernels), as PyTorch's mixed batch norm: no widened copy of the activations.
 Group norm is layer norm over (N*G) rows of C/G*S values followed by the
@@ -59,6 +60,35 @@ def _threads(n):
 
 def _grid(rows):
     return max(1, min(int(rows), _GRID_CAP))
+
+
+#: fewest elements a part of a split batch-norm reduction gets (see _bn_parts)
+_MIN_PART = 16384
+
+
+def _bn_parts(C, M):
+    """How many parts to cut each channel's M elements into for the batch-norm
+    reductions: 1 (one block per channel) when there are channels enough to fill the GPU,
+    else enough parts for about four blocks per multiprocessor, each of at least
+    _MIN_PART elements."""
+    want = -(-(R.max_resident_blocks() // 4) // max(C, 1))
+    return max(1, min(want, M // _MIN_PART))
+
+
+def _bn_reduce(name, stem, C, M, whole, part, finish, per, acc):
+    """Launch batch-norm reduction `stem` (kernel names from `name(stem)`) over C channels
+    of M values: the one-block-per-channel kernel with arguments `whole`, or, split, the
+    _partial kernel over (channel, part) blocks with arguments part(partials, parts) and
+    the _finish kernel that merges each channel's partials (`per` values each) in part
+    order, with arguments finish(partials, parts)."""
+    parts = _bn_parts(C, M)
+    if parts == 1:
+        R.launch(name(stem), _grid(C), _threads(M), whole)
+        return
+    partials = _e(R.cp().empty((C * parts * per,), dtype=acc))
+    R.launch(name(stem + "_partial"), _grid(C * parts), _threads(-(-M // parts)),
+             part(partials, parts))
+    R.launch(name(stem + "_finish"), R.blocks(C), 256, finish(partials, parts))
 
 
 def _pdt(dtype):
@@ -205,8 +235,11 @@ def batch_norm_train_forward(x, weight, bias, eps, stats):
     # The kernel computes 1/sqrt(var + eps); with eps = 0 its result gives the variance
     # back exactly enough (var = 1/r**2) for the running update, and 1/std with the real
     # eps follows from it.
-    R.launch(_kernel("batch_norm_stats", xc.dtype), _grid(C), _threads(N * S),
-             (_e(xc), _e(st[0]), _e(st[2]), 0, 0, N, C, S, 0.0, 0.0))
+    _bn_reduce(lambda stem: _kernel(stem, xc.dtype), "batch_norm_stats", C, N * S,
+               (_e(xc), _e(st[0]), _e(st[2]), 0, 0, N, C, S, 0.0, 0.0),
+               lambda p, parts: (_e(xc), p, N, C, S, parts),
+               lambda p, parts: (p, _e(st[0]), _e(st[2]), 0, 0, N, C, S, parts, 0.0, 0.0),
+               3, st.dtype)
     r = st[2]
     cp.reciprocal(r * r, out=st[2])                      # biased variance
     cp.reciprocal(cp.sqrt(st[2] + st.dtype.type(eps)), out=st[1])
@@ -275,9 +308,11 @@ def batch_norm_backward(g, x, weight, stats, running, need_x):
     sum_dy_xhat = cp.empty((C,), dtype=acc)
     gw = cp.empty((C,), dtype=pdt)
     gb = cp.empty((C,), dtype=pdt)
-    R.launch(_bn_kernel("batch_norm_bwd_reduce", xc.dtype), _grid(C), _threads(N * S),
-             (_e(gc), _e(xc), _e(mean), _e(invstd), _e(sum_dy), _e(sum_dy_xhat), _e(gw),
-              _e(gb), N, C, S))
+    outs = (_e(sum_dy), _e(sum_dy_xhat), _e(gw), _e(gb))
+    ins = (_e(gc), _e(xc), _e(mean), _e(invstd))
+    _bn_reduce(lambda stem: _bn_kernel(stem, xc.dtype), "batch_norm_bwd_reduce", C, N * S,
+               ins + outs + (N, C, S), lambda p, parts: ins + (p, N, C, S, parts),
+               lambda p, parts: (p,) + outs + (C, parts), 2, acc)
     gx = None
     if need_x:
         if running is None:

@@ -10,7 +10,8 @@
 //   ember_layer_norm_bwd_params_<dt>  dgamma = sum_rows dy * xhat, dbeta = sum_rows dy
 //                                     (one thread per column: coalesced, no atomics)
 // Batch norm: x is (N, C, HW) contiguous (HW = product of spatial dims, 1 for
-// BatchNorm1d on (N, C)); statistics per channel over N*HW values, one block per channel.
+// BatchNorm1d on (N, C)); statistics per channel over N*HW values, one block per channel,
+// or, for few channels of many values, S blocks per channel and a merge (_partial, _finish).
 //   ember_batch_norm_stats_<dt>       mean / invstd (AccT); optionally updates the
 //                                     running stats in place with the unbiased variance
 //   ember_batch_norm_apply_<dt>       y = (x - mean) * invstd * gamma + beta (also eval:
@@ -158,6 +159,28 @@ struct SampleWalk {
   }
 };
 
+// One channel's statistics from its merged Welford state: mean, 1/sqrt(var + eps), and
+// the running statistics (unbiased variance) when given.
+template <typename T>
+__device__ __forceinline__ void bn_stats_store(Welford<typename AccT<T>::type> w, i64 c, i64 M,
+                                               typename AccT<T>::type* mean_out,
+                                               typename AccT<T>::type* invstd_out, T* running_mean,
+                                               T* running_var, double eps, double momentum) {
+  typedef typename AccT<T>::type A;
+  mean_out[c] = w.mean;
+  invstd_out[c] = m_rsqrt(w.m2 / (A)M + (A)eps);
+  if (running_mean) {
+    const A mom = (A)momentum;
+    running_mean[c] = st<T>((A(1) - mom) * (A)ld(running_mean[c]) + mom * w.mean);
+  }
+  if (running_var) {
+    const A mom = (A)momentum;
+    // M == 1 divides by zero: NaN/inf, as torch (which also warns; the launcher can).
+    const A unbiased = w.m2 / (A)(M - 1);
+    running_var[c] = st<T>((A(1) - mom) * (A)ld(running_var[c]) + mom * unbiased);
+  }
+}
+
 template <typename T>
 __device__ void bn_stats(const T* __restrict__ x, typename AccT<T>::type* __restrict__ mean_out,
                          typename AccT<T>::type* __restrict__ invstd_out, T* running_mean, T* running_var,
@@ -170,20 +193,7 @@ __device__ void bn_stats(const T* __restrict__ x, typename AccT<T>::type* __rest
     for (SampleWalk it(threadIdx.x, blockDim.x, HW); it.n < N; it.next())
       welford_add(w, (A)ld(x[(it.n * C + c) * HW + it.s]));
     w = welford_block(w, shm);
-    if (threadIdx.x == 0) {
-      mean_out[c] = w.mean;
-      invstd_out[c] = m_rsqrt(w.m2 / (A)M + (A)eps);
-      if (running_mean) {
-        const A mom = (A)momentum;
-        running_mean[c] = st<T>((A(1) - mom) * (A)ld(running_mean[c]) + mom * w.mean);
-      }
-      if (running_var) {
-        const A mom = (A)momentum;
-        // M == 1 divides by zero: NaN/inf, as torch (which also warns; the launcher can).
-        const A unbiased = w.m2 / (A)(M - 1);
-        running_var[c] = st<T>((A(1) - mom) * (A)ld(running_var[c]) + mom * unbiased);
-      }
-    }
+    if (threadIdx.x == 0) bn_stats_store<T>(w, c, M, mean_out, invstd_out, running_mean, running_var, eps, momentum);
   }
 }
 
@@ -257,6 +267,113 @@ __device__ void bn_bwd_reduce(const T* __restrict__ dy, const T* __restrict__ x,
   }
 }
 
+// Split reductions.  One block per channel leaves most of the GPU idle when there are
+// few channels of many elements (a CNN's first layers: 64 channels of N*112*112), and
+// one block cannot keep enough loads in flight to stream a channel fast.  Then each
+// channel's M = N*HW elements are cut into S contiguous parts, one block per (channel,
+// part) writes a partial result, and a second kernel merges each channel's S partials
+// in part order, so the result does not depend on scheduling.
+__device__ __forceinline__ void bn_part(i64 M, i64 S, i64 p, i64& lo, i64& hi) {
+  const i64 len = (M + S - 1) / S;
+  lo = p * len;
+  hi = lo + len < M ? lo + len : M;
+}
+
+// partial[3 * (c * S + p) + {0, 1, 2}] = Welford (mean, m2, n) of part p of channel c
+template <typename T>
+__device__ void bn_stats_partial(const T* __restrict__ x, typename AccT<T>::type* __restrict__ partial,
+                                 i64 N, i64 C, i64 HW, i64 S) {
+  typedef typename AccT<T>::type A;
+  __shared__ Welford<A> shm[32];
+  const i64 M = N * HW;
+  for (i64 b = blockIdx.x; b < C * S; b += gridDim.x) {
+    const i64 c = b / S;
+    i64 lo, hi;
+    bn_part(M, S, b - c * S, lo, hi);
+    Welford<A> w = {A(0), A(0), A(0)};
+    i64 m = lo + threadIdx.x;
+    if (m < hi)
+      for (SampleWalk it(m, blockDim.x, HW); m < hi; m += blockDim.x, it.next())
+        welford_add(w, (A)ld(x[(it.n * C + c) * HW + it.s]));
+    w = welford_block(w, shm);
+    if (threadIdx.x == 0) {
+      partial[3 * b] = w.mean;
+      partial[3 * b + 1] = w.m2;
+      partial[3 * b + 2] = w.n;
+    }
+  }
+}
+
+template <typename T>
+__device__ void bn_stats_finish(const typename AccT<T>::type* __restrict__ partial,
+                                typename AccT<T>::type* __restrict__ mean_out,
+                                typename AccT<T>::type* __restrict__ invstd_out, T* running_mean,
+                                T* running_var, i64 N, i64 C, i64 HW, i64 S, double eps,
+                                double momentum) {
+  typedef typename AccT<T>::type A;
+  EMBER_GRID_LOOP(c, C) {
+    Welford<A> w = {A(0), A(0), A(0)};
+    for (i64 p = 0; p < S; ++p) {
+      const A* q = partial + 3 * (c * S + p);
+      const Welford<A> o = {q[0], q[1], q[2]};
+      w = welford_merge(w, o);
+    }
+    bn_stats_store<T>(w, c, N * HW, mean_out, invstd_out, running_mean, running_var, eps, momentum);
+  }
+}
+
+// partial[2 * (c * S + p) + {0, 1}] = sum(dy), sum(dy * xhat) over part p of channel c
+template <typename T>
+__device__ void bn_bwd_reduce_partial(const T* __restrict__ dy, const T* __restrict__ x,
+                                      const typename AccT<T>::type* __restrict__ mean,
+                                      const typename AccT<T>::type* __restrict__ invstd,
+                                      typename AccT<T>::type* __restrict__ partial, i64 N, i64 C,
+                                      i64 HW, i64 S) {
+  typedef typename AccT<T>::type A;
+  __shared__ A shm[32];
+  const i64 M = N * HW;
+  for (i64 b = blockIdx.x; b < C * S; b += gridDim.x) {
+    const i64 c = b / S;
+    i64 lo, hi;
+    bn_part(M, S, b - c * S, lo, hi);
+    const A mu = mean[c], is = invstd[c];
+    A s1 = 0, s2 = 0;
+    i64 m = lo + threadIdx.x;
+    if (m < hi)
+      for (SampleWalk it(m, blockDim.x, HW); m < hi; m += blockDim.x, it.next()) {
+        const i64 idx = (it.n * C + c) * HW + it.s;
+        const A g = ld(dy[idx]);
+        s1 += g;
+        s2 += g * ((A)ld(x[idx]) - mu) * is;
+      }
+    s1 = block_reduce(s1, SumOp(), shm);
+    s2 = block_reduce(s2, SumOp(), shm);
+    if (threadIdx.x == 0) {
+      partial[2 * b] = s1;
+      partial[2 * b + 1] = s2;
+    }
+  }
+}
+
+template <typename T, typename P>
+__device__ void bn_bwd_reduce_finish(const typename AccT<T>::type* __restrict__ partial,
+                                     typename AccT<T>::type* __restrict__ sum_dy,
+                                     typename AccT<T>::type* __restrict__ sum_dy_xhat,
+                                     P* __restrict__ dgamma, P* __restrict__ dbeta, i64 C, i64 S) {
+  typedef typename AccT<T>::type A;
+  EMBER_GRID_LOOP(c, C) {
+    A s1 = 0, s2 = 0;
+    for (i64 p = 0; p < S; ++p) {
+      s1 += partial[2 * (c * S + p)];
+      s2 += partial[2 * (c * S + p) + 1];
+    }
+    sum_dy[c] = s1;
+    sum_dy_xhat[c] = s2;
+    if (dgamma) dgamma[c] = st<P>(s2);
+    if (dbeta) dbeta[c] = st<P>(s1);
+  }
+}
+
 template <typename T, typename P>
 __device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
                              const typename AccT<T>::type* __restrict__ mean,
@@ -294,6 +411,15 @@ __device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
       double momentum) {                                                                            \
     bn_stats<T>(x, mean, invstd, running_mean, running_var, N, C, HW, eps, momentum);               \
   }                                                                                                 \
+  extern "C" __global__ void ember_batch_norm_stats_partial_##dt(const T* x, AccT<T>::type* partial, \
+      i64 N, i64 C, i64 HW, i64 S) {                                                                \
+    bn_stats_partial<T>(x, partial, N, C, HW, S);                                                   \
+  }                                                                                                 \
+  extern "C" __global__ void ember_batch_norm_stats_finish_##dt(const AccT<T>::type* partial,       \
+      AccT<T>::type* mean, AccT<T>::type* invstd, T* running_mean, T* running_var, i64 N, i64 C,    \
+      i64 HW, i64 S, double eps, double momentum) {                                                 \
+    bn_stats_finish<T>(partial, mean, invstd, running_mean, running_var, N, C, HW, S, eps, momentum); \
+  }                                                                                                 \
   DEF_BN_PARAMS(dt, T, T)
 // name suffix, data type T, parameter type P
 #define DEF_BN_PARAMS(sfx, T, P)                                                                    \
@@ -305,6 +431,15 @@ __device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
       const AccT<T>::type* mean, const AccT<T>::type* invstd, AccT<T>::type* sum_dy,                \
       AccT<T>::type* sum_dy_xhat, P* dgamma, P* dbeta, i64 N, i64 C, i64 HW) {                      \
     bn_bwd_reduce<T, P>(dy, x, mean, invstd, sum_dy, sum_dy_xhat, dgamma, dbeta, N, C, HW);         \
+  }                                                                                                 \
+  extern "C" __global__ void ember_batch_norm_bwd_reduce_partial_##sfx(const T* dy, const T* x,     \
+      const AccT<T>::type* mean, const AccT<T>::type* invstd, AccT<T>::type* partial, i64 N, i64 C, \
+      i64 HW, i64 S) {                                                                              \
+    bn_bwd_reduce_partial<T>(dy, x, mean, invstd, partial, N, C, HW, S);                            \
+  }                                                                                                 \
+  extern "C" __global__ void ember_batch_norm_bwd_reduce_finish_##sfx(const AccT<T>::type* partial, \
+      AccT<T>::type* sum_dy, AccT<T>::type* sum_dy_xhat, P* dgamma, P* dbeta, i64 C, i64 S) {       \
+    bn_bwd_reduce_finish<T, P>(partial, sum_dy, sum_dy_xhat, dgamma, dbeta, C, S);                  \
   }                                                                                                 \
   extern "C" __global__ void ember_batch_norm_bwd_input_##sfx(const T* dy, const T* x,              \
       const AccT<T>::type* mean, const AccT<T>::type* invstd, const P* gamma,                       \
