@@ -293,18 +293,24 @@ def test_batch_norm_statistics_and_parameter_gradients(dtype, sfx, N, C, S):
     k = hk.load("norm")
     x = _data((N, C, S), dtype) * 2 + 5
     acc = _acc(dtype)
-    mean, inv = np.empty(C, acc), np.empty(C, acc)
-    rm, rv = np.zeros(C, dtype), np.ones(C, dtype)
+    stats = np.empty((3, C), acc)                        # mean, 1/std, biased variance
     dsfx = SFX[np.dtype(dtype)]
-    k.call_cooperative(f"ember_batch_norm_stats_{dsfx}", x, mean, inv, rm, rv, hk.i64(N),
-                       hk.i64(C), hk.i64(S), hk.f64(1e-5), hk.f64(0.1), grid=3, block=64)
+    k.call_cooperative(f"ember_batch_norm_stats_{dsfx}", x, stats[0], stats[1], stats[2],
+                       hk.i64(N), hk.i64(C), hk.i64(S), hk.f64(1e-5), grid=3, block=64)
+    mean, inv = stats[0].copy(), stats[1].copy()
     x64 = _f64(x)
     mu, var = x64.mean(axis=(0, 2)), x64.var(axis=(0, 2))
     tol = _tol16(dtype, 1e-5)
     np.testing.assert_allclose(mean, mu, rtol=tol, atol=tol)
     np.testing.assert_allclose(inv, 1 / np.sqrt(var + 1e-5), rtol=tol, atol=tol)
+    np.testing.assert_allclose(stats[2], var, rtol=tol * 4, atol=tol * 4)
+    # the running statistics, in the parameters' dtype (float32 for 16-bit data)
     M = N * S
-    np.testing.assert_allclose(_f64(rm), 0.1 * mu, rtol=tol * 4, atol=tol * 4)
+    pdt = np.float32 if sfx.endswith("_p32") else dtype
+    rm, rv = np.full(C, 0.5, pdt), np.ones(C, pdt)
+    k.call(f"ember_batch_norm_update_running_{SFX[np.dtype(acc)]}_{SFX[np.dtype(pdt)]}", stats,
+           rm, rv, hk.i64(C), hk.f64(0.1), hk.f64(M / (M - 1)), grid=2, block=2)
+    np.testing.assert_allclose(_f64(rm), 0.45 + 0.1 * mu, rtol=tol * 4, atol=tol * 4)
     np.testing.assert_allclose(_f64(rv), 0.9 + 0.1 * var * M / (M - 1), rtol=tol * 4,
                                atol=tol * 4)
     dy = _data((N, C, S), dtype, 1)
@@ -337,19 +343,17 @@ def test_batch_norm_split_reductions(dtype, sfx, N, C, S, parts):
     partial = np.full(C * parts * 3, np.nan, acc)
     k.call_cooperative(f"ember_batch_norm_stats_partial_{dsfx}", x, partial, hk.i64(N),
                        hk.i64(C), hk.i64(S), hk.i64(parts), grid=3, block=32)
-    mean, inv = np.empty(C, acc), np.empty(C, acc)
-    rm, rv = np.zeros(C, dtype), np.ones(C, dtype)
-    k.call(f"ember_batch_norm_stats_finish_{dsfx}", partial, mean, inv, rm, rv, hk.i64(N),
-           hk.i64(C), hk.i64(S), hk.i64(parts), hk.f64(1e-5), hk.f64(0.1), grid=2, block=1)
+    stats = np.empty((3, C), acc)
+    k.call(f"ember_batch_norm_stats_finish_{dsfx}", partial, stats[0], stats[1], stats[2],
+           hk.i64(N), hk.i64(C), hk.i64(S), hk.i64(parts), hk.f64(1e-5), grid=2, block=1)
+    mean, inv = stats[0].copy(), stats[1].copy()
     x64 = _f64(x)
     mu, var = x64.mean(axis=(0, 2)), x64.var(axis=(0, 2))
     tol = _tol16(dtype, 1e-5)
     np.testing.assert_allclose(mean, mu, rtol=tol, atol=tol)
     np.testing.assert_allclose(inv, 1 / np.sqrt(var + 1e-5), rtol=tol, atol=tol)
+    np.testing.assert_allclose(stats[2], var, rtol=tol * 4, atol=tol * 4)
     M = N * S
-    np.testing.assert_allclose(_f64(rv), 0.9 + 0.1 * var * M / (M - 1), rtol=tol * 4,
-                               atol=tol * 4)
-    np.testing.assert_allclose(_f64(rm), 0.1 * mu, rtol=tol * 4, atol=tol * 4)
     counts = partial.reshape(C, parts, 3)[:, :, 2]
     n = -(-M // parts)
     np.testing.assert_array_equal(counts, [[max(0, min(n, M - p * n)) for p in range(parts)]] * C)

@@ -114,7 +114,8 @@ def kernel_names(family):
                 + _per_dtype(("batch_norm_apply", "batch_norm_bwd_reduce",
                               "batch_norm_bwd_reduce_partial", "batch_norm_bwd_reduce_finish",
                               "batch_norm_bwd_input"),
-                             dtypes=("f16", "bf16"), variants=("_p32",)))
+                             dtypes=("f16", "bf16"), variants=("_p32",))
+                + _per_dtype(("batch_norm_update_running_f32", "batch_norm_update_running_f64")))
     if family == "index":
         return _per_dtype(("gather", "index_select", "embedding_fwd", "scatter_add", "index_add",
                            "index_add_sorted", "index_put"))

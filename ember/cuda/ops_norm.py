@@ -232,17 +232,11 @@ def batch_norm_train_forward(x, weight, bias, eps, stats):
     st = _stats(stats, 3, C, xc.dtype, "batch_norm")
     if xc.size == 0:
         return R.from_cupy(cp.empty(xc.shape, dtype=xc.dtype))
-    # The kernel computes 1/sqrt(var + eps); with eps = 0 its result gives the variance
-    # back exactly enough (var = 1/r**2) for the running update, and 1/std with the real
-    # eps follows from it.
+    outs = (_e(st[0]), _e(st[1]), _e(st[2]))            # mean, 1/std, biased variance
     _bn_reduce(lambda stem: _kernel(stem, xc.dtype), "batch_norm_stats", C, N * S,
-               (_e(xc), _e(st[0]), _e(st[2]), 0, 0, N, C, S, 0.0, 0.0),
+               (_e(xc),) + outs + (N, C, S, float(eps)),
                lambda p, parts: (_e(xc), p, N, C, S, parts),
-               lambda p, parts: (p, _e(st[0]), _e(st[2]), 0, 0, N, C, S, parts, 0.0, 0.0),
-               3, st.dtype)
-    r = st[2]
-    cp.reciprocal(r * r, out=st[2])                      # biased variance
-    cp.reciprocal(cp.sqrt(st[2] + st.dtype.type(eps)), out=st[1])
+               lambda p, parts: (p,) + outs + (N, C, S, parts, float(eps)), 3, st.dtype)
     return R.from_cupy(_bn_apply(xc, st[0], st[1], weight, bias, N, C, S))
 
 
@@ -254,14 +248,21 @@ def batch_norm_update_running(running_mean, running_var, stats, momentum, count)
     st = R.as_cupy(stats)
     C = st.shape[1]
     unb = count / (count - 1) if count > 1 else float("nan")
-    for name, a, row, scale in (("running_mean", running_mean, 0, 1.0),
-                                ("running_var", running_var, 2, unb)):
-        if not R.is_gpu(a):
-            raise ValueError(f"batch_norm: {name} is on {a.device} but the input is on the "
-                             f"GPU: running statistics must be on the input's device")
+    for name, a in (("running_mean", running_mean), ("running_var", running_var)):
+        if not R.is_gpu(a) or a.get_device() != stats.get_device():
+            raise ValueError(f"batch_norm: {name} is on {a.device} but the input is on "
+                             f"{stats.device}: running statistics must be on the input's "
+                             f"device")
         if not a.is_contiguous() or a.size != C:
             raise ValueError(f"batch_norm: {name} must be a contiguous array of {C} values, "
                              f"got shape {tuple(a.shape)}")
+    rsfx = R.suffix(running_mean.dtype)
+    if rsfx is not None and running_var.dtype == running_mean.dtype:
+        # one launch instead of a dozen CuPy operations per layer and step
+        R.launch(f"ember_batch_norm_update_running_{R.suffix(st.dtype)}_{rsfx}", R.blocks(C),
+                 256, (stats, running_mean, running_var, C, float(momentum), float(unb)))
+        return
+    for a, row, scale in ((running_mean, 0, 1.0), (running_var, 2, unb)):
         ac = R.as_cupy(a).reshape(C)
         new = (1.0 - momentum) * ac.astype(_F64) + momentum * (st[row].astype(_F64) * scale)
         ac[...] = new.astype(ac.dtype)

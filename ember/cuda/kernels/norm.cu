@@ -12,8 +12,9 @@
 // Batch norm: x is (N, C, HW) contiguous (HW = product of spatial dims, 1 for
 // BatchNorm1d on (N, C)); statistics per channel over N*HW values, one block per channel,
 // or, for few channels of many values, S blocks per channel and a merge (_partial, _finish).
-//   ember_batch_norm_stats_<dt>       mean / invstd (AccT); optionally updates the
-//                                     running stats in place with the unbiased variance
+//   ember_batch_norm_stats_<dt>       mean, invstd and biased variance (AccT)
+//   ember_batch_norm_update_running_<acc>_<dt>  running stats (the parameters' type) from
+//                                     them, in place, with the unbiased variance
 //   ember_batch_norm_apply_<dt>       y = (x - mean) * invstd * gamma + beta (also eval:
 //                                     the launcher passes invstd from running_var)
 //   ember_batch_norm_bwd_reduce_<dt>  per channel sum(dy), sum(dy * xhat); writes dgamma / dbeta
@@ -159,32 +160,21 @@ struct SampleWalk {
   }
 };
 
-// One channel's statistics from its merged Welford state: mean, 1/sqrt(var + eps), and
-// the running statistics (unbiased variance) when given.
-template <typename T>
-__device__ __forceinline__ void bn_stats_store(Welford<typename AccT<T>::type> w, i64 c, i64 M,
-                                               typename AccT<T>::type* mean_out,
-                                               typename AccT<T>::type* invstd_out, T* running_mean,
-                                               T* running_var, double eps, double momentum) {
-  typedef typename AccT<T>::type A;
+// One channel's statistics from its merged Welford state: mean, 1/sqrt(var + eps) and
+// the biased variance var (all three are what the forward saves).
+template <typename A>
+__device__ __forceinline__ void bn_stats_store(Welford<A> w, i64 c, i64 M, A* mean_out,
+                                               A* invstd_out, A* var_out, double eps) {
+  const A var = w.m2 / (A)M;
   mean_out[c] = w.mean;
-  invstd_out[c] = m_rsqrt(w.m2 / (A)M + (A)eps);
-  if (running_mean) {
-    const A mom = (A)momentum;
-    running_mean[c] = st<T>((A(1) - mom) * (A)ld(running_mean[c]) + mom * w.mean);
-  }
-  if (running_var) {
-    const A mom = (A)momentum;
-    // M == 1 divides by zero: NaN/inf, as torch (which also warns; the launcher can).
-    const A unbiased = w.m2 / (A)(M - 1);
-    running_var[c] = st<T>((A(1) - mom) * (A)ld(running_var[c]) + mom * unbiased);
-  }
+  invstd_out[c] = m_rsqrt(var + (A)eps);
+  var_out[c] = var;
 }
 
 template <typename T>
 __device__ void bn_stats(const T* __restrict__ x, typename AccT<T>::type* __restrict__ mean_out,
-                         typename AccT<T>::type* __restrict__ invstd_out, T* running_mean, T* running_var,
-                         i64 N, i64 C, i64 HW, double eps, double momentum) {
+                         typename AccT<T>::type* __restrict__ invstd_out,
+                         typename AccT<T>::type* __restrict__ var_out, i64 N, i64 C, i64 HW, double eps) {
   typedef typename AccT<T>::type A;
   __shared__ Welford<A> shm[32];
   const i64 M = N * HW;
@@ -193,7 +183,7 @@ __device__ void bn_stats(const T* __restrict__ x, typename AccT<T>::type* __rest
     for (SampleWalk it(threadIdx.x, blockDim.x, HW); it.n < N; it.next())
       welford_add(w, (A)ld(x[(it.n * C + c) * HW + it.s]));
     w = welford_block(w, shm);
-    if (threadIdx.x == 0) bn_stats_store<T>(w, c, M, mean_out, invstd_out, running_mean, running_var, eps, momentum);
+    if (threadIdx.x == 0) bn_stats_store<A>(w, c, M, mean_out, invstd_out, var_out, eps);
   }
 }
 
@@ -307,9 +297,9 @@ __device__ void bn_stats_partial(const T* __restrict__ x, typename AccT<T>::type
 template <typename T>
 __device__ void bn_stats_finish(const typename AccT<T>::type* __restrict__ partial,
                                 typename AccT<T>::type* __restrict__ mean_out,
-                                typename AccT<T>::type* __restrict__ invstd_out, T* running_mean,
-                                T* running_var, i64 N, i64 C, i64 HW, i64 S, double eps,
-                                double momentum) {
+                                typename AccT<T>::type* __restrict__ invstd_out,
+                                typename AccT<T>::type* __restrict__ var_out, i64 N, i64 C, i64 HW,
+                                i64 S, double eps) {
   typedef typename AccT<T>::type A;
   EMBER_GRID_LOOP(c, C) {
     Welford<A> w = {A(0), A(0), A(0)};
@@ -318,7 +308,23 @@ __device__ void bn_stats_finish(const typename AccT<T>::type* __restrict__ parti
       const Welford<A> o = {q[0], q[1], q[2]};
       w = welford_merge(w, o);
     }
-    bn_stats_store<T>(w, c, N * HW, mean_out, invstd_out, running_mean, running_var, eps, momentum);
+    bn_stats_store<A>(w, c, N * HW, mean_out, invstd_out, var_out, eps);
+  }
+}
+
+// running = (1 - momentum) * running + momentum * batch statistic, in double as on the
+// CPU, the variance entering unbiased (var_scale = M / (M - 1), NaN for M = 1 as in
+// PyTorch); stats is the forward's (3, C) array (mean, 1/std, biased variance) and the
+// running arrays have the parameters' type R.
+template <typename A, typename R>
+__device__ void bn_update_running(const A* __restrict__ stats, R* __restrict__ running_mean,
+                                  R* __restrict__ running_var, i64 C, double momentum,
+                                  double var_scale) {
+  EMBER_GRID_LOOP(c, C) {
+    running_mean[c] = st<R>((1.0 - momentum) * (double)ld(running_mean[c]) +
+                            momentum * (double)stats[c]);
+    running_var[c] = st<R>((1.0 - momentum) * (double)ld(running_var[c]) +
+                           momentum * ((double)stats[2 * C + c] * var_scale));
   }
 }
 
@@ -407,18 +413,17 @@ __device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
     ln_bwd_params<T>(dy, x, mean, rstd, dgamma, dbeta, rows, cols);                                 \
   }                                                                                                 \
   extern "C" __global__ void ember_batch_norm_stats_##dt(const T* x, AccT<T>::type* mean,           \
-      AccT<T>::type* invstd, T* running_mean, T* running_var, i64 N, i64 C, i64 HW, double eps,     \
-      double momentum) {                                                                            \
-    bn_stats<T>(x, mean, invstd, running_mean, running_var, N, C, HW, eps, momentum);               \
+      AccT<T>::type* invstd, AccT<T>::type* var, i64 N, i64 C, i64 HW, double eps) {                \
+    bn_stats<T>(x, mean, invstd, var, N, C, HW, eps);                                               \
   }                                                                                                 \
   extern "C" __global__ void ember_batch_norm_stats_partial_##dt(const T* x, AccT<T>::type* partial, \
       i64 N, i64 C, i64 HW, i64 S) {                                                                \
     bn_stats_partial<T>(x, partial, N, C, HW, S);                                                   \
   }                                                                                                 \
   extern "C" __global__ void ember_batch_norm_stats_finish_##dt(const AccT<T>::type* partial,       \
-      AccT<T>::type* mean, AccT<T>::type* invstd, T* running_mean, T* running_var, i64 N, i64 C,    \
-      i64 HW, i64 S, double eps, double momentum) {                                                 \
-    bn_stats_finish<T>(partial, mean, invstd, running_mean, running_var, N, C, HW, S, eps, momentum); \
+      AccT<T>::type* mean, AccT<T>::type* invstd, AccT<T>::type* var, i64 N, i64 C, i64 HW, i64 S,  \
+      double eps) {                                                                                 \
+    bn_stats_finish<T>(partial, mean, invstd, var, N, C, HW, S, eps);                               \
   }                                                                                                 \
   DEF_BN_PARAMS(dt, T, T)
 // name suffix, data type T, parameter type P
@@ -447,5 +452,13 @@ __device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
     bn_bwd_input<T, P>(dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, dx, N, C, HW);              \
   }
 EMBER_FOR_FLOATS(DEF_NORM)
+// statistics accumulator suffix / type A, running statistics suffix / type R
+#define DEF_BN_RUNNING(asfx, A, rsfx, R)                                                            \
+  extern "C" __global__ void ember_batch_norm_update_running_##asfx##_##rsfx(const A* stats,      \
+      R* running_mean, R* running_var, i64 C, double momentum, double var_scale) {                  \
+    bn_update_running<A, R>(stats, running_mean, running_var, C, momentum, var_scale);              \
+  }
+#define DEF_BN_RUNNING_ACC(rsfx, R) DEF_BN_RUNNING(f32, float, rsfx, R) DEF_BN_RUNNING(f64, double, rsfx, R)
+EMBER_FOR_FLOATS(DEF_BN_RUNNING_ACC)
 DEF_BN_PARAMS(f16_p32, f16, float)
 DEF_BN_PARAMS(bf16_p32, bf16, float)
