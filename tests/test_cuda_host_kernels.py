@@ -284,6 +284,26 @@ def test_layer_norm_forward_and_backward(dtype):
     np.testing.assert_allclose(_f64(db), _f64(dy).sum(0), rtol=tol * 8, atol=tol * 8)
 
 
+def _check_bn_stats(x, stats, dtype):
+    """stats (3, C) = mean, 1/std (eps 1e-5) and biased variance of x (N, C, S) per
+    channel; returns x in float64, its mean and variance, and the tolerance."""
+    x64 = _f64(x)
+    mu, var = x64.mean(axis=(0, 2)), x64.var(axis=(0, 2))
+    tol = _tol16(dtype, 1e-5)
+    np.testing.assert_allclose(stats[0], mu, rtol=tol, atol=tol)
+    np.testing.assert_allclose(stats[1], 1 / np.sqrt(var + 1e-5), rtol=tol, atol=tol)
+    np.testing.assert_allclose(stats[2], var, rtol=tol * 4, atol=tol * 4)
+    return x64, mu, var, tol
+
+
+def _check_bn_param_grads(dy, x64, mu, var, s1, s2, dg, db, tol):
+    """s1 = dbeta = sum(dy), s2 = dgamma = sum(dy * xhat) per channel."""
+    xhat = (x64 - mu[None, :, None]) / np.sqrt(var + 1e-5)[None, :, None]
+    want1, want2 = _f64(dy).sum(axis=(0, 2)), (_f64(dy) * xhat).sum(axis=(0, 2))
+    for got, want in ((s1, want1), (s2, want2), (dg, want2), (db, want1)):
+        np.testing.assert_allclose(_f64(got), want, rtol=tol * 4, atol=tol * 4)
+
+
 # (N, C, S): spatial size below, above and equal to 1 against the 32/64-thread blocks
 # (each thread walks its channel's elements by adding the block's step)
 @pytest.mark.parametrize("N,C,S", [(3, 4, 11), (2, 3, 70), (5, 2, 1)])
@@ -298,12 +318,7 @@ def test_batch_norm_statistics_and_parameter_gradients(dtype, sfx, N, C, S):
     k.call_cooperative(f"ember_batch_norm_stats_{dsfx}", x, stats[0], stats[1], stats[2],
                        hk.i64(N), hk.i64(C), hk.i64(S), hk.f64(1e-5), grid=3, block=64)
     mean, inv = stats[0].copy(), stats[1].copy()
-    x64 = _f64(x)
-    mu, var = x64.mean(axis=(0, 2)), x64.var(axis=(0, 2))
-    tol = _tol16(dtype, 1e-5)
-    np.testing.assert_allclose(mean, mu, rtol=tol, atol=tol)
-    np.testing.assert_allclose(inv, 1 / np.sqrt(var + 1e-5), rtol=tol, atol=tol)
-    np.testing.assert_allclose(stats[2], var, rtol=tol * 4, atol=tol * 4)
+    x64, mu, var, tol = _check_bn_stats(x, stats, dtype)
     # the running statistics, in the parameters' dtype (float32 for 16-bit data)
     M = N * S
     pdt = np.float32 if sfx.endswith("_p32") else dtype
@@ -319,12 +334,7 @@ def test_batch_norm_statistics_and_parameter_gradients(dtype, sfx, N, C, S):
     dg, db = np.empty(C, pdt), np.empty(C, pdt)
     k.call_cooperative(f"ember_batch_norm_bwd_reduce_{sfx}", dy, x, mean, inv, s1, s2, dg, db,
                        hk.i64(N), hk.i64(C), hk.i64(S), grid=2, block=32)
-    xhat = (x64 - mu[None, :, None]) / np.sqrt(var + 1e-5)[None, :, None]
-    want1, want2 = _f64(dy).sum(axis=(0, 2)), (_f64(dy) * xhat).sum(axis=(0, 2))
-    np.testing.assert_allclose(s1, want1, rtol=tol * 4, atol=tol * 4)
-    np.testing.assert_allclose(s2, want2, rtol=tol * 4, atol=tol * 4)
-    np.testing.assert_allclose(_f64(dg), want2, rtol=tol * 4, atol=tol * 4)
-    np.testing.assert_allclose(_f64(db), want1, rtol=tol * 4, atol=tol * 4)
+    _check_bn_param_grads(dy, x64, mu, var, s1, s2, dg, db, tol)
 
 
 # (N, C, S, parts): parts that split a sample, parts shorter than a block, more parts
@@ -347,12 +357,7 @@ def test_batch_norm_split_reductions(dtype, sfx, N, C, S, parts):
     k.call(f"ember_batch_norm_stats_finish_{dsfx}", partial, stats[0], stats[1], stats[2],
            hk.i64(N), hk.i64(C), hk.i64(S), hk.i64(parts), hk.f64(1e-5), grid=2, block=1)
     mean, inv = stats[0].copy(), stats[1].copy()
-    x64 = _f64(x)
-    mu, var = x64.mean(axis=(0, 2)), x64.var(axis=(0, 2))
-    tol = _tol16(dtype, 1e-5)
-    np.testing.assert_allclose(mean, mu, rtol=tol, atol=tol)
-    np.testing.assert_allclose(inv, 1 / np.sqrt(var + 1e-5), rtol=tol, atol=tol)
-    np.testing.assert_allclose(stats[2], var, rtol=tol * 4, atol=tol * 4)
+    x64, mu, var, tol = _check_bn_stats(x, stats, dtype)
     M = N * S
     counts = partial.reshape(C, parts, 3)[:, :, 2]
     n = -(-M // parts)
@@ -366,12 +371,7 @@ def test_batch_norm_split_reductions(dtype, sfx, N, C, S, parts):
     dg, db = np.empty(C, pdt), np.empty(C, pdt)
     k.call(f"ember_batch_norm_bwd_reduce_finish_{sfx}", partial2, s1, s2, dg, db, hk.i64(C),
            hk.i64(parts), grid=1, block=2)
-    xhat = (x64 - mu[None, :, None]) / np.sqrt(var + 1e-5)[None, :, None]
-    want1, want2 = _f64(dy).sum(axis=(0, 2)), (_f64(dy) * xhat).sum(axis=(0, 2))
-    np.testing.assert_allclose(s1, want1, rtol=tol * 4, atol=tol * 4)
-    np.testing.assert_allclose(s2, want2, rtol=tol * 4, atol=tol * 4)
-    np.testing.assert_allclose(_f64(dg), want2, rtol=tol * 4, atol=tol * 4)
-    np.testing.assert_allclose(_f64(db), want1, rtol=tol * 4, atol=tol * 4)
+    _check_bn_param_grads(dy, x64, mu, var, s1, s2, dg, db, tol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -141,14 +141,14 @@ __device__ void ln_bwd_params(const T* __restrict__ dy, const T* __restrict__ x,
 }
 
 // ---- batch norm ----------------------------------------------------------------
-// A block-stride walk over the N * HW elements of one channel, keeping the sample n and
-// the spatial position s with additions: one division per thread instead of one 64-bit
-// division (a long software routine on the GPU) per element.  Done when n reaches N
-// (at once when HW is 0: no elements).
+// A block-stride walk over the elements of one channel from element `start`, keeping
+// the sample n and the spatial position s with additions: one division per thread
+// instead of one 64-bit division (a long software routine on the GPU) per element.  The
+// caller bounds it by its element count (HW must then be positive).
 struct SampleWalk {
   i64 n, s, dn, ds, HW;
-  __device__ __forceinline__ SampleWalk(i64 start, i64 step, i64 HW_) : HW(HW_ > 0 ? HW_ : 1) {
-    n = HW_ > 0 ? start / HW : ((i64)1 << 62);
+  __device__ __forceinline__ SampleWalk(i64 start, i64 step, i64 HW_) : HW(HW_) {
+    n = start / HW;
     s = start - n * HW;
     dn = step / HW;
     ds = step - dn * HW;
@@ -159,6 +159,40 @@ struct SampleWalk {
     if (s >= HW) { s -= HW; ++n; }
   }
 };
+
+// This thread's share of elements [lo, hi) of channel c (element m is sample m / HW,
+// position m % HW), walked by the block: the Welford state of x, or the sums of dy and
+// dy * xhat.  The one-block-per-channel kernels take [0, N*HW), the split ones a part.
+template <typename T>
+__device__ __forceinline__ Welford<typename AccT<T>::type> bn_welford_range(
+    const T* __restrict__ x, i64 c, i64 C, i64 HW, i64 lo, i64 hi) {
+  typedef typename AccT<T>::type A;
+  Welford<A> w = {A(0), A(0), A(0)};
+  i64 m = lo + threadIdx.x;
+  if (m < hi)
+    for (SampleWalk it(m, blockDim.x, HW); m < hi; m += blockDim.x, it.next())
+      welford_add(w, (A)ld(x[(it.n * C + c) * HW + it.s]));
+  return w;
+}
+
+template <typename T>
+__device__ __forceinline__ void bn_dy_sums_range(const T* __restrict__ dy, const T* __restrict__ x,
+                                                 typename AccT<T>::type mu, typename AccT<T>::type is,
+                                                 i64 c, i64 C, i64 HW, i64 lo, i64 hi,
+                                                 typename AccT<T>::type& s1,
+                                                 typename AccT<T>::type& s2) {
+  typedef typename AccT<T>::type A;
+  s1 = A(0);
+  s2 = A(0);
+  i64 m = lo + threadIdx.x;
+  if (m < hi)
+    for (SampleWalk it(m, blockDim.x, HW); m < hi; m += blockDim.x, it.next()) {
+      const i64 idx = (it.n * C + c) * HW + it.s;
+      const A g = ld(dy[idx]);
+      s1 += g;
+      s2 += g * ((A)ld(x[idx]) - mu) * is;
+    }
+}
 
 // One channel's statistics from its merged Welford state: mean, 1/sqrt(var + eps) and
 // the biased variance var (all three are what the forward saves).
@@ -179,10 +213,7 @@ __device__ void bn_stats(const T* __restrict__ x, typename AccT<T>::type* __rest
   __shared__ Welford<A> shm[32];
   const i64 M = N * HW;
   for (i64 c = blockIdx.x; c < C; c += gridDim.x) {
-    Welford<A> w = {A(0), A(0), A(0)};
-    for (SampleWalk it(threadIdx.x, blockDim.x, HW); it.n < N; it.next())
-      welford_add(w, (A)ld(x[(it.n * C + c) * HW + it.s]));
-    w = welford_block(w, shm);
+    const Welford<A> w = welford_block(bn_welford_range(x, c, C, HW, 0, M), shm);
     if (threadIdx.x == 0) bn_stats_store<A>(w, c, M, mean_out, invstd_out, var_out, eps);
   }
 }
@@ -238,14 +269,8 @@ __device__ void bn_bwd_reduce(const T* __restrict__ dy, const T* __restrict__ x,
   typedef typename AccT<T>::type A;
   __shared__ A shm[32];
   for (i64 c = blockIdx.x; c < C; c += gridDim.x) {
-    const A mu = mean[c], is = invstd[c];
-    A s1 = 0, s2 = 0;
-    for (SampleWalk it(threadIdx.x, blockDim.x, HW); it.n < N; it.next()) {
-      const i64 idx = (it.n * C + c) * HW + it.s;
-      const A g = ld(dy[idx]);
-      s1 += g;
-      s2 += g * ((A)ld(x[idx]) - mu) * is;
-    }
+    A s1, s2;
+    bn_dy_sums_range(dy, x, mean[c], invstd[c], c, C, HW, 0, N * HW, s1, s2);
     s1 = block_reduce(s1, SumOp(), shm);
     s2 = block_reduce(s2, SumOp(), shm);
     if (threadIdx.x == 0) {
@@ -280,12 +305,7 @@ __device__ void bn_stats_partial(const T* __restrict__ x, typename AccT<T>::type
     const i64 c = b / S;
     i64 lo, hi;
     bn_part(M, S, b - c * S, lo, hi);
-    Welford<A> w = {A(0), A(0), A(0)};
-    i64 m = lo + threadIdx.x;
-    if (m < hi)
-      for (SampleWalk it(m, blockDim.x, HW); m < hi; m += blockDim.x, it.next())
-        welford_add(w, (A)ld(x[(it.n * C + c) * HW + it.s]));
-    w = welford_block(w, shm);
+    const Welford<A> w = welford_block(bn_welford_range(x, c, C, HW, lo, hi), shm);
     if (threadIdx.x == 0) {
       partial[3 * b] = w.mean;
       partial[3 * b + 1] = w.m2;
@@ -342,16 +362,8 @@ __device__ void bn_bwd_reduce_partial(const T* __restrict__ dy, const T* __restr
     const i64 c = b / S;
     i64 lo, hi;
     bn_part(M, S, b - c * S, lo, hi);
-    const A mu = mean[c], is = invstd[c];
-    A s1 = 0, s2 = 0;
-    i64 m = lo + threadIdx.x;
-    if (m < hi)
-      for (SampleWalk it(m, blockDim.x, HW); m < hi; m += blockDim.x, it.next()) {
-        const i64 idx = (it.n * C + c) * HW + it.s;
-        const A g = ld(dy[idx]);
-        s1 += g;
-        s2 += g * ((A)ld(x[idx]) - mu) * is;
-      }
+    A s1, s2;
+    bn_dy_sums_range(dy, x, mean[c], invstd[c], c, C, HW, lo, hi, s1, s2);
     s1 = block_reduce(s1, SumOp(), shm);
     s2 = block_reduce(s2, SumOp(), shm);
     if (threadIdx.x == 0) {
