@@ -364,7 +364,7 @@ def test_batch_norm_split_reductions(dtype, sfx, N, C, S, parts):
     np.testing.assert_array_equal(counts, [[max(0, min(n, M - p * n)) for p in range(parts)]] * C)
     dy = _data((N, C, S), dtype, 1)
     partial2 = np.full(C * parts * 2, np.nan, acc)
-    k.call_cooperative(f"ember_batch_norm_bwd_reduce_partial_{sfx}", dy, x, mean, inv, partial2,
+    k.call_cooperative(f"ember_batch_norm_bwd_reduce_partial_{dsfx}", dy, x, mean, inv, partial2,
                        hk.i64(N), hk.i64(C), hk.i64(S), hk.i64(parts), grid=2, block=32)
     s1, s2 = np.empty(C, acc), np.empty(C, acc)
     pdt = np.float32 if sfx.endswith("_p32") else dtype

@@ -254,3 +254,14 @@ def test_streams_are_per_device():
     assert ember.cuda.current_stream(1) != s1
     s1.synchronize()
     same(y, ember.asarray(rnd(16)) * 2)
+
+
+def test_asarray_of_a_cupy_array_of_another_device_copies_it():
+    import cupy
+    src = cupy.arange(6, dtype=cupy.float32)          # on device 0, the current one
+    x = ember.asarray(src, device="cuda:1")
+    assert x.device == D1
+    src[0] = -1.0                                     # a copy: the source is separate
+    np.testing.assert_array_equal(host(x), np.arange(6, dtype=np.float32))
+    y = ember.asarray(src, device="cuda:0")           # same device: no copy
+    assert y.device == D0 and host(y)[0] == -1.0

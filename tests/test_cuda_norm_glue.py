@@ -213,7 +213,7 @@ def test_training_forward_and_backward(kernels, monkeypatch, dtype, affine, spli
     psfx = sfx + ("_p32" if mixed else "")
     if split:       # 40 values per channel in parts of at least 8: ceil(16 / 3) = 6 -> 5
         assert names == [f"stats_partial_{sfx}", f"stats_finish_{sfx}", f"apply_{psfx}",
-                         f"bwd_reduce_partial_{psfx}", f"bwd_reduce_finish_{psfx}",
+                         f"bwd_reduce_partial_{sfx}", f"bwd_reduce_finish_{psfx}",
                          f"bwd_input_{psfx}"]
     else:
         assert names == [f"stats_{sfx}", f"apply_{psfx}", f"bwd_reduce_{psfx}",

@@ -112,8 +112,7 @@ def kernel_names(family):
                             "batch_norm_bwd_reduce_partial", "batch_norm_bwd_reduce_finish",
                             "batch_norm_bwd_input"))
                 + _per_dtype(("batch_norm_apply", "batch_norm_bwd_reduce",
-                              "batch_norm_bwd_reduce_partial", "batch_norm_bwd_reduce_finish",
-                              "batch_norm_bwd_input"),
+                              "batch_norm_bwd_reduce_finish", "batch_norm_bwd_input"),
                              dtypes=("f16", "bf16"), variants=("_p32",))
                 + _per_dtype(("batch_norm_update_running_f32", "batch_norm_update_running_f64")))
     if family == "index":

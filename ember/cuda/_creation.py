@@ -88,8 +88,7 @@ def _convert(name, fn, d, args, kwargs):
         else:
             return None
         if src.device.id != d.index:
-            with R._on(d.index):
-                src = c.asarray(src)        # a device-to-device copy
+            src = src.copy()                # onto d, current here (CuPy copies across devices)
             moved = True
         else:
             moved = False

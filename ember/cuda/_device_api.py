@@ -234,6 +234,7 @@ class Stream:
     def __init__(self, device=None, priority=0, *, _cupy_stream=None):
         c = _cp()
         self._dev = _index(device)
+        self._outer = []                # the device contexts of nested `with` blocks
         if _cupy_stream is not None:
             self._s = _cupy_stream
         else:
@@ -273,8 +274,7 @@ class Stream:
     def __enter__(self):
         # the stream's device becomes current too (PyTorch's StreamContext): CuPy keeps
         # one current stream per device, and the block's ops must queue on this one
-        self._prev_device = _cp().cuda.runtime.getDevice()
-        _cp().cuda.runtime.setDevice(self.device.index)
+        self._outer.append(device(self.device.index).__enter__())
         self._s.__enter__()
         return self
 
@@ -282,7 +282,7 @@ class Stream:
         try:
             return self._s.__exit__(*exc)
         finally:
-            _cp().cuda.runtime.setDevice(self._prev_device)
+            self._outer.pop().__exit__()
 
     def __eq__(self, other):
         return isinstance(other, Stream) and other._s.ptr == self._s.ptr

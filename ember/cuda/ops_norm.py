@@ -75,18 +75,19 @@ def _bn_parts(C, M):
     return max(1, min(want, M // _MIN_PART))
 
 
-def _bn_reduce(name, stem, C, M, whole, part, finish, per, acc):
-    """Launch batch-norm reduction `stem` (kernel names from `name(stem)`) over C channels
-    of M values: the one-block-per-channel kernel with arguments `whole`, or, split, the
+def _bn_reduce(name, stem, dtype, C, M, whole, part, finish, per, acc):
+    """Launch batch-norm reduction `stem` on data of `dtype` over C channels of M values:
+    the one-block-per-channel kernel `name(stem)` with arguments `whole`, or, split, the
     _partial kernel over (channel, part) blocks with arguments part(partials, parts) and
-    the _finish kernel that merges each channel's partials (`per` values each) in part
-    order, with arguments finish(partials, parts)."""
+    the _finish kernel `name(stem + "_finish")` that merges each channel's partials
+    (`per` values each) in part order, with arguments finish(partials, parts).  (`name`
+    adds _p32 where the kernel writes float32 parameters; the partials do not.)"""
     parts = _bn_parts(C, M)
     if parts == 1:
         R.launch(name(stem), _grid(C), _threads(M), whole)
         return
     partials = _e(R.cp().empty((C * parts * per,), dtype=acc))
-    R.launch(name(stem + "_partial"), _grid(C * parts), _threads(-(-M // parts)),
+    R.launch(_kernel(stem + "_partial", dtype), _grid(C * parts), _threads(-(-M // parts)),
              part(partials, parts))
     R.launch(name(stem + "_finish"), R.blocks(C), 256, finish(partials, parts))
 
@@ -233,7 +234,7 @@ def batch_norm_train_forward(x, weight, bias, eps, stats):
     if xc.size == 0:
         return R.from_cupy(cp.empty(xc.shape, dtype=xc.dtype))
     outs = (_e(st[0]), _e(st[1]), _e(st[2]))            # mean, 1/std, biased variance
-    _bn_reduce(lambda stem: _kernel(stem, xc.dtype), "batch_norm_stats", C, N * S,
+    _bn_reduce(lambda stem: _kernel(stem, xc.dtype), "batch_norm_stats", xc.dtype, C, N * S,
                (_e(xc),) + outs + (N, C, S, float(eps)),
                lambda p, parts: (_e(xc), p, N, C, S, parts),
                lambda p, parts: (p,) + outs + (N, C, S, parts, float(eps)), 3, st.dtype)
@@ -311,8 +312,8 @@ def batch_norm_backward(g, x, weight, stats, running, need_x):
     gb = cp.empty((C,), dtype=pdt)
     outs = (_e(sum_dy), _e(sum_dy_xhat), _e(gw), _e(gb))
     ins = (_e(gc), _e(xc), _e(mean), _e(invstd))
-    _bn_reduce(lambda stem: _bn_kernel(stem, xc.dtype), "batch_norm_bwd_reduce", C, N * S,
-               ins + outs + (N, C, S), lambda p, parts: ins + (p, N, C, S, parts),
+    _bn_reduce(lambda stem: _bn_kernel(stem, xc.dtype), "batch_norm_bwd_reduce", xc.dtype,
+               C, N * S, ins + outs + (N, C, S), lambda p, parts: ins + (p, N, C, S, parts),
                lambda p, parts: (p,) + outs + (C, parts), 2, acc)
     gx = None
     if need_x:

@@ -137,25 +137,21 @@ def _float_dtype(dtype):
     return _float(dtype)
 
 
-def _on(idx):
-    return R.cp().cuda.Device(idx)
-
-
 def _draw(kind, shape, dt, a, b, idx):
-    """A new cupy array of `shape` and float dtype `dt` on device idx: uniform [a, b) or
-    normal (mean a, std b), float32 or float64 kernels (other floats: cast from float32)."""
+    """A new cupy array of `shape` and float dtype `dt` on device idx (the current one:
+    every caller runs under its device guard): uniform [a, b) or normal (mean a, std b),
+    float32 or float64 kernels (other floats: cast from float32)."""
     cp = R.cp()
     from ember.cuda.ops_softmax import launch
     kdt = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
-    with _on(idx):
-        out = cp.empty(shape, dtype=kdt)
-        n = int(out.size)
-        if n:
-            s, off = _take(idx)
-            per = 2 if kdt == np.float64 else 4       # values per Philox call
-            launch(f"ember_{kind}_{R.suffix(kdt)}", R.blocks((n + per - 1) // per), 256,
-                   (out, n, s, off, float(a), float(b)))
-        return out if kdt == dt else out.astype(dt)
+    out = cp.empty(shape, dtype=kdt)
+    n = int(out.size)
+    if n:
+        s, off = _take(idx)
+        per = 2 if kdt == np.float64 else 4       # values per Philox call
+        launch(f"ember_{kind}_{R.suffix(kdt)}", R.blocks((n + per - 1) // per), 256,
+               (out, n, s, off, float(a), float(b)))
+    return out if kdt == dt else out.astype(dt)
 
 
 def _device_array(v, idx):
@@ -167,8 +163,7 @@ def _device_array(v, idx):
         return R.as_cupy(v)
     if isinstance(v, (int, float, np.integer, np.floating)):
         return v
-    with _on(idx):
-        return R.cp().asarray(np.asarray(v))
+    return R.cp().asarray(np.asarray(v))
 
 
 def _finish(c):
@@ -180,14 +175,16 @@ def _finish(c):
 def _on_named_device(fn):
     """Run a draw with its `device` argument (positional or keyword) current: CuPy
     computes and allocates on the current device."""
-    sig = inspect.signature(fn)
+    pos = list(inspect.signature(fn).parameters).index("device")
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        bound = sig.bind(*args, **kwargs)
-        idx = _index(bound.arguments.get("device"))
-        bound.arguments["device"] = idx
-        return R.run_on(idx, fn, *bound.args, **bound.kwargs)
+        if len(args) > pos:
+            args = args[:pos] + (_index(args[pos]),) + args[pos + 1:]
+            idx = args[pos]
+        else:
+            idx = kwargs["device"] = _index(kwargs.get("device"))
+        return R.run_on(idx, fn, *args, **kwargs)
     return run
 
 
@@ -245,10 +242,9 @@ def integers(low, high=None, size=None, dtype=np.int64, endpoint=False, device=N
     idx = _index(device)
     u = _draw("uniform", _shape(size), np.dtype(np.float64), 0.0, 1.0, idx)
     cp = R.cp()
-    with _on(idx):
-        v = cp.floor(low + u * float(high - low))
-        v = cp.minimum(v, float(high - 1))      # rounding can not reach high
-        return _finish(v.astype(np.dtype(dtype)))
+    v = cp.floor(low + u * float(high - low))
+    v = cp.minimum(v, float(high - 1))          # rounding can not reach high
+    return _finish(v.astype(np.dtype(dtype)))
 
 
 def randint(low, high=None, size=None, dtype=np.int64, device=None):
@@ -274,11 +270,10 @@ def dropout_mask(shape, dtype, p, scaled=True, device=None):
     idx = _index(device)
     u = _draw("uniform", _shape(shape), np.dtype(np.float32), 0.0, 1.0, idx)
     dt = np.dtype(dtype)
-    with _on(idx):
-        m = (u >= np.float32(p)).astype(dt)
-        if scaled:
-            m *= dt.type(1.0 / (1.0 - p))
-        return _finish(m)
+    m = (u >= np.float32(p)).astype(dt)
+    if scaled:
+        m *= dt.type(1.0 / (1.0 - p))
+    return _finish(m)
 
 
 @R.on_arrays_device

@@ -14,6 +14,7 @@ synchronisation).  Each process drives one GPU: the current device when the
 group is made (``device_id=`` or ``LOCAL_RANK`` choose it); collectives run with
 that device current, whichever device the caller has made current since.
 """
+import functools
 import os
 
 import numpy as np
@@ -229,8 +230,6 @@ def _done(opname, async_op, finish=None):
 def _on_comm_device(fn):
     """Run a collective with the communicator's GPU current: NCCL queues on that
     device's current stream whichever device the caller left current."""
-    import functools
-
     @functools.wraps(fn)
     def run(g, *args, **kwargs):
         from ember.cuda import _runtime as R

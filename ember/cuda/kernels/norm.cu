@@ -11,7 +11,8 @@
 //                                     (one thread per column: coalesced, no atomics)
 // Batch norm: x is (N, C, HW) contiguous (HW = product of spatial dims, 1 for
 // BatchNorm1d on (N, C)); statistics per channel over N*HW values, one block per channel,
-// or, for few channels of many values, S blocks per channel and a merge (_partial, _finish).
+// or, for few channels of many values, S blocks per channel and a merge (_partial, per
+// data type; _finish, which writes the parameter gradients, per parameter type too).
 //   ember_batch_norm_stats_<dt>       mean, invstd and biased variance (AccT)
 //   ember_batch_norm_update_running_<acc>_<dt>  running stats (the parameters' type) from
 //                                     them, in place, with the unbiased variance
@@ -437,6 +438,11 @@ __device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
       double eps) {                                                                                 \
     bn_stats_finish<T>(partial, mean, invstd, var, N, C, HW, S, eps);                               \
   }                                                                                                 \
+  extern "C" __global__ void ember_batch_norm_bwd_reduce_partial_##dt(const T* dy, const T* x,      \
+      const AccT<T>::type* mean, const AccT<T>::type* invstd, AccT<T>::type* partial, i64 N, i64 C, \
+      i64 HW, i64 S) {                                                                              \
+    bn_bwd_reduce_partial<T>(dy, x, mean, invstd, partial, N, C, HW, S);                            \
+  }                                                                                                 \
   DEF_BN_PARAMS(dt, T, T)
 // name suffix, data type T, parameter type P
 #define DEF_BN_PARAMS(sfx, T, P)                                                                    \
@@ -448,11 +454,6 @@ __device__ void bn_bwd_input(const T* __restrict__ dy, const T* __restrict__ x,
       const AccT<T>::type* mean, const AccT<T>::type* invstd, AccT<T>::type* sum_dy,                \
       AccT<T>::type* sum_dy_xhat, P* dgamma, P* dbeta, i64 N, i64 C, i64 HW) {                      \
     bn_bwd_reduce<T, P>(dy, x, mean, invstd, sum_dy, sum_dy_xhat, dgamma, dbeta, N, C, HW);         \
-  }                                                                                                 \
-  extern "C" __global__ void ember_batch_norm_bwd_reduce_partial_##sfx(const T* dy, const T* x,     \
-      const AccT<T>::type* mean, const AccT<T>::type* invstd, AccT<T>::type* partial, i64 N, i64 C, \
-      i64 HW, i64 S) {                                                                              \
-    bn_bwd_reduce_partial<T>(dy, x, mean, invstd, partial, N, C, HW, S);                            \
   }                                                                                                 \
   extern "C" __global__ void ember_batch_norm_bwd_reduce_finish_##sfx(const AccT<T>::type* partial, \
       AccT<T>::type* sum_dy, AccT<T>::type* sum_dy_xhat, P* dgamma, P* dbeta, i64 C, i64 S) {       \
