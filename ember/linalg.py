@@ -13,6 +13,7 @@ matrices raise ``LinAlgError``.
 """
 from collections import namedtuple
 
+import functools
 import operator
 import sys
 
@@ -23,6 +24,7 @@ from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str
 from ember._api.linalg_ops import (matmul, tensordot, vecdot, matrix_transpose, diagonal,
                                    trace as _trace, outer, cross)
 from ember._core.dtypes import dtype_kind, is_half_dtype
+from ember._kernels.cpu.gemm import one_blas_thread
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "solve", "det", "slogdet", "cholesky",
            "qr", "svd", "svdvals", "eigh", "eigvalsh", "eig", "eigvals", "pinv", "matrix_rank",
@@ -449,3 +451,22 @@ def diagonal(x, /, *, offset=0):
     """
     from ember._api.linalg_ops import diagonal as _diag
     return _diag(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def _on_one_blas_thread(fn):
+    """fn with NumPy's LAPACK/BLAS held at one thread for the call (the work stays on
+    the calling thread, not in OpenBLAS's pool against ember's: see gemm.pyx)."""
+    @functools.wraps(fn)
+    def held(*args, **kwargs):
+        with one_blas_thread:
+            return fn(*args, **kwargs)
+    return held
+
+
+# every function defined here calls LAPACK/BLAS through numpy.linalg on CPU arrays
+for _name in __all__:
+    _fn = globals()[_name]
+    if callable(_fn) and getattr(_fn, "__module__", None) == __name__ \
+            and not isinstance(_fn, type):
+        globals()[_name] = _on_one_blas_thread(_fn)
+del _name, _fn

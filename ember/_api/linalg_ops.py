@@ -10,7 +10,7 @@ import numpy as np
 
 from ember._core import array as _array
 from ember._core.array import ndarray
-from ember._kernels.cpu.gemm import matmul as _gemm
+from ember._kernels.cpu.gemm import matmul as _gemm, one_blas_thread
 from ember._core.dtypes import default_float_dtype
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
 from ember._core.dtypes import dtype_kind, is_half_dtype
@@ -68,7 +68,8 @@ def matmul(x1, x2, /, *, out=None):
     elif a.ndim >= 2 and b.ndim >= 2:
         _gemm(numpy_view(a), numpy_view(b), numpy_view(out))
     else:
-        np.matmul(numpy_view(a), numpy_view(b), out=numpy_view(out))
+        with one_blas_thread:       # a matrix-vector product: BLAS gemv on this thread
+            np.matmul(numpy_view(a), numpy_view(b), out=numpy_view(out))
     return out
 
 
@@ -85,7 +86,8 @@ def dot(a, b, out=None):
         return matmul(a, b, out=out)
     a, b = _promote(a, b)
     try:
-        res = np.dot(numpy_view(a), numpy_view(b))
+        with one_blas_thread:
+            res = np.dot(numpy_view(a), numpy_view(b))
     except ValueError as e:
         raise ValueError(f"dot: {e} (shapes {shape_str(a.shape)} {shape_str(b.shape)})") from None
     return _to_ember(res, out)
@@ -109,7 +111,8 @@ def vdot(a, b, /):
     (1+0j)
     """
     a, b = _promote(as_array(a), as_array(b))
-    return _to_ember(np.vdot(numpy_view(a), numpy_view(b)))
+    with one_blas_thread:
+        return _to_ember(np.vdot(numpy_view(a), numpy_view(b)))
 
 
 def inner(a, b, /):
@@ -120,7 +123,8 @@ def inner(a, b, /):
     3.0
     """
     a, b = _promote(as_array(a), as_array(b))
-    return _to_ember(np.inner(numpy_view(a), numpy_view(b)))
+    with one_blas_thread:
+        return _to_ember(np.inner(numpy_view(a), numpy_view(b)))
 
 
 def outer(x1, x2, /):
@@ -145,7 +149,8 @@ def tensordot(x1, x2, /, *, axes=2):
     """
     a, b = _promote(as_array(x1), as_array(x2))
     try:
-        res = np.tensordot(numpy_view(a), numpy_view(b), axes=axes)
+        with one_blas_thread:
+            res = np.tensordot(numpy_view(a), numpy_view(b), axes=axes)
     except (ValueError, IndexError) as e:
         raise ValueError(f"tensordot: {e} (shapes {shape_str(a.shape)} {shape_str(b.shape)})") from None
     return _to_ember(res)
@@ -178,7 +183,8 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True):
         ops = [o.astype(np.float32) if isinstance(o, np.ndarray) and is_half_dtype(o.dtype) else o
                for o in ops]
     try:
-        res = np.einsum(*ops, dtype=dtype, optimize=optimize)
+        with one_blas_thread:       # optimize=True contracts through BLAS
+            res = np.einsum(*ops, dtype=dtype, optimize=optimize)
     except ValueError as e:
         raise ValueError(f"einsum: {e}") from None
     if res_dt is not None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._api._util import numpy_view
+from ember._kernels.cpu.gemm import one_blas_thread
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
@@ -374,7 +375,8 @@ def orthogonal_(tensor, gain=1, generator=None):
     flattened = _rng(generator).standard_normal((rows, cols))
     if rows < cols:
         flattened = flattened.T
-    q, r = np.linalg.qr(flattened)
+    with one_blas_thread:
+        q, r = np.linalg.qr(flattened)
     d = np.diag(r)
     q *= np.sign(d)
     if rows < cols:

@@ -321,6 +321,33 @@ cdef inline void _leave() noexcept:
         _blas_set_threads(_saved_blas_threads)
 
 
+cdef class _OneBlasThread:
+    """``with one_blas_thread:`` NumPy's OpenBLAS runs on one thread inside.
+
+    For the ember ops that call NumPy's BLAS/LAPACK themselves (linalg, einsum,
+    tensordot, products of other dtypes): the work stays on the calling thread
+    instead of waking OpenBLAS's own pool against ember's (see the module
+    docstring).  Nests, and restores NumPy's setting when the last one leaves.
+    """
+    def __enter__(self):
+        if _blas_set_threads != NULL:
+            _enter()
+        return self
+
+    def __exit__(self, *exc):
+        if _blas_set_threads != NULL:
+            _leave()
+        return False
+
+
+one_blas_thread = _OneBlasThread()
+
+
+def blas_threads_held():
+    """Whether ember holds NumPy's OpenBLAS at one thread right now (testing hook)."""
+    return _active > 0
+
+
 def matmul(a, b, out):
     """``numpy.matmul(a, b, out=out)`` with the work on ember's threads.
 
@@ -345,6 +372,18 @@ def matmul(a, b, out):
                     and not _overlaps(na, nb_, nc):
                 if _run(na, nb_, nc):
                     return out
+                # operands BLAS cannot address (a stride-0 gradient from sum(), say):
+                # contiguous copies cost far less than the product and keep the work
+                # on ember's threads
+                if _run_copied(na, nb_, nc):
+                    return out
+            elif (tn == cnp.NPY_FLOAT32 or tn == cnp.NPY_FLOAT64) and na.dtype.num == tn \
+                    and nb_.dtype.num == tn and _shapes_ok(na, nb_, nc):
+                # out overlaps an operand: the product goes to a fresh array first
+                wide = np.empty(out.shape, out.dtype)
+                if _run(na, nb_, wide) or _run_copied(na, nb_, wide):
+                    out[...] = wide
+                    return out
     if is_half_dtype(out.dtype) and a.dtype == out.dtype and b.dtype == out.dtype:
         # 16-bit floats multiply in float32 (BLAS; NumPy's float16 loop is scalar
         # and bfloat16's is generic) and round once at the end, as PyTorch does;
@@ -353,7 +392,41 @@ def matmul(a, b, out):
         matmul(_widened(a), _widened(b), wide)
         assign(wrap_numpy(out), wrap_numpy(wide))
         return out
-    return np.matmul(a, b, out=out)
+    with one_blas_thread:       # complex, integer, empty or > 16 batch axes
+        return np.matmul(a, b, out=out)
+
+
+@cython.wraparound(True)
+def matmul_new(a, b):
+    """``numpy.matmul(a, b)`` for NumPy arrays, on ember's threads (a new array).
+
+    >>> import numpy as np
+    >>> from ember._kernels.cpu import gemm
+    >>> gemm.matmul_new(np.ones((2, 3)), np.ones((3, 1))).tolist()
+    [[3.0], [3.0]]
+    """
+    if a.ndim < 2 or b.ndim < 2:
+        with one_blas_thread:
+            return np.matmul(a, b)
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    if a.shape[-1] != b.shape[-2]:
+        with one_blas_thread:
+            return np.matmul(a, b)          # NumPy's error message
+    return matmul(a, b, np.empty(shape, np.result_type(a.dtype, b.dtype)))
+
+
+cdef bint _run_copied(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
+    """_run on C-contiguous copies of the operands (and a fresh result if c's
+    layout is not addressable either), or False when even that cannot run."""
+    cdef cnp.ndarray ca = np.ascontiguousarray(a), cb = np.ascontiguousarray(b)
+    cdef cnp.ndarray cc = c if c.flags.c_contiguous else np.empty((<object>c).shape, c.dtype)
+    if ca is a and cb is b and cc is c:
+        return False                         # nothing to change: _run already said no
+    if not _run(ca, cb, cc):
+        return False
+    if cc is not c:
+        c[...] = cc
+    return True
 
 
 cdef object _widened(object a):

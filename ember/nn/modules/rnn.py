@@ -23,6 +23,7 @@ import ember as E
 from ember._core.array import ndarray
 from ember._core.dtypes import is_half_dtype
 from ember._api._util import numpy_view, wrap
+from ember._kernels.cpu.gemm import matmul_new as _gemm_new
 from ember.autograd.registry import defop
 from ember.nn.parameter import Parameter
 from ember.nn.modules.module import Module
@@ -50,7 +51,7 @@ def _np_sigmoid(x):
 
 
 class _NP:
-    matmul = staticmethod(np.matmul)
+    matmul = staticmethod(_gemm_new)         # ember's threads, not OpenBLAS's pool
     tanh = staticmethod(np.tanh)
     sigmoid = staticmethod(_np_sigmoid)
     stack = staticmethod(np.stack)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._api._util import numpy_view
+from ember._kernels.cpu.gemm import one_blas_thread
 from ember._core.dtypes import dtype_kind
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
@@ -58,8 +59,11 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
                 v = numpy_view(t).reshape(-1) if t.is_contiguous() else numpy_view(t).ravel()
                 if norm_type == 2.0:
                     # float64 accumulation; dot of a float32 vector with itself is BLAS sdot
-                    acc += float(np.dot(v, v)) if dtype_kind(v.dtype) == "f" else float(
-                        np.sum(np.abs(v) ** 2))
+                    if dtype_kind(v.dtype) == "f":
+                        with one_blas_thread:
+                            acc += float(np.dot(v, v))
+                    else:
+                        acc += float(np.sum(np.abs(v) ** 2))
                 elif norm_type == 1.0:
                     acc += float(np.sum(np.abs(v), dtype=np.float64))
                 elif norm_type == 0.0:
