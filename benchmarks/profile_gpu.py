@@ -3,6 +3,7 @@ events around every op, host time from the clock, for bench_gpu.py's networks.
 
     python benchmarks/profile_gpu.py resnet50 [--amp] [--batch 64] [--size 224]
     python benchmarks/profile_gpu.py gpt [--amp] [--batch 8] [--seq 1024]
+    python benchmarks/profile_gpu.py gpt --amp --lib torch     # PyTorch's, torch.profiler
 
 It times the outermost ember calls that reach the GPU: public ops (the dispatcher),
 elementwise ops and casts, and the ``ember.cuda.ops_*`` functions the gradient rules
@@ -111,21 +112,28 @@ class OpTimer:
         return "\n".join(lines)
 
 
-def build(args):
+def build(args, lib="ember"):
+    """One training step of ``args.network`` in ``lib`` (the same weights and batch
+    in both libraries: bench_gpu's builders)."""
     import bench_gpu as B
     import torch
-    E, enn, F = B._lib("ember")
+    M = B._lib(lib)[0]
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
 
     def cu(a):
-        return E.asarray(np.ascontiguousarray(a)).to("cuda")
+        a = np.ascontiguousarray(a)
+        return torch.from_numpy(a).cuda() if lib == "torch" else M.asarray(a).to("cuda")
+
+    def model_of(net):
+        tmodel = net(torch.nn)
+        return tmodel.cuda() if lib == "torch" else B._to_ember(tmodel, net)
     if args.network == "resnet50":
-        model = B._to_ember(B.resnet50(torch.nn), B.resnet50)
+        model = model_of(B.resnet50)
         x = rng.standard_normal((args.batch, 3, args.size, args.size)).astype(np.float32)
         inputs = (cu(x),)
         target = cu(rng.integers(0, 1000, args.batch).astype(np.int64))
-        opt = E.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        opt = M.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         loss_fn = B._cross_entropy
     else:
         vocab, d, heads, layers = 50257, 768, 12, 12
@@ -133,16 +141,48 @@ def build(args):
 
         def net(nn):
             return B.gpt(nn, vocab, seq, d, heads, layers)
-        model = B._to_ember(net(torch.nn), net)
+        model = model_of(net)
         idx = rng.integers(0, vocab, (args.batch, seq + 1)).astype(np.int64)
         mask = np.triu(np.full((seq, seq), -np.inf, dtype=np.float32), 1)
         inputs = (cu(idx[:, :-1]), cu(np.arange(seq)), cu(mask))
         target = cu(idx[:, 1:].reshape(-1))
-        opt = E.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+        opt = M.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
 
         def loss_fn(F, logits, y):
             return F.cross_entropy(logits.reshape(-1, vocab), y)
-    return B._step_fn("ember", model, opt, inputs, target, args.amp, loss_fn)
+    return B._step_fn(lib, model, opt, inputs, target, args.amp, loss_fn)
+
+
+def profile_torch(args):
+    """PyTorch's side: torch.profiler over the same step, kernels ranked by GPU time."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    if not torch.cuda.is_available():
+        print("profile_gpu: PyTorch sees no CUDA device; nothing to profile.")
+        return 0
+    step = build(args, "torch")
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    torch.cuda.synchronize()
+    step_ms = (time.perf_counter() - t0) * 1e3 / args.steps
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(args.steps):
+            step()
+        torch.cuda.synchronize()
+    events = prof.key_averages()
+    print(f"PyTorch {args.network}{' autocast float16' if args.amp else ' float32'}, batch "
+          f"{args.batch}: step {step_ms:.1f} ms (unprofiled), {args.steps} profiled steps")
+    for key in ("self_device_time_total", "self_cuda_time_total"):
+        try:
+            print(events.table(sort_by=key, row_limit=30))
+            break
+        except (AttributeError, KeyError, ValueError):
+            continue
+    return 0
 
 
 def main(argv=None):
@@ -153,9 +193,13 @@ def main(argv=None):
     p.add_argument("--size", type=int, default=224, help="ResNet-50 image size")
     p.add_argument("--seq", type=int, default=1024, help="GPT sequence length")
     p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--lib", choices=["ember", "torch"], default="ember",
+                   help="whose step to profile (torch: torch.profiler, kernels by GPU time)")
     args = p.parse_args(argv)
     if args.batch is None:
         args.batch = 64 if args.network == "resnet50" else 8
+    if args.lib == "torch":
+        return profile_torch(args)
     import ember
     if not ember.cuda.is_available():
         print("profile_gpu: no CUDA device (ember.cuda.is_available() is False); nothing to "
