@@ -213,10 +213,14 @@ class flatiter:
                     return
                 v = ember.take(v, np.arange(pos.size) % v.size)
             value = ember.reshape(v, np.shape(pos))
-        if np.ndim(pos) == 0:
-            x[np.unravel_index(int(pos), x.shape) if x.ndim else ()] = value
+        if np.size(pos) == 0:
+            return
+        if x.ndim == 0:
+            x[...] = ember.reshape(as_array(value), (-1,))[-1] if np.ndim(pos) else value
+        elif np.ndim(pos) == 0:
+            x[np.unravel_index(int(pos), x.shape)] = value
         else:
-            x[np.unravel_index(pos, x.shape) if x.ndim else ...] = value
+            x[np.unravel_index(pos, x.shape)] = value
 
     def __array__(self, dtype=None, copy=None):
         res = np.asarray(self._flat())
