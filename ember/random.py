@@ -81,11 +81,13 @@ def _result(res, dtype=None):
     res = np.asarray(res)
     if res.dtype.kind == "f":
         dt = _float(dtype)
-        if res.dtype != dt:
-            res = res.astype(dt)
     elif dtype is not None:
         raise TypeError(f"random: dtype= applies to floating draws; this one gives {res.dtype}")
-    return _ember(res)
+    else:
+        dt = res.dtype
+    out = empty_raw(res.shape, dt)
+    numpy_view(out)[...] = res          # cast and copy in one pass
+    return out
 
 
 def _own_float_draw(method, size, dtype):
