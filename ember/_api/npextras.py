@@ -58,6 +58,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
     NumPy computes in float64 (complex128 for complex `fp`); ember returns float64
     when an input is float64, else the default float dtype (complex likewise).
+    Differentiable with respect to x (the segment's slope) and fp.
 
     >>> import ember
     >>> ember.interp(ember.asarray([0.5, 1.5]), ember.asarray([0.0, 1.0, 2.0]),
