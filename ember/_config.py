@@ -10,20 +10,17 @@ initialises MPI).
 >>> sorted(cfg)[:3]
 ['BLAS', 'Build', 'CPU']
 """
-import importlib.metadata as _metadata
 import os
-import platform
-import shutil
-import subprocess
 import sys
 
 __all__ = ["show_config"]
 
 
 def _version(dist):
+    import importlib.metadata as metadata       # (slow to import: only when asked)
     try:
-        return _metadata.version(dist)
-    except _metadata.PackageNotFoundError:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
         return None
 
 
@@ -38,6 +35,7 @@ def _build():
 
 
 def _cpu():
+    import platform
     from ember._core import elementwise
     from ember._kernels.cpu import reduce
     return {"simd": {"elementwise_loops": elementwise.LOOP_ISA,
@@ -131,6 +129,8 @@ _MPI_PROBE = "from mpi4py import MPI; print(MPI.Get_library_version().strip().sp
 
 
 def _mpi():
+    import shutil
+    import subprocess
     out = {"mpi4py": _version("mpi4py") or "not installed",
            "mpich_wheel": _version("mpich"), "mpiexec": shutil.which("mpiexec")}
     if out["mpi4py"] == "not installed":
@@ -161,6 +161,7 @@ def show_config(mode="stdout"):
     >>> ember.show_config(mode="dicts")["ember"]["version"] == ember.__version__
     True
     """
+    import platform
     import ember
     import numpy as np
     cfg = {
