@@ -46,7 +46,14 @@ __all__ = ["Generator", "default_rng", "seed", "manual_seed", "rand", "randn", "
            "multinomial", "multivariate_normal", "negative_binomial", "noncentral_chisquare",
            "noncentral_f", "pareto", "poisson", "power", "rayleigh", "standard_cauchy",
            "standard_exponential", "standard_gamma", "standard_t", "triangular", "vonmises",
-           "wald", "weibull", "zipf"]
+           "wald", "weibull", "zipf",
+           "BitGenerator", "SeedSequence", "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"]
+
+# NumPy's bit generators and seed sequences themselves (states, no arrays):
+# ember.random.Generator(ember.random.PCG64(seed)) is NumPy's Generator(PCG64(seed))
+BitGenerator, SeedSequence = np.random.BitGenerator, np.random.SeedSequence
+PCG64, PCG64DXSM, MT19937 = np.random.PCG64, np.random.PCG64DXSM, np.random.MT19937
+Philox, SFC64 = np.random.Philox, np.random.SFC64
 
 
 # ---------------------------------------------------------------- conversions

@@ -559,6 +559,12 @@ def test_default_rng_float32_algorithms_and_shuffle():
     assert_matches(g.integers(0, 5, 3, dtype=np.int8), n.integers(0, 5, 3, dtype=np.int8))
     with pytest.raises(TypeError):
         g.random(2, dtype=ember.int32)
+    for bg in ("PCG64", "MT19937", "Philox", "SFC64", "PCG64DXSM"):
+        g = ember.random.Generator(getattr(ember.random, bg)(ember.random.SeedSequence(8)))
+        n = np.random.Generator(getattr(np.random, bg)(np.random.SeedSequence(8)))
+        assert_matches(g.normal(size=3, dtype=ember.float64), n.normal(size=3))
+    kids = ember.random.default_rng(2).spawn(2)
+    assert_matches(kids[1].integers(0, 9, 4), np.random.default_rng(2).spawn(2)[1].integers(0, 9, 4))
 
 
 def test_legacy_module_functions_draw_numpys_legacy_stream():
