@@ -42,3 +42,19 @@ def test_seeded_device_draws_stay_reproducible():
     b = host(ember.random.randn(5, device=DEV))
     np.testing.assert_array_equal(a, b)
     assert ember.random.rand(3, device=DEV).device == ember.zeros(1, device=DEV).device
+
+
+def test_flat_and_long_tail_functions_on_the_device():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = gpu(a)
+    t = x.T
+    t.flat[[1, 5]] = -1.0
+    want = a.copy()
+    want.T.flat[[1, 5]] = -1.0
+    np.testing.assert_array_equal(host(x), want)
+    assert float(x.flat[5]) == float(want.flat[5])
+    np.testing.assert_array_equal(host(ember.emath.sqrt(gpu(np.array([-4.0, 9.0])))),
+                                  np.emath.sqrt(np.array([-4.0, 9.0])))
+    bits = np.array([1, 0, 1, 1, 0, 0, 0, 1, 1], np.uint8)
+    np.testing.assert_array_equal(host(ember.packbits(gpu(bits))), np.packbits(bits))
+    assert ember.printoptions is not None and str(gpu(np.array([0.5]))) == "[0.5]"
