@@ -32,13 +32,19 @@ from ember._api.linalg_ops import *        # noqa: F401,F403
 from ember._api.sorting import *           # noqa: F401,F403
 from ember._api.interop import *           # noqa: F401,F403
 from ember._api.misc import *              # noqa: F401,F403
+# NumPy's long tail: fromiter, interp, indices, ndindex, ndenumerate, packbits,
+# flatiter; print options; floating-point error settings
+from ember._api.npextras import *          # noqa: F401,F403
+from ember._api.printing import *          # noqa: F401,F403
+from ember._api.fperr import *             # noqa: F401,F403
 from ember import linalg, random           # noqa: F401
 
 # private entry points the ndarray methods call (see ember/_core/array.pyx)
 from ember._api import indexing as _indexing_mod, manipulation as _manip_mod, interop as _interop_mod
+from ember._api import npextras as _npextras_mod
 for _name, _mod in (("_getitem_advanced", _indexing_mod), ("_setitem_advanced", _indexing_mod),
                     ("_view_dtype", _manip_mod), ("_array_ufunc", _interop_mod),
-                    ("_array_function", _interop_mod)):
+                    ("_array_function", _interop_mod), ("_flatiter", _npextras_mod)):
     if hasattr(_mod, _name):
         globals()[_name] = getattr(_mod, _name)
 
@@ -57,6 +63,21 @@ from ember.autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  #
 from ember.autograd.install import install as _install_autograd   # noqa: E402
 _install_autograd(_sys.modules[__name__])
 
+# NumPy's submodules and configuration, and PyTorch's seeding names (issue #22)
+from ember import lib, emath                                      # noqa: E402,F401
+from ember._config import show_config                             # noqa: E402,F401
+from ember.random import (manual_seed, initial_seed, default_generator,  # noqa: E402,F401
+                          TorchGenerator as Generator, torch_seed as seed)
+
+# NumPy names ember refuses, with the reason (a plain AttributeError would read as a gap)
+_REFUSED_DTYPES = {
+    "longdouble": "extended precision", "clongdouble": "extended precision",
+    "float128": "extended precision", "complex256": "extended precision",
+    "float96": "extended precision", "complex192": "extended precision",
+    "object_": "object", "str_": "string", "bytes_": "bytes", "void": "structured/void",
+    "datetime64": "datetime", "timedelta64": "timedelta",
+}
+
 
 _LAZY_SUBMODULES = ("nn", "optim", "data", "distributed", "cuda", "amp")
 
@@ -66,6 +87,11 @@ def __getattr__(name):
     if name in ("save", "load"):
         from ember import serialization
         return getattr(serialization, name)
+    if name in _REFUSED_DTYPES:
+        raise AttributeError(f"module 'ember' has no attribute {name!r}: ember supports numeric "
+                             f"dtypes only (bool, integers, float16/32/64, bfloat16, complex64/"
+                             f"128), not {_REFUSED_DTYPES[name]} ({name}); use float64 / "
+                             f"complex128 for the widest floats")
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module("ember." + name)

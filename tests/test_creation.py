@@ -250,7 +250,7 @@ def test_asarray_more_sources():
     assert_matches(ember.asarray([]), np.array([], np.float32))
     assert_matches(ember.asarray([True, 2]), np.array([1, 2]))
     assert_matches(ember.asarray([1, 2.5]), np.array([1, 2.5], np.float32))
-    assert_matches(ember.asarray([[1, 2]], dtype=float), np.array([[1, 2]], np.float32))
+    assert_matches(ember.asarray([[1, 2]], dtype=float), np.array([[1, 2]], dtype=float))
     assert_matches(ember.asarray((1, 2), dtype="uint16"), np.array([1, 2], np.uint16))
     assert_matches(ember.asarray(np.ones((4, 4))[::2, ::-1]), np.ones((2, 4)))
     assert ember.asarray(np.ones((4, 4))[::2, ::-1]).strides == (64, -8)        # layout kept

@@ -10,7 +10,9 @@ MODULES = ["ember", "ember._api.creation", "ember._api.dtype_funcs", "ember._api
            "ember.random", "ember._core.storage", "ember._core.dtypes", "ember._core.array",
            "ember._core.elementwise", "ember.autograd", "ember.autograd.grad_mode",
            "ember.autograd.function", "ember.autograd.functional", "ember.autograd.gradcheck",
-           "ember.autograd.anomaly", "ember.serialization"]
+           "ember.autograd.anomaly", "ember.serialization", "ember._api.npextras",
+           "ember._api.printing", "ember._api.fperr", "ember.emath", "ember.lib",
+           "ember.lib.stride_tricks", "ember._config"]
 # the training packages: every module in them
 PACKAGES = ["ember.nn", "ember.optim", "ember.data", "ember.amp", "ember.cuda"]
 
@@ -51,10 +53,12 @@ def test_docstring_example(test):
 def test_every_public_function_has_an_example():
     import ember
     from ember._api import (creation, dtype_funcs, elementwise, reductions, manipulation,
-                            indexing, linalg_ops, sorting, misc)
+                            indexing, linalg_ops, sorting, misc, npextras, printing, fperr)
+    import ember.lib.stride_tricks
     missing = []
     for mod in (creation, elementwise, reductions, manipulation, indexing, linalg_ops, sorting,
-                misc, ember.linalg, ember.random):
+                misc, ember.linalg, ember.random, npextras, printing, fperr, ember.emath,
+                ember.lib.stride_tricks):
         for name in getattr(mod, "__all__", []):
             obj = getattr(mod, name)
             if isinstance(obj, type) or not callable(obj) or isinstance(obj, elementwise.ufunc):

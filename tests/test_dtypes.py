@@ -155,7 +155,6 @@ def test_isdtype_errors():
 def test_dtype_keyword_accepts_all_spellings():
     for spelling in (ember.int16, np.int16, np.dtype("int16"), "int16", "i2"):
         assert ember.zeros(1, dtype=spelling).dtype == np.int16
-    assert ember.zeros(1, dtype=float).dtype == np.float32            # Python float: default float
-    assert ember.zeros(1, dtype=int).dtype == np.int64
-    assert ember.zeros(1, dtype=bool).dtype == np.bool_
-    assert ember.zeros(1, dtype=complex).dtype == np.complex64
+    # Python's types mean what they mean in NumPy (and PyTorch): float is float64
+    for spelling in (float, int, bool, complex, "float", "int", "bool", "complex"):
+        assert ember.zeros(1, dtype=spelling).dtype == np.zeros(1, dtype=spelling).dtype

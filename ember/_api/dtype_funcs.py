@@ -20,7 +20,10 @@ __all__ = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32
            "dtype", "newaxis", "pi", "e", "inf", "nan", "euler_gamma",
            "finfo", "iinfo", "result_type", "can_cast", "promote_types", "isdtype",
            "generic", "number", "integer", "signedinteger", "unsignedinteger",
-           "floating", "complexfloating", "inexact", "issubdtype"]
+           "floating", "complexfloating", "inexact", "issubdtype",
+           # NumPy 2's C-named scalar types (each is NumPy's own object)
+           "byte", "ubyte", "short", "ushort", "intc", "uintc", "long", "ulong", "longlong",
+           "ulonglong", "uintp", "csingle"]
 
 bool = np.bool
 bool_ = np.bool
@@ -31,6 +34,11 @@ complex64, complex128 = np.complex64, np.complex128
 half, single, double, float_ = np.float16, np.float32, np.float64, np.float64
 int_, intp, uint = np.int64, np.intp, np.uint64
 cfloat, cdouble = np.complex128, np.complex128
+# NumPy 2's C-named aliases: NumPy's objects, so ``ember.ubyte is numpy.ubyte``.
+# longdouble / clongdouble (extended precision) are refused (ember.__getattr__).
+byte, ubyte, short, ushort = np.byte, np.ubyte, np.short, np.ushort
+intc, uintc, long, ulong = np.intc, np.uintc, np.long, np.ulong
+longlong, ulonglong, uintp, csingle = np.longlong, np.ulonglong, np.uintp, np.csingle
 generic, number, integer = np.generic, np.number, np.integer
 signedinteger, unsignedinteger = np.signedinteger, np.unsignedinteger
 floating, complexfloating, inexact = np.floating, np.complexfloating, np.inexact

@@ -145,6 +145,30 @@ class ufunc(_ew.UfuncBase):
         res = self._np.accumulate(numpy_view(as_array(array)), axis=axis, dtype=dtype)
         return _result(res, out)
 
+    def reduceat(self, array, indices, axis=0, dtype=None, out=None):
+        """Reductions over slices ``array[indices[i]:indices[i+1]]`` along `axis` (NumPy's
+        ``reduceat``: where ``indices[i] >= indices[i+1]`` the result is
+        ``array[indices[i]]``; the last slice runs to the end).
+
+        >>> import ember
+        >>> ember.add.reduceat(ember.arange(8), [0, 4, 1, 5]).tolist()
+        [6, 4, 10, 18]
+        """
+        self._need_binary("reduceat")
+        self._refuse_autograd("reduceat", array)
+        a = as_array(array)
+        idx = numpy_view(as_array(indices)) if isinstance(indices, ndarray) else \
+            np.asarray(indices)
+        if idx.dtype.kind not in "iu":
+            raise TypeError(f"{self.__name__}.reduceat: indices must be integers, got "
+                            f"{idx.dtype}")
+        try:
+            res = self._np.reduceat(numpy_view(a), idx, axis=axis, dtype=dtype)
+        except IndexError as e:
+            raise IndexError(f"{self.__name__}.reduceat: {e} (array shape {a.shape}, "
+                             f"axis {axis})") from None
+        return _result(res, out)
+
     def outer(self, a, b, **kwargs):
         """The op applied to every pair (a[i...], b[j...]): result shape a.shape + b.shape.
 

@@ -517,7 +517,8 @@ cdef ndarray as_ndarray(object obj):
         arr = _np.asarray(obj)
         if dtype_kind(arr.dtype) in "OUSV":
             raise TypeError(f"asarray: cannot convert {type(obj).__name__} of "
-                            f"{type(leaf).__name__} to a numeric array")
+                            f"{type(leaf).__name__} to a numeric array (NumPy would make "
+                            f"dtype {arr.dtype}): ember supports numeric dtypes only")
         if _is_python_scalar(leaf) and not isinstance(leaf, _np.generic):
             # Python floats and complexes take ember's default dtypes.
             if arr.dtype == _np.float64:
@@ -540,7 +541,9 @@ cdef ndarray as_ndarray(object obj):
         if arr is None:
             raise
     if dtype_kind(arr.dtype) in "OUSV":
-        raise TypeError(f"asarray: cannot convert object of type {type(obj).__name__} to an array")
+        raise TypeError(f"asarray: cannot convert object of type {type(obj).__name__} to an "
+                        f"array (NumPy would make dtype {arr.dtype}): ember supports numeric "
+                        f"dtypes only")
     return wrap_numpy(arr)
 
 
@@ -595,6 +598,20 @@ def _as_strided(ndarray base, shape, strides, Py_ssize_t offset_bytes, dtype=Non
         dims[i] = shape[i]
         st[i] = strides[i]
     return new_view(base, n, dims, st, offset_bytes, code)
+
+
+# ember.set_printoptions's options (None: NumPy's current ones); repr and str print
+# host values through NumPy under them, so ember's options do not change NumPy's
+_print_options = None
+
+
+def _set_print_options(opts):
+    global _print_options
+    _print_options = opts
+
+
+def _get_print_options():
+    return _print_options
 
 
 def _storage_offset_bytes(ndarray x):
@@ -864,6 +881,16 @@ cdef class ndarray:
     @property
     def base(self):
         return None
+
+    @property
+    def flat(self):
+        """A flat (C-order) iterator over the array that also indexes and assigns
+        (NumPy's ``flatiter``)."""
+        return _E._flatiter(self)
+
+    @flat.setter
+    def flat(self, value):
+        _E._flatiter(self)[...] = value
 
     @property
     def T(self):
@@ -1142,6 +1169,12 @@ cdef class ndarray:
         return (_index_int(self, i) for i in range(self.shape[0]))
 
     def __repr__(self):
+        if _print_options is not None:
+            with _np.printoptions(**_print_options):
+                return self._repr()
+        return self._repr()
+
+    def _repr(self):
         if self.tcode == T_BFLOAT16:
             # through float32 (exact): NumPy prints ml_dtypes' bfloat16 like integers ("3")
             r = repr(host_values(self).astype(_np.float32))
@@ -1157,6 +1190,12 @@ cdef class ndarray:
         return r
 
     def __str__(self):
+        if _print_options is not None:
+            with _np.printoptions(**_print_options):
+                return self._str()
+        return self._str()
+
+    def _str(self):
         if self.tcode == T_BFLOAT16:
             return str(host_values(self).astype(_np.float32))
         return str(host_values(self))

@@ -64,28 +64,50 @@ def is_half_dtype(dt):
     return dt == BFLOAT16 or dt == _np.float16
 
 
+_KIND_NAMES = {"O": "object", "U": "string", "S": "bytes", "V": "structured/void",
+               "M": "datetime", "m": "timedelta", "T": "string"}
+
+
+def unsupported_dtype_message(dt):
+    """The error text for a NumPy dtype ember has no kernels for (object, string,
+    structured, datetime, extended precision...)."""
+    what = _KIND_NAMES.get(dt.kind, "")
+    if dt.kind == "f" or dt.kind == "c":
+        what = "extended-precision"
+    what = f" ({what} dtype)" if what else ""
+    return (f"ember does not support {dt!r}{what}: ember supports numeric dtypes only "
+            f"({', '.join(_NAMES)})")
+
+
 cdef int code_of_numpy_dtype(object dt) except -1:
     cdef object c = _code_by_dtype.get(dt)
     if c is None:
-        raise TypeError(f"ember does not support dtype {dt!r}; supported: {', '.join(_NAMES)}")
+        raise TypeError(unsupported_dtype_message(dt))
     return <int>c
 
 
 cdef int code_of(object dtype) except -1:
+    # Python's types mean what they mean in NumPy and PyTorch: float is float64,
+    # complex is complex128 (the default float dtype is for Python float *values*)
     cdef object c
     if dtype is float:
-        return default_float
+        return T_FLOAT64
     if dtype is complex:
-        return default_complex
+        return T_COMPLEX128
     if dtype is int:
         return T_INT64
     if dtype is bool:
         return T_BOOL
-    c = _code_by_dtype.get(dtype)
+    try:
+        c = _code_by_dtype.get(dtype)
+    except TypeError:               # unhashable: a structured dtype's field list
+        c = None
     if c is not None:
         return <int>c
     if isinstance(dtype, str) and dtype in ("float", "complex", "int", "bool"):
         return code_of({"float": float, "complex": complex, "int": int, "bool": bool}[dtype])
+    if dtype is str or dtype is bytes or dtype is object:
+        raise TypeError(unsupported_dtype_message(_np.dtype(dtype)))
     try:
         dt = _np.dtype(dtype)
     except TypeError:
@@ -143,6 +165,8 @@ def _code(dtype):
 def set_default_dtype(dtype):
     """Set the floating dtype used for Python floats and float-valued results
     of integer inputs (``float32`` unless changed; ``float64`` is the other choice).
+    The environment variable ``EMBER_DEFAULT_DTYPE=float64`` sets it at import.
+    Python's ``float`` as a dtype (``dtype=float``) always means float64.
 
     >>> import ember
     >>> ember.set_default_dtype(ember.float64)
@@ -192,3 +216,18 @@ def weak_result_code(int a, s):
 
 def scalar_code(s):
     return scalar_default_code(s)
+
+
+def _default_from_environment():
+    """EMBER_DEFAULT_DTYPE=float64 (or float32) sets the default float dtype at import,
+    so NumPy programs run unchanged (as JAX_ENABLE_X64 does for JAX)."""
+    import os
+    value = os.environ.get("EMBER_DEFAULT_DTYPE", "").strip()
+    if not value:
+        return
+    if value not in ("float32", "float64"):
+        raise ValueError(f"EMBER_DEFAULT_DTYPE must be 'float32' or 'float64', got {value!r}")
+    set_default_dtype(value)
+
+
+_default_from_environment()

@@ -184,6 +184,10 @@ def get_num_threads():
     """How many threads ember's CPU kernels use."""
     return _nthreads
 
+def _omp_max_threads():
+    """OpenMP's own thread count (1 in a build without OpenMP), for ember.show_config."""
+    return ember_omp_max_threads()
+
 def _set_parallel_threshold(Py_ssize_t n):
     global PAR_MIN
     PAR_MIN = n

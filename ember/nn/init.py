@@ -1,8 +1,9 @@
 """Weight initialisation (PyTorch's ``torch.nn.init``): every function fills its array
 in place, without recording gradients, and returns it.
 
-Random draws come from ember.random's global generator (so ``ember.random.seed`` makes
-them reproducible) or from ``generator=`` (an ``ember.random.Generator``).
+Random draws come from ember.random's global state (so ``ember.manual_seed`` or
+``ember.random.seed`` makes them reproducible) or from ``generator=`` (an
+``ember.Generator`` or an ``ember.random.Generator``).
 
 >>> import ember
 >>> from ember.nn import init

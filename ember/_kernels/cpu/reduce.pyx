@@ -50,6 +50,11 @@ cdef extern from "simd_sum.h" nogil:
 # AVX2 block sums when this CPU has them (checked once at import)
 cdef bint _avx2 = ember_cpu_has_avx2()
 
+
+def _avx2_enabled():
+    """Whether the reductions use their AVX2 block kernels on this CPU (ember.show_config)."""
+    return bool(_avx2)
+
 ctypedef void (*line_fn)(char* out, char* p, Py_ssize_t n, Py_ssize_t s) noexcept nogil
 ctypedef Py_ssize_t (*argline_fn)(char* tag, char* p, Py_ssize_t n, Py_ssize_t s) noexcept nogil
 ctypedef void (*cumline_fn)(char* out, Py_ssize_t os, char* p, Py_ssize_t s, Py_ssize_t n) noexcept nogil

@@ -1,7 +1,8 @@
 """Gradient rules, one module per family of ops (each rule is one small function)."""
 import importlib
 
-_MODULES = ["elementwise", "reductions", "manipulation", "indexing", "linalg", "device"]
+_MODULES = ["elementwise", "reductions", "manipulation", "indexing", "linalg", "device",
+            "npextras"]
 
 
 def load_all():
