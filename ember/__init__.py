@@ -58,7 +58,7 @@ from ember.autograd.install import install as _install_autograd   # noqa: E402
 _install_autograd(_sys.modules[__name__])
 
 
-_LAZY_SUBMODULES = ("nn", "optim", "data", "distributed", "cuda", "amp")
+_LAZY_SUBMODULES = ("nn", "optim", "data", "distributed", "cuda", "amp", "fft")
 
 
 def __getattr__(name):
