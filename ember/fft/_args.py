@@ -38,9 +38,10 @@ def dual(norm):
 
 
 def pick(value, alias, default, name, alias_name, op):
-    """NumPy's keyword (`name`) or PyTorch's (`alias_name`), not both."""
+    """NumPy's keyword (`name`) or PyTorch's (`alias_name`), not both (`value` left at
+    `default` counts as not given)."""
     if alias is not None:
-        if value is not None:
+        if value is not None and value != default:
             raise TypeError(f"fft.{op}: pass either {name}= or {alias_name}=, not both")
         return alias
     return default if value is None else value
