@@ -101,8 +101,9 @@ def test_gradients_match_cpu(case):
         y = getattr(ember.fft, name)(x, **kw)
         w = rnd(y.shape, "float64", seed=100)
         wd = ember.asarray(w) if dev == "cpu" else gpu(w)
-        loss = ((ember.real(y) * wd + ember.imag(y) * wd * 0.5).sum() if y.dtype.kind == "c"
-                else (y * wd).sum())
+        # quadratic, so that the gradient depends on x and has a gradient itself
+        loss = ((ember.real(y) ** 2 * wd + ember.imag(y) * wd * 0.5).sum()
+                if y.dtype.kind == "c" else (y * y * wd).sum())
         (g,) = ember.autograd.grad(loss, x, create_graph=True)
         (gg,) = ember.autograd.grad((ember.abs(g) ** 2).sum(), x)   # double backward
         outs.append(y)
@@ -111,3 +112,16 @@ def test_gradients_match_cpu(case):
     for got, exp in zip(grads[1], grads[0]):
         assert_on_device(got)
         assert_same(got, exp)
+
+
+@pytest.mark.skipif(DEV == "cpu", reason="dry run on the CPU")
+def test_cufft_primitives_are_registered_and_used(monkeypatch):
+    from ember.cuda import _dispatch
+    calls = []
+    for name in ("fft._c2c", "fft._r2c", "fft._c2r"):
+        impl = _dispatch._IMPLS[name]           # ember/cuda/ops_fft.py registered them
+        monkeypatch.setitem(_dispatch._IMPLS, name,
+                            lambda *a, _impl=impl, _n=name: (calls.append(_n), _impl(*a))[1])
+    x = gpu(rnd((3, 8), "float32"))
+    ember.fft.irfft(ember.fft.rfft(x)) + ember.fft.fft(x).real
+    assert sorted(calls) == ["fft._c2c", "fft._c2r", "fft._r2c"]
