@@ -4,7 +4,7 @@
     python benchmarks/bench_fft.py --quick    # tiny sizes, a few seconds
 
 Each case runs twice for ember, once per host library behind ember.fft: SciPy's
-pocketfft (``scipy.fft`` with ``workers=ember.get_num_threads()`` above 65,536 points,
+pocketfft (``scipy.fft``, with ``workers=ember.get_num_threads()`` from 4M points on,
 what ember ships) and NumPy's (``numpy.fft``, single-threaded), so the table shows the
 choice.  No target: the table records the cost of the FFT library ember calls.
 """

@@ -5,8 +5,8 @@ Every function of ``numpy.fft`` with NumPy's signature (``n`` / ``s``, ``axis`` 
 spelling, and SciPy's / PyTorch's ``hfftn``, ``ihfftn``, ``hfft2``, ``ihfft2``.
 float32 input gives complex64 / float32 results (float64: complex128 / float64);
 integer and bool input computes in the default float dtype, float16 and bfloat16 in
-float32.  On the host the work is SciPy's pocketfft (``scipy.fft``, multithreaded
-over independent transforms up to ``ember.get_num_threads()``) on zero-copy views; on
+float32.  On the host the work is SciPy's pocketfft (``scipy.fft``; transforms of 4M
+points or more use ``ember.get_num_threads()`` workers) on zero-copy views; on
 a GPU, cuFFT through CuPy.  Every transform is differentiable (to any order).
 
 >>> import ember

@@ -28,8 +28,11 @@ from ember.autograd.registry import defop
 from ember._api._util import numpy_view, wrap
 from ember.fft._args import dual, complex_dtype, real_dtype
 
-#: below this many elements, scipy.fft runs on the calling thread (a pool costs more)
-PARALLEL_MIN = 1 << 16
+#: below this many points, scipy.fft runs on the calling thread.  Measured on the 2-core
+#: machine (benchmarks/bench_fft.py's sizes, scipy.fft directly): 2 workers took 3-4x
+#: longer than 1 for 262,144 and 1,048,576 points (waking the pool costs more than the
+#: work it splits) and broke even at 4M and 16M points.
+PARALLEL_MIN = 1 << 22
 
 _sfft = None
 
@@ -45,9 +48,11 @@ def _scipy_fft():
 def _workers(v, s, axes):
     """scipy.fft's worker threads: ember's thread count for big transforms, else 1.
 
-    SciPy's pocketfft splits a call's independent 1-d transforms over its own pool; the
-    call is synchronous, so those threads never run while this thread's ember OpenMP
-    kernels do, and at most ember.get_num_threads() cores are busy, as in any ember op."""
+    SciPy's pocketfft splits a call's independent 1-d transforms over its own pool.  The
+    call is synchronous and made from the thread that runs ember's kernels, so its
+    workers never run while that thread's OpenMP team does, and at most
+    ember.get_num_threads() cores are busy, as in any ember op (set_num_threads(1)
+    makes every transform single-threaded)."""
     size = 1
     for d, ax in zip(v.shape, range(v.ndim)):
         size *= s[axes.index(ax)] if ax in axes else d
