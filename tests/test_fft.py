@@ -1,6 +1,8 @@
 """ember.fft against NumPy (values, dtypes, errors), SciPy (hfftn / ihfftn, which NumPy
 lacks) and PyTorch (gradients), plus float64 finite differences (gradcheck)."""
 import pickle
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -434,3 +436,10 @@ def test_shift_gradients():
     tx = torch.tensor(a, requires_grad=True)
     (torch.fft.fftshift(tx, dim=1) * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(np.asarray(x.grad), tx.grad.numpy())
+
+
+def test_import_ember_stays_lazy():
+    code = ("import sys, ember; assert 'ember.fft' not in sys.modules; "
+            "assert 'scipy.fft' not in sys.modules; ember.fft.fftfreq(3); "
+            "assert 'scipy.fft' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
