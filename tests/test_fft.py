@@ -438,3 +438,10 @@ def test_import_ember_stays_lazy():
             "assert 'scipy.fft' not in sys.modules; ember.fft.fftfreq(3); "
             "assert 'scipy.fft' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_numpy_fft_on_ember_arrays_runs_ember_fft():
+    x = ember.asarray(_input("fft", (6,), "float64"), requires_grad=True)
+    y = np.fft.rfft(x, norm="ortho")            # __array_function__ -> ember.fft.rfft
+    assert isinstance(y, ember.ndarray) and y.requires_grad
+    _close(y.detach(), np.fft.rfft(np.asarray(x.detach()), norm="ortho"))
