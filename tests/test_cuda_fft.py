@@ -126,3 +126,12 @@ def test_cufft_primitives_are_registered_and_used(monkeypatch):
                             lambda *a, _impl=impl, _n=name: (calls.append(_n), _impl(*a))[1])
     ember.fft.irfft(ember.fft.rfft(x)) + ember.fft.fft(x).real
     assert sorted(calls) == ["fft._c2c", "fft._c2r", "fft._r2c"]
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "fftn", "rfftn", "irfftn"])
+def test_empty_batch(name):
+    dtype = "float32" if name.startswith("r") else "complex64"
+    a = np.zeros((0, 4), dtype)
+    f = getattr(ember.fft, name)
+    kw = dict(axes=(1,)) if name.endswith("n") else {}
+    assert_same(f(gpu(a), **kw), f(ember.asarray(a), **kw))
