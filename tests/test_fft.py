@@ -112,6 +112,13 @@ def test_nd_dim_alias(name):
         getattr(efft, name)(ember.asarray(a), axes=(0,), dim=(0,))
 
 
+def test_nd_sequences():
+    a = _input("fftn", (3, 4, 5), "complex128")
+    _close(efft.fftn(ember.asarray(a), s=np.array([4, 6]), axes=[0, 2]),
+           np.fft.fftn(a, s=(4, 6), axes=(0, 2)))
+    _close(efft.ifftn(ember.asarray(a), s=3, axes=1), np.fft.ifftn(a, s=(3,), axes=(1,)))
+
+
 @pytest.mark.parametrize("name", ["hfftn", "ihfftn", "hfft2", "ihfft2"])
 @pytest.mark.parametrize("kw", [dict(), dict(s=(3, 6)), dict(axes=(0, 2)), dict(s=(5, 4), axes=(2, 1))])
 @pytest.mark.parametrize("norm", NORMS)

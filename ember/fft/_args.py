@@ -114,12 +114,19 @@ def one_axis(x, n, axis, op, inverse_real=False):
     return n, ax
 
 
+def _seq(v):
+    """None, an int, or a sequence (list, tuple, 1-d array) -> None or a tuple."""
+    if v is None or isinstance(v, tuple):
+        return v
+    try:
+        return (operator.index(v),)
+    except TypeError:
+        return tuple(v)
+
+
 def nd_axes(x, s, axes, op, inverse_real=False):
     """(s, axes) lists of an n-d transform, NumPy 2's rules (repeated axes kept)."""
-    if axes is not None and not isinstance(axes, (list, tuple)):
-        axes = (axes,)
-    if s is not None and not isinstance(s, (list, tuple)):
-        s = (s,)
+    axes, s = _seq(axes), _seq(s)
     shapeless = s is None
     if axes is None:
         axes = list(range(x.ndim)) if shapeless else list(range(-len(s), 0))
