@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ember
-from cuda_helpers import GPU_MARK, DEV, assert_on_device, assert_same, gpu, host, layout_pairs
+from cuda_helpers import GPU_MARK, DEV, assert_on_device, assert_same, gpu, layout_pairs
 
 pytestmark = GPU_MARK
 
