@@ -79,7 +79,7 @@ _REFUSED_DTYPES = {
 }
 
 
-_LAZY_SUBMODULES = ("nn", "optim", "data", "distributed", "cuda", "amp")
+_LAZY_SUBMODULES = ("nn", "optim", "data", "distributed", "cuda", "amp", "fft")
 
 
 def __getattr__(name):

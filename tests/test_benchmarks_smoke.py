@@ -166,3 +166,12 @@ def test_math_benchmark_runs():
     for r in rows:
         assert set(r) >= ROW_KEYS
         assert r["times"]["ember"] and r["times"]["numpy"], (r["case"], r["errors"])
+
+
+def test_fft_benchmark_runs():
+    import bench_fft
+    rows = bench_fft.run(quick=True)
+    assert len(rows) == 2 * len(bench_fft.QUICK)
+    for r in rows:
+        assert set(r) >= ROW_KEYS
+        assert r["times"]["ember"] and r["times"]["numpy"], (r["case"], r["errors"])

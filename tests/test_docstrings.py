@@ -12,7 +12,8 @@ MODULES = ["ember", "ember._api.creation", "ember._api.dtype_funcs", "ember._api
            "ember.autograd.function", "ember.autograd.functional", "ember.autograd.gradcheck",
            "ember.autograd.anomaly", "ember.serialization", "ember._api.npextras",
            "ember._api.printing", "ember._api.fperr", "ember.emath", "ember.lib",
-           "ember.lib.stride_tricks", "ember._config"]
+           "ember.lib.stride_tricks", "ember._config", "ember.fft",
+           "ember.fft._transforms", "ember.fft._helpers", "ember.fft._args"]
 # the training packages: every module in them
 PACKAGES = ["ember.nn", "ember.optim", "ember.data", "ember.amp", "ember.cuda"]
 
@@ -58,7 +59,7 @@ def test_every_public_function_has_an_example():
     missing = []
     for mod in (creation, elementwise, reductions, manipulation, indexing, linalg_ops, sorting,
                 misc, ember.linalg, ember.random, npextras, printing, fperr, ember.emath,
-                ember.lib.stride_tricks):
+                ember.lib.stride_tricks, ember.fft):
         for name in getattr(mod, "__all__", []):
             obj = getattr(mod, name)
             if isinstance(obj, type) or not callable(obj) or isinstance(obj, elementwise.ufunc):

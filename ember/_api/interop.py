@@ -83,6 +83,8 @@ def _array_function(func, types, args, kwargs):
     if module in ("numpy", "numpy.core.fromnumeric", "numpy._core.fromnumeric") or module.startswith("numpy"):
         if module.startswith("numpy.linalg"):
             ours = getattr(ember.linalg, name, None)
+        elif module.startswith("numpy.fft"):
+            ours = getattr(ember.fft, name, None)
         elif module == "numpy" or module.startswith("numpy._core") or module.startswith("numpy.lib") \
                 or module.startswith("numpy.core"):
             ours = getattr(ember, name, None)
