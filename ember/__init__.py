@@ -49,7 +49,7 @@ for _name, _mod in (("_getitem_advanced", _indexing_mod), ("_setitem_advanced", 
         globals()[_name] = getattr(_mod, _name)
 
 Tensor = ndarray
-__version__ = "0.1.0"
+from ember._build_config import VERSION as __version__  # noqa: E402  (meson.build's version)
 __array_api_version__ = "2024.12"
 
 _array._set_namespace(_sys.modules[__name__], _elementwise._assign)
