@@ -40,3 +40,15 @@ def test_namespace_of_array():
     assert ember.__array_api_version__ == "2024.12"
     with pytest.raises(ValueError):
         x.__array_namespace__(api_version="1999.01")
+
+
+def test_version_is_the_build_and_distribution_version():
+    # written once, in meson.build: the build record and the installed metadata carry it
+    import importlib.metadata
+    from ember import _build_config
+    assert ember.__version__ == _build_config.VERSION
+    try:
+        dist_version = importlib.metadata.version("ember")
+    except importlib.metadata.PackageNotFoundError:      # pragma: no cover (not installed)
+        pytest.skip("ember is not installed as a distribution")
+    assert ember.__version__ == dist_version
