@@ -8,11 +8,11 @@ Static part (a second):
     (conda-forge names and version bounds), its license and license file pyproject's;
   - the files its tests copy are tracked by git; its source is the sdist's file name.
 Build part (one compile of ember, about 2 minutes on 2 idle cores):
-  - `python -m build --sdist` (meson-python: `meson dist`, the git-tracked files);
+  - a fresh virtual environment gets the recipe's host requirements (from PyPI) and `build`;
+  - `python -m build --sdist` there (meson-python: `meson dist`, the git-tracked files);
   - the sdist holds every tracked file the build needs and nothing generated;
-  - a fresh virtual environment gets the recipe's host requirements (from PyPI), then the
-    recipe's build script runs in the unpacked sdist (not a git tree), then the run
-    requirements; `pip check`;
+  - the recipe's build script runs in the unpacked sdist (not a git tree), then the run
+    requirements are installed; `pip check`;
   - the installed files (the wheel's RECORD) hold every ember subpackage, every tracked
     .py/.pxd/.cu file, every compiled module meson.build lists and the build record;
   - the recipe's tests run there: its imports, and its script commands (show_config,
@@ -245,9 +245,21 @@ def check_build(recipe, version, keep):
     tmp = tempfile.mkdtemp(prefix="ember-recipe-")
     timings = {}
     try:
-        out, timings["sdist"] = run([sys.executable, "-m", "build", "--sdist", "--outdir",
-                                     os.path.join(tmp, "dist"), ROOT],
-                                    log=os.path.join(tmp, "sdist.log"))
+        venv = os.path.join(tmp, "venv")
+        _, timings["venv"] = run([sys.executable, "-m", "venv", venv])
+        py = os.path.join(venv, "bin", "python")
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("VIRTUAL_ENV", "PYTHONPATH") and not k.startswith("EMBER_")}
+        env["PATH"] = os.path.join(venv, "bin") + os.pathsep + env.get("PATH", "")
+        reqs = recipe["requirements"]
+        host = [pypi(r) for r in flatten(reqs["host"]) if split_req(r)[0] not in HOST_TOOLING]
+        # the host requirements are the build-system requires (checked above), so the sdist
+        # is made in the same environment, without a second, isolated one
+        _, timings["host_reqs"] = run([py, "-m", "pip", "install", "-q", "build"] + host,
+                                      env=env)
+        _, timings["sdist"] = run([py, "-m", "build", "--sdist", "--no-isolation", "--outdir",
+                                   os.path.join(tmp, "dist"), ROOT], env=env,
+                                  log=os.path.join(tmp, "sdist.log"))
         sdist = os.path.join(tmp, "dist", f"{name}-{version}.tar.gz")
         if not os.path.exists(sdist):
             raise CheckError(f"python -m build --sdist made {os.listdir(os.path.dirname(sdist))}")
@@ -258,16 +270,6 @@ def check_build(recipe, version, keep):
             else:                                      # Python < 3.11.4
                 tf.extractall(os.path.join(tmp, "src"))
         src = os.path.join(tmp, "src", f"{name}-{version}")
-
-        venv = os.path.join(tmp, "venv")
-        _, timings["venv"] = run([sys.executable, "-m", "venv", venv])
-        py = os.path.join(venv, "bin", "python")
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("VIRTUAL_ENV", "PYTHONPATH") and not k.startswith("EMBER_")}
-        env["PATH"] = os.path.join(venv, "bin") + os.pathsep + env.get("PATH", "")
-        reqs = recipe["requirements"]
-        host = [pypi(r) for r in flatten(reqs["host"]) if split_req(r)[0] not in HOST_TOOLING]
-        _, timings["host_reqs"] = run([py, "-m", "pip", "install", "-q"] + host, env=env)
         script = recipe["build"]["script"]
         script = re.sub(r"\$\{\{\s*PYTHON\s*\}\}", py, script)
         _, timings["build_script"] = run(script, cwd=src, env=env,
