@@ -86,7 +86,7 @@ def test_decoder_layer_masks(batch_first):
          memory_key_padding_mask=mkpm)
     _run(t, e, [tgt, mem], rng, memory_mask=mmask, memory_key_padding_mask=mkpm.astype(
         np.float32) * -1e9)
-    _run(t, e, [tgt[:, 0] if batch_first else tgt[:, 0], mem[0] if batch_first else mem[:, 0]],
+    _run(t, e, [tgt[0] if batch_first else tgt[:, 0], mem[0] if batch_first else mem[:, 0]],
          rng, tgt_mask=np.triu(np.ones((T, T), bool), 1))                    # unbatched
 
 

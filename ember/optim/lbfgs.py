@@ -161,7 +161,9 @@ class LBFGS(Optimizer):
                     old_stps.append(s)
                     ro.append(1.0 / ys)
                     H_diag = ys / float(E.dot(y, y))
-                d = _two_loop(flat_grad, old_dirs, old_stps, ro, H_diag)
+                if "al" not in state:       # the two-loop recursion's scratch, as torch's
+                    state["al"] = [None] * history_size
+                d = _two_loop(flat_grad, old_dirs, old_stps, ro, H_diag, state["al"])
             prev_flat_grad = E.array(flat_grad, copy=True)
             prev_loss = loss
 
@@ -208,10 +210,10 @@ class LBFGS(Optimizer):
         return orig_loss
 
 
-def _two_loop(flat_grad, old_dirs, old_stps, ro, H_diag):
-    """-H g for the L-BFGS inverse-Hessian estimate H (the two-loop recursion)."""
+def _two_loop(flat_grad, old_dirs, old_stps, ro, H_diag, al):
+    """-H g for the L-BFGS inverse-Hessian estimate H (the two-loop recursion);
+    `al` (at least as long as the history) receives the first loop's coefficients."""
     q = -flat_grad
-    al = [0.0] * len(old_dirs)
     for i in range(len(old_dirs) - 1, -1, -1):
         al[i] = float(E.dot(old_stps[i], q)) * ro[i]
         q = q - al[i] * old_dirs[i]
