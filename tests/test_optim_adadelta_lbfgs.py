@@ -69,7 +69,7 @@ def test_adadelta_matches_torch(kw, dtype):
     for k in range(8):
         lt = topt.step(tcl)
         le = eopt.step(ecl)
-        np.testing.assert_allclose(float(le), float(lt), **TOL[dtype])
+        np.testing.assert_allclose(float(le), lt.item(), **TOL[dtype])
         _assert_params(em, tm, dtype, f"step {k}")
     for pe, pt in zip(em.parameters(), tm.parameters()):
         st, se = topt.state[pt], eopt.state[pe]

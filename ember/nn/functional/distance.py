@@ -27,8 +27,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
     >>> import ember
     >>> import ember.nn.functional as F
-    >>> F.cosine_similarity(ember.asarray([[1.0, 0.0], [1.0, 1.0]]),
-    ...                     ember.asarray([[1.0, 0.0], [-1.0, -1.0]])).tolist()
+    >>> F.cosine_similarity(ember.asarray([[1.0, 0.0], [0.0, 3.0]]),
+    ...                     ember.asarray([[2.0, 0.0], [0.0, -1.0]])).tolist()
     [1.0, -1.0]
     """
     a, b = _arrays("cosine_similarity", x1, x2)
