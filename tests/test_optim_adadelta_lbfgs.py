@@ -267,3 +267,21 @@ def test_parameter_data_get_and_set():
     td = tp.data
     td[0] = 5.0
     assert tp.tolist() == [5.0, 2.0] and not td.requires_grad
+
+
+def test_state_created_before_double_is_not_converted_like_torch():
+    """PyTorch leaves optimizer state alone on Module.to(); a step that meets float32
+    state with float64 parameters then fails in both libraries (ember names the state)."""
+    def trained(lib, nnmod, optmod, ones):
+        m = nnmod.Linear(2, 1)
+        opt = optmod.Adam(m.parameters(), lr=0.1)
+        m(ones((1, 2))).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        m.double()
+        m(ones((1, 2), dtype=lib.float64)).sum().backward()
+        return opt
+    with pytest.raises(RuntimeError):
+        trained(torch, torch.nn, torch.optim, torch.ones).step()
+    with pytest.raises(ValueError, match="exp_avg"):
+        trained(E, nn, eo, E.ones).step()
