@@ -133,7 +133,7 @@ def test_lbfgs_matches_torch(kw, dtype):
     for k in range(steps):
         lt = topt.step(tcl)
         le = eopt.step(ecl)
-        np.testing.assert_allclose(float(le), float(lt), **tol)
+        np.testing.assert_allclose(float(le), lt.item(), **tol)
         for (n, pe), pt in zip(em.named_parameters(), tm.parameters()):
             np.testing.assert_allclose(np.asarray(pe.detach()), pt.detach().numpy(),
                                        err_msg=f"step {k}: {n}", **tol)
