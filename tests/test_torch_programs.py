@@ -60,7 +60,15 @@ def digits():
     return (d.images[:768] / 16.0).astype(np.float32), d.target[:768].astype(np.int64)
 
 
-BACKENDS = ["ember", "torch"]
+import ember  # noqa: E402
+
+# the programs need PyTorch's module-level names and Tensor methods (torch.manual_seed,
+# x.size(0), new_zeros, ...), which the `torchapi` branch adds: until it is merged the
+# ember runs are expected to fail (and are reported as such), never skipped or edited
+_TORCH_NAMES = pytest.mark.xfail(not hasattr(ember, "manual_seed"), strict=True,
+                                 reason="ember lacks PyTorch's module-level names "
+                                        "(torch.manual_seed, ...) until `torchapi` lands")
+BACKENDS = [pytest.param("ember", marks=_TORCH_NAMES), "torch"]
 
 # ------------------------------------------------------------------ 1. a CNN classifier
 
