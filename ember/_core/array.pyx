@@ -350,6 +350,21 @@ def _alias_as(ndarray base, type cls):
     return x
 
 
+def _set_data(ndarray x, ndarray src):
+    """Make `x` view `src`'s memory (storage, offset, shape, strides, dtype) in place,
+    keeping x's identity and autograd slots (PyTorch's ``p.data = t``)."""
+    cdef int i
+    for i in range(src.ndim):
+        x.shape[i] = src.shape[i]
+        x.strides[i] = src.strides[i]
+    x.ndim = src.ndim
+    x.tcode = src.tcode
+    x.itemsize = src.itemsize
+    x.storage = src.storage
+    x.offset = src.offset
+    update_flags(x)
+
+
 cdef ndarray wrap_numpy(object obj):
     """Wrap a NumPy array's memory without copying; the array stays alive."""
     cdef cnp.ndarray arr = <cnp.ndarray>obj
