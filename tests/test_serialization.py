@@ -184,7 +184,7 @@ def test_truncated_file_is_a_clear_error(tmp_path, cut):
     ({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}, b"\0" * 4, "invalid shape"),
     ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, b"\0" * 8, "expected 0"),
     ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 12, "trailing"),
-    ({"a": {"dtype": "F32"}}, b"", "lacks dtype"),
+    ({"a": {"dtype": "F32"}}, b"", "lacks .shape"),
     ({"__metadata__": {"ember.structure": "{not json"}}, b"", "structure metadata is not valid"),
     ({"__metadata__": {"ember.structure": json.dumps({"version": 1, "root": {"array": "zz"}})}},
      b"", "lacks"),
