@@ -48,6 +48,7 @@ _STRUCTURE_KEY = "ember.structure"
 _FORMAT_KEY = "format"
 _MAX_HEADER = 100_000_000            # the reference implementation's limit (safetensors)
 _MAXDIM = 32                         # ember arrays have at most 32 axes
+_MAX_BYTES = 2 ** 62                 # no array (even an empty one) spans more
 _VERSION = 1
 
 
@@ -243,7 +244,7 @@ def _read_header(path, size, fh):
 
 def _check_entries(path, header, data_start, size):
     """Validate every entry: known dtype, sane shape, offsets that tile the data.
-    Returns ``[(name, dtype, shape, start, end)]`` in file order."""
+    Returns ``[(start, end, name, dtype, shape, strides)]`` in file order."""
     entries = []
     maxdim = _MAXDIM
     for name, e in header.items():
@@ -267,23 +268,33 @@ def _check_entries(path, header, data_start, size):
         if not isinstance(shape, list) or len(shape) > maxdim:
             raise _bad(path, f"entry {name!r} has an invalid shape {_short(shape)} (a list "
                              f"of at most {maxdim} non-negative integers)")
-        for d in shape:
-            if type(d) is not int or d < 0:
-                raise _bad(path, f"entry {name!r} has an invalid shape {_short(shape)}")
-        if not (isinstance(offs, list) and len(offs) == 2
+        itemsize = dtype.itemsize
+        if len(shape) == 1 and type(shape[0]) is int and shape[0] >= 0:     # the common case
+            strides, nbytes, step = (itemsize,), shape[0] * itemsize, shape[0] * itemsize
+        else:
+            strides, step = [0] * len(shape), itemsize       # C order, in bytes
+            for i in range(len(shape) - 1, -1, -1):
+                d = shape[i]
+                if type(d) is not int or d < 0:
+                    raise _bad(path, f"entry {name!r} has an invalid shape {_short(shape)}")
+                strides[i] = step
+                step *= d or 1
+            nbytes = 0 if 0 in shape else step
+        if step >= _MAX_BYTES:
+            raise _bad(path, f"entry {name!r} has a shape {_short(shape)} too big for memory")
+        if not (type(offs) is list and len(offs) == 2
                 and type(offs[0]) is int and type(offs[1]) is int and 0 <= offs[0] <= offs[1]):
             raise _bad(path, f"entry {name!r} has invalid data_offsets {_short(offs)}")
-        nbytes = math.prod(shape) * dtype.itemsize
         if offs[1] - offs[0] != nbytes:
             raise _bad(path, f"entry {name!r} of shape {_short(shape)} and dtype {dt} "
                              f"needs {nbytes} bytes but its offsets span {offs[1] - offs[0]}")
         if data_start + offs[1] > size:
             raise _bad(path, f"entry {name!r} ends at byte {data_start + offs[1]} but the file "
                              f"has {size} bytes (truncated)")
-        entries.append((offs[0], offs[1], name, dtype, shape))
-    entries.sort(key=lambda t: (t[0], t[1]))
+        entries.append((offs[0], offs[1], name, dtype, shape, strides))
+    entries.sort()           # by offsets (names are unique, so never past them)
     pos = 0
-    for lo, hi, name, _, _ in entries:
+    for lo, hi, name, *_ in entries:
         if lo != pos:
             raise _bad(path, f"entry {name!r} starts at data byte {lo}, expected {pos} "
                              f"(overlapping or missing data)")
@@ -405,7 +416,8 @@ def load(f, map_location=None, *, weights_only=None, mmap=False):
     >>> ember.load(path, map_location="cpu", weights_only=True)["x"].shape
     (4,)
     """
-    from ember._api._util import wrap
+    from ember._api._util import numpy_view, wrap
+    from ember._core.array import _as_strided
     if weights_only not in (None, True, False):
         raise TypeError(f"ember.load: weights_only must be True, False or None, "
                         f"got {weights_only!r}")
@@ -428,12 +440,18 @@ def load(f, map_location=None, *, weights_only=None, mmap=False):
     finally:
         if close:
             fh.close()
-    arrays = {}
-    for lo, _, name, dtype, shape in entries:
-        arrays[name] = np.ndarray(shape, dtype=dtype, buffer=buf, offset=base + lo)
+    whole = wrap(buf)
+    arrays = {e[2]: e for e in entries}
+
+    def array(name):
+        """The entry `name` as an ember view of the buffer (one storage for all)."""
+        lo, _, _, dtype, shape, strides = arrays[name]
+        if (base + lo) % dtype.itemsize:      # unaligned (foreign files): NumPy copies
+            return wrap(np.ndarray(shape, dtype=dtype, buffer=buf, offset=base + lo))
+        return _as_strided(whole, shape, strides, base + lo, dtype)
     structure = meta.get(_STRUCTURE_KEY)
     if structure is None:       # a foreign safetensors file: its arrays by name
-        return {name: _out(a, wrap, move) for name, a in arrays.items()}
+        return {name: _moved(array(name), move) for name in arrays}
     if not isinstance(structure, str):
         raise _bad(path, f"its {_STRUCTURE_KEY} metadata is not a string")
     try:
@@ -455,15 +473,16 @@ def load(f, map_location=None, *, weights_only=None, mmap=False):
     def get(name, kind):
         """The array `name` (complex `kind` when saved as float pairs), wrapped once."""
         if name not in cache:
-            a = arrays[name]
+            a = array(name)
             if kind is not None:
+                a = numpy_view(a)
                 if not isinstance(kind, str) or kind not in _COMPLEX_PARTS:
                     raise _bad(path, f"array {name!r} has an unknown complex dtype {_short(kind)}")
                 if a.ndim == 0 or a.shape[-1] != 2 or a.dtype.name != _COMPLEX_PARTS[kind]:
                     raise _bad(path, f"array {name!r} of shape {a.shape} and dtype {a.dtype} "
                                      f"cannot be read as {kind}")
-                a = (a[..., 0] + 1j * a[..., 1]).astype(kind)
-            cache[name] = _out(a, wrap, move)
+                a = wrap((a[..., 0] + 1j * a[..., 1]).astype(kind))
+            cache[name] = _moved(a, move)
         return cache[name]
 
     try:
@@ -472,6 +491,5 @@ def load(f, map_location=None, *, weights_only=None, mmap=False):
         raise _bad(path, "its ember.structure metadata is nested too deeply") from None
 
 
-def _out(a, wrap, move):
-    x = wrap(a)
+def _moved(x, move):
     return x if move is None else move(x)
