@@ -582,4 +582,10 @@ def diff(x, /, n=1, axis=-1, prepend=None, append=None, *, dim=None):
     if append is not None:
         kw["append"] = numpy_view(as_array(append)) if isinstance(append, ndarray) else append
     ax = pick_axis(axis if dim is None else None, dim, "diff")
-    return wrap(np.asarray(np.diff(numpy_view(as_array(x)), n=n, axis=ax, **kw)))
+    a = numpy_view(as_array(x))
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 1 and a.ndim:
+        # NumPy loops n times even once the axis is empty (n=10**12 never returns); past
+        # the axis' length every further difference is the same empty array
+        a = np.diff(a, n=1, axis=ax, **kw)
+        n, kw = builtins.min(int(n) - 1, a.shape[ax]), {}
+    return wrap(np.asarray(np.diff(a, n=n, axis=ax, **kw)))
