@@ -16,7 +16,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1000, help="calls per child process")
     ap.add_argument("--jobs", type=int, default=1, help="child processes at once")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per call before a hang")
-    ap.add_argument("--mem-gb", type=float, default=4.0, help="address-space limit per child")
+    ap.add_argument("--mem-gb", type=float, default=1.0,
+                    help="address-space limit per child: huge allocations fail fast (1)")
     ap.add_argument("--only", action="append", help="only this callable (repeatable), "
                                                     "e.g. ember.put or ndarray.sort")
     ap.add_argument("--no-confirm", action="store_true",

@@ -74,8 +74,9 @@ _ARRAY_KW = {"weight", "bias", "target", "input", "indices", "values", "mask", "
 
 
 def _public(mod, prefix):
+    """The public callables of `mod`: its ``__all__`` where it has one, else dir()."""
     out = []
-    for name in sorted(dir(mod)):
+    for name in sorted(getattr(mod, "__all__", None) or dir(mod)):
         if name.startswith("_"):
             continue
         try:
@@ -153,6 +154,8 @@ class _Call:
             return self.new_array()
         if r < 0.65 and self.names:
             return self.rng.choice(self.names)          # aliasing: the same array again
+        if r < 0.72:
+            return "None"                               # the most common wrong argument
         return self.rng.choice(SCALARS)
 
     def out(self):

@@ -47,7 +47,7 @@ def _describe_exit(rc):
     return f"exit status {rc}"
 
 
-def run_batch(calls, timeout=10.0, mem_bytes=4 << 30, startup_timeout=300.0):
+def run_batch(calls, timeout=10.0, mem_bytes=1 << 30, startup_timeout=300.0):
     """Run `calls` ([(i, target, source)]) in child processes.  Returns
     {i: outcome} and {i: detail} for the crashes and hangs."""
     outcomes, details = {}, {}
@@ -126,7 +126,7 @@ def _kind(outcome):
 
 
 def campaign(seed=0, calls=30000, start=0, batch=1000, jobs=1, timeout=10.0,
-             mem_bytes=4 << 30, only=None, confirm=True, log=None):
+             mem_bytes=1 << 30, only=None, confirm=True, log=None):
     """Run `calls` fuzz calls; returns a report dict (see summarize)."""
     t0 = time.perf_counter()
     all_calls = generate.make_calls(seed, start, calls, only)
