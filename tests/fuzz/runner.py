@@ -164,7 +164,13 @@ def campaign(seed=0, calls=30000, start=0, batch=1000, jobs=1, timeout=10.0,
                 o, _ = run_batch([by_index[i]], timeout, mem_bytes)
                 entry["confirmed_alone"] = _kind(o.get(i, "?")) == _kind(outcomes[i])
             problems.append(entry)
-    return summarize(seed, start, all_calls, outcomes, problems, time.perf_counter() - t0)
+    rep = summarize(seed, start, all_calls, outcomes, problems, time.perf_counter() - t0)
+    rep["lenient_examples"] = {}
+    for i in sorted(outcomes):
+        if _kind(outcomes[i]) == "lenient":
+            _, target, source = by_index[i]
+            rep["lenient_examples"].setdefault(target, f"{outcomes[i]}: {reproducer(source)}")
+    return rep
 
 
 def summarize(seed, start, all_calls, outcomes, problems, seconds):
@@ -178,6 +184,9 @@ def summarize(seed, start, all_calls, outcomes, problems, seconds):
             "totals": dict(totals), "targets_called": len(per),
             "per_target_bad": {t: dict(c) for t, c in sorted(per.items())
                                if any(c[k] for k in BAD)},
+            "lenient_by_target": {t: c["lenient"] for t, c in sorted(per.items(),
+                                                                      key=lambda kv: -kv[1]["lenient"])
+                                  if c["lenient"]},
             "problems": problems}
 
 
@@ -187,7 +196,10 @@ def format_report(rep):
              f" ({rep['calls']} calls on {rep['targets_called']} callables, {rep['seconds']} s)",
              f"  ok {t.get('ok', 0)}, exceptions {t.get('exc', 0)}, crashes {t.get('crash', 0)}, "
              f"hangs {t.get('hang', 0)}, out-of-bounds writes {t.get('oob', 0)}"
-             + (f", missing {t['missing']}" if t.get("missing") else "")]
+             + (f", missing {t['missing']}" if t.get("missing") else ""),
+             f"  NumPy twin raised where ember succeeded (informational): {t.get('lenient', 0)}"]
+    if rep.get("lenient_by_target"):
+        lines.append("    " + ", ".join(f"{k} {v}" for k, v in rep["lenient_by_target"].items()))
     if rep["per_target_bad"]:
         lines.append("  by function (crash/hang/oob of calls):")
         for target, c in rep["per_target_bad"].items():
