@@ -9,6 +9,7 @@ hang).  The call's own prints go to /dev/null.
 import faulthandler
 import json
 import os
+import signal
 import sys
 import warnings
 
@@ -44,15 +45,27 @@ def _against_numpy(source, ns0):
     from tests.fuzz import values
     ns = dict(ns0, ember=_NumPyAsEmber(),
               A=lambda *a, **k: values.np.asarray(values.A(*a, **k)).copy())
+    def too_slow(*_):
+        raise _TwinTimeout()
+    old = signal.signal(signal.SIGALRM, too_slow)
+    signal.setitimer(signal.ITIMER_REAL, 2.0)       # NumPy itself may loop (diff(n=10**12))
     try:
         exec(compile(source, "<numpy twin>", "exec"), ns)     # noqa: S102
+        return "ok"
+    except _TwinTimeout:
         return "ok"
     except BaseException as exc:    # noqa: BLE001
         if isinstance(exc, KeyboardInterrupt):
             raise
         return "lenient:" + type(exc).__name__
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
         values.reset()
+
+
+class _TwinTimeout(BaseException):
+    pass
 
 
 def main():
