@@ -404,7 +404,7 @@ def load(f, map_location=None, *, weights_only=None, mmap=False):
     ``map_location`` moves the arrays: ``"cpu"`` (the default), ``"cuda"``, a
     ``Device``, a dict ``{"cpu": target}`` or a function ``(array, "cpu") -> array``.
     With ``mmap=True`` (a path only) the arrays map the file instead of being read
-    into memory (copy-on-write: writing to them never changes the file).
+    into memory, read-only (``x.flags.writeable`` is False; ``x.copy()`` is writable).
     A truncated, corrupt or foreign file raises ``ValueError`` naming the file and
     the problem; a directory, FIFO or device is refused at once.
 
@@ -432,9 +432,8 @@ def load(f, map_location=None, *, weights_only=None, mmap=False):
             raise _bad(path, "__metadata__ is not a JSON object")
         nbytes = size - data_start
         if mmap and entries:
-            # copy-on-write: writes to the arrays stay private and never reach the file
-            # TODO(#24, harden): mark these arrays read-only once ember has a read-only flag
-            buf, base = np.memmap(mpath, dtype=np.uint8, mode="c", shape=(size,)), data_start
+            # read-only: the arrays share the file's pages and can never change it
+            buf, base = np.memmap(mpath, dtype=np.uint8, mode="r", shape=(size,)), data_start
         else:
             buf, base = _read_exact(fh, nbytes, path, "data", np.empty(nbytes, np.uint8)), 0
     finally:
