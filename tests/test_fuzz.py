@@ -16,10 +16,6 @@ if ROOT not in sys.path:
 
 from tests.fuzz import generate, runner, values  # noqa: E402
 
-# Crashes and hangs known from issue #24 and fixed on another branch: the sample
-# excludes the calls that hit them until those fixes are merged (then empty this).
-KNOWN = ()
-
 
 def test_the_runner_reports_a_crash_a_hang_and_an_out_of_bounds_write():
     calls = [
@@ -59,8 +55,6 @@ def test_calls_are_reproducible_one_by_one():
 
 
 def test_a_fixed_seed_sample_has_no_crash_hang_or_out_of_bounds_write():
-    rep = runner.campaign(seed=0, calls=3000, batch=1500, jobs=2, timeout=20.0, confirm=False)
-    problems = [p for p in rep["problems"]
-                if not any(k in p["reproducer"] for k in KNOWN)]
-    assert rep["totals"].get("ok", 0) > 300            # the sample reaches real work
-    assert not problems, runner.format_report(rep)
+    rep = runner.campaign(seed=0, calls=4000, batch=2000, jobs=2, timeout=20.0, confirm=False)
+    assert rep["totals"].get("ok", 0) > 400            # the sample reaches real work
+    assert not rep["problems"], runner.format_report(rep)
