@@ -232,6 +232,8 @@ def test_mean_of_integers_accumulates_in_float64():
     lambda m: m.arange(10)[2**63],
     lambda m: m.arange(10)[2**63, ],
     lambda m: m.arange(10)[-2**63 - 1],
+    lambda m: m.arange(10)[2**70],
+    lambda m: m.arange(10)[2**64 - 1],
     lambda m: m.arange(10)[2**62],
     lambda m: m.arange(10).__setitem__(2**63, 1),
     lambda m: m.arange(10).__setitem__(0, [1, 2]),
