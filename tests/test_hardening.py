@@ -123,7 +123,6 @@ def test_size_is_never_wrapped():
     lambda m: m.broadcast_to(m.arange(3.0), (2**40, 3)).copy(),
     lambda m: m.broadcast_to(m.arange(3.0), (2**40, 3)) + 1,
     lambda m: m.outer(m.broadcast_to(m.arange(3.0), (2**10, 3)), m.broadcast_to(m.ones(1), (2**60,))),
-    lambda m: m.tile(m.arange(3), (10**9, 10**9)),
     lambda m: m.empty((2**60,), dtype=m.uint8),
 ], ids=lambda f: "")
 def test_unallocatable_raises_memory_or_value_error(make):
@@ -131,6 +130,12 @@ def test_unallocatable_raises_memory_or_value_error(make):
     assert isinstance(_np_error(make), (MemoryError, ValueError))
     with pytest.raises((MemoryError, ValueError)):
         make(ember)
+
+
+def test_tile_too_big_answers_at_once():
+    # (NumPy allocates 22 GiB for the first step here before it fails: not run as oracle)
+    with pytest.raises((MemoryError, ValueError)):
+        ember.tile(ember.arange(3), (10**9, 10**9))
 
 
 def test_no_write_outside_the_allocation():
@@ -190,6 +195,12 @@ def test_isclose_array_tolerances(fn):
 def test_setitem_float_into_int_as_numpy(dtype, value, key):
     a = np.zeros(3, dtype)
     x = ember.zeros(3, dtype=dtype)
+    if isinstance(value, np.float64) and dtype.startswith("u") and not abs(value) < 2**63:
+        # NumPy stores garbage here (a RuntimeWarning) though it raises for signed types
+        # and for Python floats: ember raises for all of them
+        with pytest.raises((ValueError, OverflowError)):
+            x[key] = value
+        return
     try:
         a[key] = value
     except Exception as e:          # noqa: BLE001
@@ -221,6 +232,8 @@ def test_mean_of_integers_accumulates_in_float64():
     lambda m: m.arange(10)[2**63],
     lambda m: m.arange(10)[2**63, ],
     lambda m: m.arange(10)[-2**63 - 1],
+    lambda m: m.arange(10)[2**70],
+    lambda m: m.arange(10)[2**64 - 1],
     lambda m: m.arange(10)[2**62],
     lambda m: m.arange(10).__setitem__(2**63, 1),
     lambda m: m.arange(10).__setitem__(0, [1, 2]),
@@ -317,14 +330,17 @@ def test_read_only_matches_numpy_flag_rules():
 
 
 def test_flags_report_contiguity_as_numpy():
-    a = np.arange(24.0).reshape(2, 3, 4)
-    x = ember.asarray(a.copy())
+    a = np.zeros((2, 3, 4))
+    a[...] = np.arange(24.0).reshape(2, 3, 4)
+    x = ember.zeros((2, 3, 4), dtype=ember.float64)
+    x[...] = ember.asarray(a)
     for key in [(), (slice(None, None, -1),), (slice(None), 0), (Ellipsis, slice(1, 2))]:
         for f in ("c_contiguous", "f_contiguous"):
             assert getattr(x[key].flags, f) == getattr(a[key].flags, f), (key, f)
     for f in ("c_contiguous", "f_contiguous"):
         assert getattr(x.T.flags, f) == getattr(a.T.flags, f)
-    assert x.flags.owndata and not x[1:].flags.owndata
+    assert x.flags.owndata == a.flags.owndata is True
+    assert x[1:].flags.owndata == a[1:].flags.owndata is False
 
 
 def test_numpy_view_of_read_only_is_read_only():

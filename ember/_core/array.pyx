@@ -880,10 +880,11 @@ cdef inline ndarray _index_int(ndarray x, Py_ssize_t idx):
 
 
 cdef int _index_fits(object key) except -1:
-    """NumPy's errors for an integer index that does not fit an index variable."""
-    if key > 9223372036854775807:
+    """NumPy's errors for an integer index that does not fit an index variable: an
+    OverflowError up to 2**64, an IndexError beyond (and below -2**63)."""
+    if 9223372036854775807 < key <= 18446744073709551615:
         raise OverflowError("Python int too large to convert to C long")
-    if key < -9223372036854775808:
+    if key < -9223372036854775808 or key > 18446744073709551615:
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
                          "(`None`) and integer or boolean arrays are valid indices")
     return 0

@@ -437,7 +437,7 @@ cdef object _int_element(int code, object v):
         v = int(v)
     else:
         v = int(v)                   # NumPy integer scalars: exact
-    if k == b'u':
+    if k == b'u' and ITEMSIZE[code] >= 4:       # NumPy converts these through unsigned long
         if v > 18446744073709551615:
             raise OverflowError("Python int too large to convert to C long")
     elif not -9223372036854775808 <= v <= 9223372036854775807:
