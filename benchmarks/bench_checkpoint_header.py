@@ -19,17 +19,18 @@ import tempfile
 
 LIMIT = 100_000_000
 
-_RUN = {
-    "ember load": "import ember; r = len(ember.load(P))",
-    "ember header": ("from ember import serialization as s, _checkpoint_io as c\n"
+_RUN = {      # reader: (imports, untimed; the timed load)
+    "ember load": ("import ember", "r = len(ember.load(P))"),
+    "ember header": ("from ember import serialization as s, _checkpoint_io as c",
                      "fh, n = c.open_regular(P); h, d = s._read_header(P, n, fh)\n"
                      "r = len(s._check_entries(P, h, d, n))"),
-    "safetensors load": "from safetensors.numpy import load_file; r = len(load_file(P))",
-    "safetensors header": ("from safetensors import safe_open\n"
+    "safetensors load": ("from safetensors.numpy import load_file", "r = len(load_file(P))"),
+    "safetensors header": ("from safetensors import safe_open",
                            "with safe_open(P, 'np') as f: r = len(f.keys())"),
 }
 _WRAP = """
 import resource, sys, time
+{setup}
 P = sys.argv[1]
 t = time.perf_counter()
 try:
@@ -74,8 +75,9 @@ def main():
         paths = write_files(folder, a.scale)
         print(f"{'file':6} {'reader':20} {'seconds':>8} {'peak MB':>8}  result")
         for name, path in paths.items():
-            for reader, body in _RUN.items():
-                code = _WRAP.format(body="\n".join("    " + ln for ln in body.splitlines()))
+            for reader, (setup, body) in _RUN.items():
+                code = _WRAP.format(setup=setup,
+                                    body="\n".join("    " + ln for ln in body.splitlines()))
                 out = subprocess.run([sys.executable, "-c", code, path], capture_output=True,
                                      text=True).stdout.split()
                 secs, mb, res = (out + ["?", "?", "?"])[:3]
