@@ -70,9 +70,17 @@ def write_files(folder, scale):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--scale", type=float, default=1.0, help="header size / 100,000,000")
+    ap.add_argument("--files", default="many,meta,shape", help="which files (comma-separated)")
+    ap.add_argument("--write-to", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.write_to:
+        write_files(a.write_to, a.scale)
+        return
     with tempfile.TemporaryDirectory() as folder:
-        paths = write_files(folder, a.scale)
+        # written by a child: a process's peak RSS survives exec, so this one stays small
+        subprocess.run([sys.executable, __file__, "--scale", str(a.scale), "--write-to", folder],
+                       check=True)
+        paths = {n: os.path.join(folder, n + ".safetensors") for n in a.files.split(",")}
         print(f"{'file':6} {'reader':20} {'seconds':>8} {'peak MB':>8}  result")
         for name, path in paths.items():
             for reader, (setup, body) in _RUN.items():
