@@ -243,7 +243,7 @@ cdef void _ln_fwd(const real* x, const real* w, const real* b, real* y, double* 
             _ln_frow(x, w, b, y, st, i, M, N, eps)
 
 
-def layer_norm_forward(ndarray x, object weight, object bias, double eps, ndarray stats):
+def layer_norm_forward(ndarray x not None, object weight, object bias, double eps, ndarray stats not None):
     """Layer norm over the last axis of x seen as (M, N) rows (N = x.shape[-1] after the
     caller's reshape).  Fills stats ((2, M) float64: mean, 1/std) and returns y."""
     _check(x, "layer_norm")
@@ -320,7 +320,7 @@ cdef void _ln_bwd(const real* g, const real* x, const real* w, const double* st,
     free(facc)
 
 
-def layer_norm_backward(ndarray g, ndarray x, object weight, ndarray stats, bint need_x,
+def layer_norm_backward(ndarray g not None, ndarray x not None, object weight, ndarray stats not None, bint need_x,
                         bint need_wb):
     """Gradients (gx, gw, gb) of layer norm (None where not needed; gw/gb are the sums of
     g * xhat and g over rows, also when there is no weight/bias: the caller picks)."""
@@ -451,7 +451,7 @@ cdef int _ncs(ndarray x, Py_ssize_t* N, Py_ssize_t* C, Py_ssize_t* S, str opname
     return 0
 
 
-def batch_norm_train_forward(ndarray x, object weight, object bias, double eps, ndarray stats):
+def batch_norm_train_forward(ndarray x not None, object weight, object bias, double eps, ndarray stats not None):
     """Batch norm with batch statistics.  Fills stats ((3, C) float64: mean, 1/std, biased
     variance) and returns y."""
     cdef Py_ssize_t N, C, S, c
@@ -495,7 +495,7 @@ def batch_norm_train_forward(ndarray x, object weight, object bias, double eps, 
     return y
 
 
-def batch_norm_update_running(ndarray running_mean, ndarray running_var, ndarray stats,
+def batch_norm_update_running(ndarray running_mean not None, ndarray running_var not None, ndarray stats not None,
                               double momentum, Py_ssize_t count):
     """running = (1 - momentum) * running + momentum * batch statistic, in place; the
     variance enters unbiased (times count / (count - 1)), as in PyTorch."""
@@ -567,7 +567,7 @@ cdef void _bn_gx(const real* g, const real* x, real* gx, const real* a, const re
             vgxb(gx + i * S, g + i * S, x + i * S, a[i % C], b[i % C], c[i % C], S)
 
 
-def batch_norm_backward(ndarray g, ndarray x, object weight, ndarray stats, object running,
+def batch_norm_backward(ndarray g not None, ndarray x not None, object weight, ndarray stats not None, object running,
                         bint need_x):
     """Gradients (gx, gw, gb) of batch norm.  Training (running None): stats is the forward's
     (3, C) array and gx goes through the batch statistics.  Evaluation: running = (mean,
@@ -646,7 +646,7 @@ def batch_norm_backward(ndarray g, ndarray x, object weight, ndarray stats, obje
     return gx, gw, gb
 
 
-def batch_norm_eval_forward(ndarray x, ndarray running_mean, ndarray running_var, object weight,
+def batch_norm_eval_forward(ndarray x not None, ndarray running_mean not None, ndarray running_var not None, object weight,
                             object bias, double eps):
     """Batch norm with running statistics: y = (x - mean) / sqrt(var + eps) * w + b.
     Returns (y, mean, 1/std) with the last two as float64 (C,) arrays."""
@@ -719,8 +719,8 @@ cdef inline void _gn_row(const real* x, const real* w, const real* b, real* y, d
               <real>((<double>b[c] if b != NULL else 0.0) - mean * a), S)
 
 
-def group_norm_forward(ndarray x, Py_ssize_t G, object weight, object bias, double eps,
-                       ndarray stats):
+def group_norm_forward(ndarray x not None, Py_ssize_t G, object weight, object bias, double eps,
+                       ndarray stats not None):
     """Group norm of x (N, C, ...) with G groups; fills stats ((2, N * G) float64: mean,
     1/std per sample and group) and returns y."""
     cdef Py_ssize_t N, C, S
@@ -784,7 +784,7 @@ cdef inline void _gn_brow(const real* g, const real* x, const real* w, const dou
              <real>(-rstd * rstd * B), <real>(rstd * (mean * rstd * B - A)), S)
 
 
-def group_norm_backward(ndarray g, ndarray x, Py_ssize_t G, object weight, ndarray stats,
+def group_norm_backward(ndarray g not None, ndarray x not None, Py_ssize_t G, object weight, ndarray stats not None,
                         bint need_x):
     """Gradients (gx, gw, gb) of group norm; gw, gb are the per-channel sums of g * xhat
     and g."""
@@ -832,12 +832,12 @@ def group_norm_backward(ndarray g, ndarray x, Py_ssize_t G, object weight, ndarr
     return gx, gw, gb
 
 
-def contig(ndarray x):
+def contig(ndarray x not None):
     """x itself when C-contiguous, else a C-contiguous copy."""
     return x if x.c_contig else x.copy()
 
 
-def kparam(p, ndarray like):
+def kparam(p, ndarray like not None):
     """An optional weight/bias as the kernels read it: None, or a C-contiguous array of
     like's dtype (p itself when it already is one; its autograd state is irrelevant)."""
     cdef ndarray a
