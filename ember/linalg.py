@@ -19,7 +19,8 @@ import sys
 import numpy as np
 
 from ember._core.dtypes import default_float_dtype
-from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str
+from ember._api._util import (as_array, numpy_view, wrap, empty_raw, shape_str, norm_axis_args,
+                              matrix_axes)
 from ember._api.linalg_ops import (matmul, tensordot, vecdot, matrix_transpose, diagonal,
                                    trace as _trace, outer, cross)
 from ember._core.dtypes import dtype_kind, is_half_dtype
@@ -205,13 +206,21 @@ def qr(x, /, *, mode="reduced"):
     return QRResult(_ember(q, x.dtype), _ember(r, x.dtype))
 
 
-def svd(x, /, *, full_matrices=True):
+def svd(x, /, full_matrices=True, compute_uv=True, hermitian=False):
     """Singular value decomposition ``x = U @ diag(S) @ Vh``.
+
+    ``compute_uv=False`` returns the singular values alone, as NumPy's ``svd``
+    does (the same as ``svdvals``); ``hermitian`` is NumPy's keyword (accepted,
+    the general algorithm is used).
 
     >>> import ember
     >>> ember.linalg.svd(ember.eye(3)).S.tolist()
     [1.0, 1.0, 1.0]
+    >>> ember.linalg.svd(ember.eye(2) * 3, compute_uv=False).tolist()
+    [3.0, 3.0]
     """
+    if not compute_uv:
+        return svdvals(x)
     x, v = _float_view(x, "svd")
     u, s, vh = _call("svd", "svd", v, full_matrices=full_matrices)
     return SVDResult(_ember(u, x.dtype), _ember(s, _real_dtype(x.dtype)), _ember(vh, x.dtype))
@@ -274,18 +283,31 @@ def eigvals(x, /):
     return _ember(_call("eigvals", "eigvals", v))
 
 
-def pinv(x, /, *, rtol=None, hermitian=False):
+def pinv(x, /, rcond=None, hermitian=False, *, rtol=None):
     """Moore-Penrose pseudo-inverse.
+
+    Singular values below ``rtol`` times the largest are treated as zero.
+    ``rcond`` (NumPy's and PyTorch's second positional argument) is the same
+    tolerance under its older name; give one of the two.
 
     >>> import ember
     >>> ember.linalg.pinv(ember.eye(2) * 2).tolist()
     [[0.5, 0.0], [0.0, 0.5]]
+    >>> ember.linalg.pinv(ember.eye(2) * 2, 1e-10, True).tolist()
+    [[0.5, 0.0], [0.0, 0.5]]
     """
+    rtol = _pinv_rtol(rcond, rtol)
     x, v = _float_view(x, "pinv")
     if _on_gpu(v):                          # CuPy's pinv has NumPy's rcond (default 1e-15)
         return _ember(_call("pinv", "pinv", v, rcond=1e-15 if rtol is None else rtol), x.dtype)
     kw = {} if rtol is None else {"rtol": rtol}
     return _ember(np.linalg.pinv(v, hermitian=hermitian, **kw), x.dtype)
+
+
+def _pinv_rtol(rcond, rtol):
+    if rcond is not None and rtol is not None:
+        raise TypeError("pinv: give either rcond or rtol (the same tolerance), not both")
+    return rtol if rcond is None else rcond
 
 
 def matrix_rank(x, /, *, rtol=None, tol=None, hermitian=False):
@@ -348,13 +370,19 @@ def lstsq(a, b, /, rcond=None):
     return LstsqResult(_ember(x), _ember(res), int(rank), _ember(sv))
 
 
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+def vector_norm(x, /, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):
     """Vector p-norm over the axes (the flattened array when axis is None).
+
+    NumPy's keywords (``axis=``, ``keepdims=``, ``ord=``) and PyTorch's
+    (``dim=``, ``keepdim=``, and ``ord, dim, keepdim`` as positional arguments).
 
     >>> import ember
     >>> ember.linalg.vector_norm(ember.asarray([3.0, 4.0])).item()
     5.0
+    >>> ember.linalg.vector_norm(ember.asarray([[3.0, 4.0]]), 1, dim=1).tolist()
+    [7.0]
     """
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "vector_norm")
     x = as_array(x)
     if dtype_kind(x.dtype) in "biu":
         x = x.astype(default_float_dtype())
@@ -382,15 +410,23 @@ def _vector_norm_axes(v, ord, axes, keepdims):
     return res
 
 
-def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    """Matrix norm over the last two axes ('fro', 'nuc', 1, -1, 2, -2, inf, -inf).
+def matrix_norm(x, /, ord="fro", axis=(-2, -1), keepdims=False, *, dim=None, keepdim=None):
+    """Matrix norm over two axes, the last two by default ('fro', 'nuc', 1, -1, 2, -2,
+    inf, -inf).
+
+    NumPy's keywords (``keepdims=``, ``ord=``) and PyTorch's (``dim=``,
+    ``keepdim=``, and ``ord, dim, keepdim`` as positional arguments).
 
     >>> import ember
     >>> round(ember.linalg.matrix_norm(ember.eye(2)).item(), 6)
     1.414214
+    >>> ember.linalg.matrix_norm(ember.ones((2, 3)), 1, (0, 1), True).shape
+    (1, 1)
     """
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "matrix_norm")
+    axis = matrix_axes(axis, "matrix_norm")
     x, v = _float_view(x, "matrix_norm")
-    return _ember(np.linalg.norm(v, ord=ord, axis=(-2, -1), keepdims=keepdims),
+    return _ember(np.linalg.norm(v, ord=ord, axis=axis, keepdims=keepdims),
                   _real_dtype(x.dtype))
 
 

@@ -19,6 +19,7 @@ import string
 import ember as E
 from ember.autograd.registry import defgrad, nondifferentiable
 from ember._core.dtypes import dtype_kind
+from ember._api._util import norm_axis_args, matrix_axes
 
 nondifferentiable("linalg.matrix_rank")
 
@@ -240,7 +241,9 @@ def _(g, res, a, b):
 
 
 @defgrad("cross", "linalg.cross")
-def _(g, res, a, b, *, axis=-1):
+def _(g, res, a, b, *, axis=-1, dim=None):
+    if dim is not None:
+        axis = dim
     a, b = _arr(a), _arr(b)
     nd = builtins.max(a.ndim, b.ndim)
     ax = axis - nd if axis >= 0 else axis
@@ -525,7 +528,9 @@ def _svd_grad(gu, gs, gvh, u, s, vh, m, n):
 
 
 @defgrad("linalg.svd", save_result=True)
-def _(g, res, x, *, full_matrices=True):
+def _(g, res, x, full_matrices=True, compute_uv=True, hermitian=False):
+    if not compute_uv:                  # the singular values alone, as svdvals
+        return _svdvals_grad(g, x)
     u, s, vh = res
     gu, gs, gvh = g
     m, n = x.shape[-2], x.shape[-1]
@@ -538,6 +543,10 @@ def _(g, res, x, *, full_matrices=True):
 
 @defgrad("linalg.svdvals")
 def _(g, res, x):
+    return _svdvals_grad(g, x)
+
+
+def _svdvals_grad(g, x):
     # gA = U diag(gS) V^H
     u, s, vh = E.linalg.svd(x, full_matrices=False)
     return (E.matmul(u * _row(g), vh),)
@@ -582,7 +591,7 @@ def _pinv_grad(g, p, a):
 
 
 @defgrad("linalg.pinv", save_result=True)
-def _(g, res, x, *, rtol=None, hermitian=False):
+def _(g, res, x, rcond=None, hermitian=False, *, rtol=None):
     return (_pinv_grad(g, res, x),)
 
 
@@ -744,7 +753,8 @@ def _matrix_axes_grad(g, nrm, x, a1, a2, keepdims, ord):
 
 
 @defgrad("linalg.vector_norm", save_result=True)
-def _(g, res, x, *, axis=None, keepdims=False, ord=2):
+def _(g, res, x, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "vector_norm")
     if axis is None:
         axes = tuple(range(x.ndim))
     else:
@@ -754,8 +764,10 @@ def _(g, res, x, *, axis=None, keepdims=False, ord=2):
 
 
 @defgrad("linalg.matrix_norm", save_result=True)
-def _(g, res, x, *, keepdims=False, ord="fro"):
-    return (_matrix_axes_grad(g, res, x, -2, -1, keepdims, ord),)
+def _(g, res, x, ord="fro", axis=(-2, -1), keepdims=False, *, dim=None, keepdim=None):
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "matrix_norm")
+    a1, a2 = matrix_axes(axis, "matrix_norm")
+    return (_matrix_axes_grad(g, res, x, a1, a2, keepdims, ord),)
 
 
 @defgrad("linalg.norm", save_result=True)
