@@ -286,9 +286,10 @@ def eigvals(x, /):
 def pinv(x, /, rcond=None, hermitian=False, *, rtol=None):
     """Moore-Penrose pseudo-inverse.
 
-    Singular values below ``rtol`` times the largest are treated as zero.
-    ``rcond`` (NumPy's and PyTorch's second positional argument) is the same
-    tolerance under its older name; give one of the two.
+    Singular values below ``rtol`` times the largest are treated as zero (default:
+    ``max(M, N) * eps``, the Array API's and PyTorch's; NumPy's own default is
+    1e-15).  ``rcond`` (NumPy's and PyTorch's second positional argument) is the
+    same tolerance under its older name; give one of the two.
 
     >>> import ember
     >>> ember.linalg.pinv(ember.eye(2) * 2).tolist()
@@ -298,10 +299,11 @@ def pinv(x, /, rcond=None, hermitian=False, *, rtol=None):
     """
     rtol = _pinv_rtol(rcond, rtol)
     x, v = _float_view(x, "pinv")
-    if _on_gpu(v):                          # CuPy's pinv has NumPy's rcond (default 1e-15)
-        return _ember(_call("pinv", "pinv", v, rcond=1e-15 if rtol is None else rtol), x.dtype)
-    kw = {} if rtol is None else {"rtol": rtol}
-    return _ember(np.linalg.pinv(v, hermitian=hermitian, **kw), x.dtype)
+    if rtol is None:                # the Array API's (and PyTorch's) default, not NumPy's 1e-15
+        rtol = max(x.shape[-2:]) * float(np.finfo(_real_dtype(x.dtype)).eps)
+    if _on_gpu(v):                  # CuPy's pinv calls it rcond
+        return _ember(_call("pinv", "pinv", v, rcond=rtol), x.dtype)
+    return _ember(np.linalg.pinv(v, hermitian=hermitian, rtol=rtol), x.dtype)
 
 
 def _pinv_rtol(rcond, rtol):
@@ -310,14 +312,30 @@ def _pinv_rtol(rcond, rtol):
     return rtol if rcond is None else rcond
 
 
-def matrix_rank(x, /, *, rtol=None, tol=None, hermitian=False):
+def matrix_rank(x, /, *, rtol=None, tol=None, hermitian=False, atol=None):
     """Rank from the singular values above the tolerance.
+
+    ``tol`` (NumPy) is an absolute threshold; ``atol`` with ``rtol`` is PyTorch's
+    form: the threshold is ``max(atol, rtol * largest singular value)`` (rtol
+    defaults to 0 when only atol is given).
 
     >>> import ember
     >>> ember.linalg.matrix_rank(ember.eye(3)).item()
     3
+    >>> ember.linalg.matrix_rank(ember.eye(3) * ember.asarray([1.0, 1.0, 1e-3]), atol=0.01).item()
+    2
     """
+    if atol is not None:
+        if tol is not None:
+            raise TypeError("matrix_rank: give either tol (NumPy) or atol (PyTorch), not both")
     x, v = _float_view(x, "matrix_rank")
+    if atol is not None:
+        xp = _xp(v)
+        S = _call("matrix_rank", "svd", v, compute_uv=False)
+        top = S.max(axis=-1, keepdims=True) if S.shape[-1] else xp.zeros(S.shape[:-1] + (1,))
+        cut = xp.maximum(xp.asarray(atol)[..., None],
+                         top * xp.asarray(0.0 if rtol is None else rtol)[..., None])
+        return _ember(xp.count_nonzero(S > cut, axis=-1).astype(np.int64))
     if _on_gpu(v):
         return _ember(_gpu_matrix_rank(v, rtol, tol))
     kw = {}
@@ -476,12 +494,13 @@ def trace(x, /, *, offset=0, dtype=None):
     return _trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
-def diagonal(x, /, *, offset=0):
-    """Array API diagonal: over the last two axes (a view).
+def diagonal(x, /, *, offset=0, dim1=-2, dim2=-1):
+    """Array API diagonal: over the last two axes (a view); ``dim1``/``dim2`` pick other
+    axes (PyTorch's keywords).
 
     >>> import ember
     >>> ember.linalg.diagonal(ember.eye(2)).tolist()
     [1.0, 1.0]
     """
     from ember._api.linalg_ops import diagonal as _diag
-    return _diag(x, offset=offset, axis1=-2, axis2=-1)
+    return _diag(x, offset=offset, axis1=dim1, axis2=dim2)

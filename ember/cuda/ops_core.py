@@ -233,9 +233,9 @@ def along_axis_key(idx, ax):
 # Compositions of GPU ops that are themselves dispatched (each piece runs on the GPU).
 
 @gpu_op("linalg.diagonal")
-def linalg_diagonal(x, /, *, offset=0):
+def linalg_diagonal(x, /, *, offset=0, dim1=-2, dim2=-1):
     import ember
-    return ember.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+    return ember.diagonal(x, offset=offset, axis1=dim1, axis2=dim2)
 
 
 @gpu_op("linalg.trace")

@@ -388,8 +388,8 @@ def _diag_grad(g, shape, offset, axis1, axis2, summed):
 
 
 @defgrad("linalg.diagonal", save_args=False)
-def _(g, res, x, *, offset=0):
-    return (_diag_grad(g, x.shape, offset, -2, -1, False),)
+def _(g, res, x, *, offset=0, dim1=-2, dim2=-1):
+    return (_diag_grad(g, x.shape, offset, dim1, dim2, False),)
 
 
 @defgrad("trace", save_args=False)
@@ -486,18 +486,30 @@ def _(g, res, x, *, mode="reduced"):
     q, r = res
     gq, gr = g
     m, n = x.shape[-2], x.shape[-1]
-    if m < n or (mode == "complete" and m != n):
+    if mode == "complete" and m > n:
         raise NotImplementedError(
-            f"linalg.qr: the gradient is implemented for mode='reduced' with m >= n (shape "
-            f"{tuple(x.shape)}, mode={mode!r}); PyTorch has the same limitation for "
-            f"mode='complete'")
+            f"linalg.qr: the gradient is not defined for mode='complete' with m > n (shape "
+            f"{tuple(x.shape)}): Q's extra columns are not unique (PyTorch has the same "
+            f"limitation)")
+    if m >= n:
+        return (_qr_tall_grad(q, r, gq, gr, n),)
+    # wide (m < n): A = [X | Y] with X = Q R[:, :m] square and R[:, m:] = Q^H Y
+    # (PyTorch's rule): gY = Q gV, and X's gradient sees gQ + Y gV^H
+    y = x[..., :, m:]
+    gu, gv = gr[..., :, :m], gr[..., :, m:]
+    gx = _qr_tall_grad(q, r[..., :, :m], gq + E.matmul(y, _H(gv)), gu, m)
+    return (E.concatenate([gx, E.matmul(q, gv)], axis=-1),)
+
+
+def _qr_tall_grad(q, r, gq, gr, n):
+    """Gradient of the reduced QR of an m x n matrix, m >= n."""
     # gA = (gQ + Q copyltu(M)) R^-H,  M = R gR^H - gQ^H Q,  copyltu(M) = tril(M) + tril(M, -1)^H
     M = E.matmul(r, _H(gr)) - E.matmul(_H(gq), q)
     low = _tril_mask(n, _real_dtype(M.dtype))
     strict = _tril_mask(n, low.dtype, k=-1)
     cm = M * low + _H(M * strict)
     b = gq + E.matmul(q, cm)
-    return (_rsolve(b, _H(r)),)
+    return _rsolve(b, _H(r))
 
 
 def _svd_grad(gu, gs, gvh, u, s, vh, m, n):
@@ -534,10 +546,13 @@ def _(g, res, x, full_matrices=True, compute_uv=True, hermitian=False):
     u, s, vh = res
     gu, gs, gvh = g
     m, n = x.shape[-2], x.shape[-1]
+    if m == 0 or n == 0:                # no singular values: nothing flows back
+        return (E.zeros(x.shape, dtype=gs.dtype if dtype_kind(x.dtype) != "c" else x.dtype),)
     if full_matrices and m != n:
-        raise NotImplementedError(
-            "linalg.svd: the gradient with full_matrices=True is only defined for square "
-            f"matrices (shape {tuple(x.shape)}); use full_matrices=False (as PyTorch requires)")
+        # the vectors past k = min(m, n) are an arbitrary basis of a null space: as
+        # PyTorch, the gradient is that of the reduced SVD (theirs is ignored)
+        k = min(m, n)
+        u, gu, vh, gvh = u[..., :, :k], gu[..., :, :k], vh[..., :k, :], gvh[..., :k, :]
     return (_svd_grad(gu, gs, gvh, u, s, vh, m, n),)
 
 
