@@ -299,6 +299,9 @@ DIFFERENCES = [
     ("tensor_split", lambda s: isinstance(s.args[0], torch.Tensor),
      "split points given as an array: the backward needs them as ints (ember's graph does "
      "not keep the arguments of split alive) and says so", "grad"),
+    ("clamp", lambda s: any(isinstance(a, torch.Tensor) and not a.is_floating_point()
+                            for a in s.args), "NumPy 2 promotes float32 with an int32 array "
+     "to float64; PyTorch keeps float32 (dtype categories)", "forward"),
     ("nn.functional.scaled_dot_product_attention", lambda s: s.kwargs.get("dropout_p", 0) > 0,
      "dropout draws random numbers: no two libraries agree on them", "both"),
     ("nn.functional.batch_norm", lambda s: s.input.ndim < 2,

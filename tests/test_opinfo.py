@@ -159,6 +159,8 @@ def _close(e, t, tol, what):
     te, tt = as_np(e), as_np(t)
     if te.shape != tt.shape:
         raise AssertionError(f"{what}: shape {te.shape} != torch's {tt.shape}")
+    if isinstance(t, torch.Tensor) and te.dtype != tt.dtype:
+        raise AssertionError(f"{what}: dtype {te.dtype} != torch's {tt.dtype}")
     if tt.dtype.kind in "biu" or te.dtype.kind in "biu" and tt.dtype.kind in "biu":
         np.testing.assert_array_equal(te, tt, err_msg=what)
     else:
