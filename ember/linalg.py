@@ -428,9 +428,9 @@ def _vector_norm_axes(v, ord, axes, keepdims):
     return res
 
 
-def matrix_norm(x, /, ord="fro", axis=(-2, -1), keepdims=False, *, dim=None, keepdim=None):
-    """Matrix norm over two axes, the last two by default ('fro', 'nuc', 1, -1, 2, -2,
-    inf, -inf).
+def matrix_norm(x, /, ord="fro", axis=None, keepdims=False, *, dim=None, keepdim=None):
+    """Matrix norm over two axes (``axis``/``dim``: a pair; default the last two) ('fro',
+    'nuc', 1, -1, 2, -2, inf, -inf).
 
     NumPy's keywords (``keepdims=``, ``ord=``) and PyTorch's (``dim=``,
     ``keepdim=``, and ``ord, dim, keepdim`` as positional arguments).
@@ -442,7 +442,7 @@ def matrix_norm(x, /, ord="fro", axis=(-2, -1), keepdims=False, *, dim=None, kee
     (1, 1)
     """
     axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "matrix_norm")
-    axis = matrix_axes(axis, "matrix_norm")
+    axis = matrix_axes((-2, -1) if axis is None else axis, "matrix_norm")
     x, v = _float_view(x, "matrix_norm")
     return _ember(np.linalg.norm(v, ord=ord, axis=axis, keepdims=keepdims),
                   _real_dtype(x.dtype))

@@ -279,10 +279,10 @@ def multi_dot(arrays):
 
 
 @gpu_op("linalg.matrix_norm")
-def matrix_norm(x, /, ord="fro", axis=(-2, -1), keepdims=False, *, dim=None, keepdim=None):
+def matrix_norm(x, /, ord="fro", axis=None, keepdims=False, *, dim=None, keepdim=None):
     from ember._api._util import norm_axis_args, matrix_axes
     axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "matrix_norm")
-    axis = matrix_axes(axis, "matrix_norm")
+    axis = matrix_axes((-2, -1) if axis is None else axis, "matrix_norm")
     res = R.cp().linalg.norm(R.as_cupy(x), ord=ord, axis=axis, keepdims=keepdims)
     return R.from_cupy(res)
 

@@ -39,6 +39,13 @@
 #define EM_CLONES
 #endif
 
+/* no fused multiply-add: a product rounded once, then subtracted, cancels exactly */
+#if defined(__GNUC__) && !defined(__clang__)
+#define EM_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define EM_NO_CONTRACT
+#endif
+
 /* ---- float32 exp family: AVX2+FMA intrinsics with masked tails (short rows, such as
  * 10 classes, stay in vector registers), scalar libm code elsewhere ---- */
 
@@ -301,15 +308,20 @@ EM_CLONES EM_STATIC void em_affine_wb_f32(float* out, const float* x, float a, f
     }
 }
 
-/* out[i] = g[i] * w[i] * a + x[i] * b + c   (w may be NULL: 1) */
-EM_CLONES EM_STATIC void em_gxwb_f32(float* out, const float* g, const float* w, const float* x,
-                                  float a, float b, float c, ptrdiff_t n) {
+/* out[i] = ((g[i] * w[i] - c) - (x[i] - m) * b) * a   (w may be NULL: 1): layer norm's
+   input gradient in centred form (a row of one element gives exactly 0) */
+EM_CLONES EM_NO_CONTRACT EM_STATIC void em_gxwb_f32(float* out, const float* g, const float* w,
+                                                 const float* x, float a, float b, float c,
+                                                 float m, ptrdiff_t n) {
     if (w) {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * w[i] * a + x[i] * b + c;
+        for (ptrdiff_t i = 0; i < n; i++) {
+            float p = g[i] * w[i];
+            out[i] = ((p - c) - (x[i] - m) * b) * a;
+        }
     } else {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a + x[i] * b + c;
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((g[i] - c) - (x[i] - m) * b) * a;
     }
 }
 
@@ -630,14 +642,18 @@ EM_CLONES EM_STATIC void em_affine_wb_f64(double* out, const double* x, double a
     }
 }
 
-EM_CLONES EM_STATIC void em_gxwb_f64(double* out, const double* g, const double* w, const double* x,
-                                  double a, double b, double c, ptrdiff_t n) {
+EM_CLONES EM_NO_CONTRACT EM_STATIC void em_gxwb_f64(double* out, const double* g,
+                                                 const double* w, const double* x, double a,
+                                                 double b, double c, double m, ptrdiff_t n) {
     if (w) {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * w[i] * a + x[i] * b + c;
+        for (ptrdiff_t i = 0; i < n; i++) {
+            double p = g[i] * w[i];
+            out[i] = ((p - c) - (x[i] - m) * b) * a;
+        }
     } else {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a + x[i] * b + c;
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((g[i] - c) - (x[i] - m) * b) * a;
     }
 }
 

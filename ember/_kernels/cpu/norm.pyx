@@ -39,7 +39,7 @@ cdef extern from "nn_simd.h" nogil:
     void em_affine_wb_f32(float* out, const float* x, float a, float m, const float* w,
                           const float* c, Py_ssize_t n)
     void em_gxwb_f32(float* out, const float* g, const float* w, const float* x, float a,
-                     float b, float c, Py_ssize_t n)
+                     float b, float c, float m, Py_ssize_t n)
     void em_gxb_f32(float* out, const float* g, const float* x, float a, float b, float c,
                     Py_ssize_t n)
     void em_gxb_vec_f32(float* out, const float* g, const float* x, const float* a,
@@ -57,7 +57,7 @@ cdef extern from "nn_simd.h" nogil:
     void em_affine_wb_f64(double* out, const double* x, double a, double m, const double* w,
                           const double* c, Py_ssize_t n)
     void em_gxwb_f64(double* out, const double* g, const double* w, const double* x, double a,
-                     double b, double c, Py_ssize_t n)
+                     double b, double c, double m, Py_ssize_t n)
     void em_gxb_f64(double* out, const double* g, const double* x, double a, double b, double c,
                     Py_ssize_t n)
     void em_gxb_vec_f64(double* out, const double* g, const double* x, const double* a,
@@ -127,11 +127,12 @@ cdef inline void vaffine_wb(real* out, const real* x, real a, real m, const real
         em_affine_wb_f64(out, x, a, m, w, c, n)
 
 cdef inline void vgxwb(real* out, const real* g, const real* w, const real* x, real a, real b,
-                       real c, Py_ssize_t n) noexcept nogil:
+                       real c, real m, Py_ssize_t n) noexcept nogil:
+    """out = ((g * w - c) - (x - m) * b) * a"""
     if real is float:
-        em_gxwb_f32(out, g, w, x, a, b, c, n)
+        em_gxwb_f32(out, g, w, x, a, b, c, m, n)
     else:
-        em_gxwb_f64(out, g, w, x, a, b, c, n)
+        em_gxwb_f64(out, g, w, x, a, b, c, m, n)
 
 cdef inline void vgxb(real* out, const real* g, const real* x, real a, real b, real c,
                       Py_ssize_t n) noexcept nogil:
@@ -281,8 +282,8 @@ cdef inline void _ln_brow(const real* g, const real* x, const real* w, real* gx,
     vsum_dot_w(g, w, x, N, &s1, &s2)
     A = s1 / N
     B = rstd * (s2 - mean * s1) / N
-    vgxwb(gx, g, w, x, <real>rstd, <real>(-rstd * rstd * B), <real>(rstd * (mean * rstd * B - A)),
-          N)
+    # gx = rstd * (g w - A - xhat B), centred: one element gives exactly 0
+    vgxwb(gx, g, w, x, <real>rstd, <real>(rstd * B), <real>A, <real>mean, N)
 
 
 cdef enum:

@@ -174,10 +174,12 @@ def _(g, res, a):
     return (E.where(r == 0, 0.0, (g - res * res * E.conj(g)) / (2 * safe)),)
 
 
-@defgrad("nextafter", save_args=False)
+@defgrad("nextafter")
 def _(g, res, a, b):
-    # PyTorch's rule: nextafter(a, b) is a to within one ulp, so d/da = 1 and d/db = 0
-    return g, E.zeros_like(g)
+    # PyTorch's rule: nextafter(a, b) is a to within one ulp, so d/da = 1 (0 where a == b,
+    # where the result is b) and d/db = 0
+    zero = E.zeros((), dtype=g.dtype)
+    return E.where(_arr(a) == _arr(b), zero, g), E.zeros_like(g)
 
 
 @defgrad("copysign")

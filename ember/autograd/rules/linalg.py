@@ -779,9 +779,9 @@ def _(g, res, x, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):
 
 
 @defgrad("linalg.matrix_norm", save_result=True)
-def _(g, res, x, ord="fro", axis=(-2, -1), keepdims=False, *, dim=None, keepdim=None):
+def _(g, res, x, ord="fro", axis=None, keepdims=False, *, dim=None, keepdim=None):
     axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "matrix_norm")
-    a1, a2 = matrix_axes(axis, "matrix_norm")
+    a1, a2 = matrix_axes((-2, -1) if axis is None else axis, "matrix_norm")
     return (_matrix_axes_grad(g, res, x, a1, a2, keepdims, ord),)
 
 

@@ -540,7 +540,9 @@ def _quantile_grad(g, x, q, axis, method, nan, opname, scale=1.0):
     gx = E.reshape(_from_last(E.sum(gq * w, axis=0), info), shape)
     if not (getattr(q, "requires_grad", False) and method == "linear"):
         return (gx,)
-    # d/dq of the linear interpolation: (n - 1) (x_hi - x_lo), as PyTorch
+    # d/dq of the linear interpolation: (n - 1) (x[ceil(h)] - x[floor(h)]), as PyTorch (0
+    # where h = q (n - 1) is a whole number)
+    hi = E.minimum(E.ceil(h), top)
     xv = xm.astype(np.float64)
     zero = E.zeros((), dtype=np.float64)
 
@@ -598,6 +600,8 @@ def _along(a, ax):
 @defgrad("diff", save_args=False)
 def _(g, res, x, n=1, axis=-1, prepend=None, append=None, *, dim=None):
     ax = axes_of(axis if dim is None else dim, x.ndim, "diff")[0]
+    if n == 0:                      # x itself (prepend/append unused, as in NumPy)
+        return g, None, None, None, None
     # diff is linear: its adjoint is (-diff of the zero-padded gradient), n times
     h = g
     p, L = _along(prepend, ax), x.shape[ax]
