@@ -263,6 +263,25 @@ def _axis_on_0d(s):
                           or any(isinstance(a, int) for a in s.args))
 
 
+def _squeezes_a_long_axis(s):
+    dims = s.args[0] if s.args else s.kwargs.get("dim")
+    if dims is None:
+        return False
+    dims = dims if isinstance(dims, (list, tuple)) else [dims]
+    return any(s.input.ndim and s.input.shape[d] != 1 for d in dims) or \
+        (s.input.ndim == 0 and len(dims) > 0)
+
+
+def _contracts_unequal_lengths(s):
+    a, b = s.input, s.args[0]
+    dims = s.kwargs.get("dims", s.args[1] if len(s.args) > 1 else 2)
+    if isinstance(dims, int):
+        pa, pb = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        pa, pb = dims
+    return any(a.shape[i] != b.shape[j] for i, j in zip(pa, pb))
+
+
 _AXIS_0D = "an axis on a 0-d array is an error in NumPy (PyTorch treats 0-d as 1-d there)"
 DIFFERENCES = [
     ("add", lambda s: _kw(s, "alpha"), "alpha= is PyTorch's own (NumPy's add has no scale)",
@@ -276,17 +295,17 @@ DIFFERENCES = [
     "logsumexp", "argmax", "argmin", "cumsum", "cumprod", "quantile", "nanquantile",
     "transpose", "index_select", "linalg.vector_norm", "std", "var", "argsort")] + [
     ("nn.functional.normalize", _ndim0, _AXIS_0D, "both"),
-    ("squeeze", lambda s: True, "NumPy's squeeze of an axis whose length is not 1 is an "
-     "error; PyTorch leaves it", "both"),
-    ("squeeze.multiple", lambda s: True, "NumPy's squeeze of an axis whose length is not 1 is "
+    ("squeeze", _squeezes_a_long_axis, "NumPy's squeeze of an axis whose length is not 1 is "
      "an error; PyTorch leaves it", "both"),
+    ("squeeze.multiple", _squeezes_a_long_axis, "NumPy's squeeze of an axis whose length is "
+     "not 1 is an error; PyTorch leaves it", "both"),
     ("cat", lambda s: any(t.shape == (0,) for t in s.input) and
      any(t.ndim != 1 for t in s.input), "PyTorch's legacy rule lets a 1-d empty tensor join "
      "arrays of any rank; NumPy requires equal ranks", "both"),
     ("linalg.lstsq", lambda s: s.input.ndim != 2, "NumPy's lstsq solves one system (a 2-d "
      "matrix); PyTorch's batches", "both"),
-    ("tensordot", lambda s: True, "PyTorch broadcasts contracted axes of length 1; NumPy "
-     "requires equal lengths", "both"),
+    ("tensordot", _contracts_unequal_lengths, "PyTorch broadcasts contracted axes of length 1; "
+     "NumPy requires equal lengths", "both"),
     ("take_along_dim", lambda s: not s.args[1:] and "dim" not in s.kwargs,
      "without an axis PyTorch flattens the indices too; NumPy requires 1-d indices", "both"),
     ("linalg.solve", lambda s: s.input.ndim >= 3 and s.args[0].ndim == s.input.ndim - 1,
