@@ -442,9 +442,11 @@ def logsumexp(x, axis=None, keepdims=False, *, dim=None, keepdim=None):
 
 
 @gpu_op("linalg.vector_norm")
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+def vector_norm(x, /, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):
     """Vector p-norm over the axes, from GPU reductions (the host's dtype rules)."""
     import ember
+    from ember._api._util import norm_axis_args
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "vector_norm")
     if dtype_kind(x.dtype) in "biu":
         x = x.astype(ember.get_default_dtype())
     a = ember.abs(x)

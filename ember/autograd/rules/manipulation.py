@@ -430,6 +430,8 @@ def _(g, res, *arrays, indexing="xy", sparse=False, copy=True):
 
 
 def _meshgrid_grads(g, arrays, indexing):
+    if isinstance(g, E.ndarray):        # one input: one output's gradient
+        g = (g,)
     n = len(arrays)
     out = []
     for i, (a, gi) in enumerate(zip(arrays, g)):
