@@ -1,0 +1,158 @@
+"""Regressions found by the Array API conformance suite and by scikit-learn's and
+SciPy's array-API tests (issue 23), each checked against NumPy: sorted unique_*,
+vecdot's dtype, finfo's Python floats, the inspection namespace's dtypes, NumPy's
+keyword names next to the standard's positional-only form."""
+import numpy as np
+import pytest
+
+import ember
+from helpers import assert_matches, layouts, random_array
+
+
+# ---------------------------------------------------------------- unique_*, sorted
+
+def _np_unique(v):
+    """NumPy's sorted unique with the Array API's NaN rule (NaNs distinct)."""
+    return np.unique(v.reshape(-1), return_index=True, return_inverse=True,
+                     return_counts=True, equal_nan=False)
+
+
+UNIQUE_INPUTS = {
+    "ints_unsorted": np.array([1, 0, 1, 3, 2, 0]),           # issue 23's example
+    "wide_range": np.array([100, -7, 2 ** 40, 3, -7, 100], np.int64),
+    "uint8": np.array([200, 3, 3, 0, 255], np.uint8),
+    "float_nan": np.array([2.5, np.nan, -1.0, 2.5, np.nan, -0.0, 0.0]),
+    "float32_2d": np.round(random_array((4, 5), "float32")),
+    "bool": np.array([[True, False], [True, True]]),
+    "zero_d": np.array(7, np.int32),
+    "empty": np.zeros((0, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(UNIQUE_INPUTS))
+def test_unique_functions_sorted(name):
+    base = UNIQUE_INPUTS[name]
+    values, index, inverse, counts = _np_unique(base)
+    for label, a in layouts(base):
+        x = ember.asarray(a)
+        assert_matches(ember.unique_values(x), values)
+        c = ember.unique_counts(x)
+        assert_matches(c.values, values)
+        assert_matches(c.counts, counts)
+        i = ember.unique_inverse(x)
+        assert_matches(i.values, values)
+        assert_matches(i.inverse_indices, inverse.reshape(a.shape))
+        u = ember.unique_all(x)
+        assert_matches(u.values, values)
+        assert_matches(u.indices, index)
+        assert_matches(u.inverse_indices, inverse.reshape(a.shape))
+        assert_matches(u.counts, counts)
+        # the values rebuild x through the inverse (NaN compares by position)
+        rebuilt = ember.take(u.values, u.inverse_indices.reshape(-1)).reshape(a.shape)
+        np.testing.assert_array_equal(np.asarray(rebuilt), a)
+
+
+def test_unique_values_keyword_and_result_names():
+    r = ember.unique_all(x=ember.asarray([3, 1, 3]))
+    assert r._fields == ("values", "indices", "inverse_indices", "counts")
+    assert ember.unique_values(x=ember.asarray([3, 1])).tolist() == [1, 3]
+
+
+# ---------------------------------------------------------------- vecdot keeps the promoted dtype
+
+@pytest.mark.parametrize("d1,d2", [("uint8", "uint8"), ("int8", "int8"), ("int16", "uint8"),
+                                   ("int32", "int64"), ("float32", "float32"),
+                                   ("float32", "float64"), ("complex64", "complex64"),
+                                   ("bool", "bool")])
+def test_vecdot_dtype_as_numpy(d1, d2):
+    rng = np.random.default_rng(1)
+    a = random_array((3, 4), d1, rng, 0, 9)
+    b = random_array((4,), d2, rng, 0, 9)
+    expected = np.vecdot(a, b)
+    got = ember.vecdot(ember.asarray(a), ember.asarray(b))
+    assert got.dtype == expected.dtype
+    assert_matches(got, expected, rtol=1e-6 if "float32" in (d1, d2) or "complex64" in (d1, d2)
+                   else None)
+
+
+def test_vecdot_uint8_wraps_as_numpy():
+    a = np.full((2, 5), 200, np.uint8)
+    assert_matches(ember.vecdot(ember.asarray(a), ember.asarray(a)), np.vecdot(a, a))
+
+
+# ---------------------------------------------------------------- finfo / iinfo fields
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
+def test_finfo_python_floats(dtype):
+    exp = np.finfo(dtype)
+    for arg in (getattr(ember, dtype), np.dtype(dtype), ember.zeros(1, dtype=dtype)):
+        got = ember.finfo(arg)
+        assert type(got.bits) is int and got.bits == exp.bits
+        for f in ("eps", "max", "min", "smallest_normal", "tiny", "resolution", "epsneg"):
+            v = getattr(got, f)
+            assert type(v) is float and v == float(getattr(exp, f)), f
+        assert got.dtype == exp.dtype and isinstance(got.dtype, np.dtype)
+        assert (got.precision, got.nmant, got.maxexp) == (exp.precision, exp.nmant, exp.maxexp)
+
+
+def test_finfo_bfloat16():
+    import ml_dtypes
+    exp = ml_dtypes.finfo(ember.bfloat16)
+    got = ember.finfo(ember.bfloat16)
+    assert type(got.eps) is float and got.eps == float(exp.eps)
+    assert got.max == float(exp.max) and got.bits == 16
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int64", "uint64"])
+def test_iinfo_python_ints(dtype):
+    got, exp = ember.iinfo(getattr(ember, dtype)), np.iinfo(dtype)
+    assert type(got.max) is int and type(got.min) is int and type(got.bits) is int
+    assert (got.min, got.max, got.bits, got.dtype) == (exp.min, exp.max, exp.bits, exp.dtype)
+
+
+# ---------------------------------------------------------------- NumPy's keyword names
+
+def test_put_along_axis_numpy_keywords():
+    base = random_array((3, 4), "float64")
+    idx = np.argsort(base, axis=-1)[:, :2]
+    vals = np.arange(6.0).reshape(3, 2)
+    expected = base.copy()
+    np.put_along_axis(expected, idx, values=vals, axis=-1)
+    got = ember.asarray(base.copy())
+    ember.put_along_axis(got, ember.asarray(idx), values=ember.asarray(vals), axis=-1)
+    assert_matches(got, expected)
+    got = ember.asarray(base.copy())
+    ember.put_along_axis(got, indices=ember.asarray(idx), values=ember.asarray(vals), axis=-1)
+    assert_matches(got, expected)
+
+
+def test_numpy_keyword_names():
+    a = random_array((3, 4, 2), "float64")
+    x = ember.asarray(a)
+    i = np.argsort(a, axis=1)
+    assert_matches(ember.take_along_axis(x, indices=ember.asarray(i), axis=1),
+                   np.take_along_axis(a, indices=i, axis=1))
+    assert_matches(ember.take(x, indices=ember.asarray([0, 2]), axis=1),
+                   np.take(a, indices=[0, 2], axis=1))
+    assert_matches(ember.moveaxis(x, source=0, destination=-1),
+                   np.moveaxis(a, source=0, destination=-1))
+    assert_matches(ember.swapaxes(x, axis1=0, axis2=2), np.swapaxes(a, axis1=0, axis2=2))
+    assert_matches(ember.repeat(x, repeats=2, axis=0), np.repeat(a, repeats=2, axis=0))
+    assert_matches(ember.rot90(m=x, k=1), np.rot90(m=a, k=1))
+    assert_matches(ember.stack(arrays=[x, x], axis=1), np.stack(arrays=[a, a], axis=1))
+    assert_matches(ember.quantile(x, q=0.3, axis=0), np.quantile(a, q=0.3, axis=0))
+    assert_matches(ember.percentile(x, q=30.0), np.percentile(a, q=30.0))
+    assert ember.can_cast(from_=ember.int8, to=ember.int16) == np.can_cast(from_=np.int8, to=np.int16)
+    m = random_array((3, 3), "float64")
+    assert_matches(ember.linalg.matrix_power(ember.asarray(m), n=3),
+                   np.linalg.matrix_power(m, n=3), rtol=1e-12)
+
+
+def test_keyword_names_keep_gradients():
+    a = ember.asarray(random_array((3, 4), "float64"), requires_grad=True)
+    i = ember.asarray(np.argsort(np.asarray(a.detach()), axis=1))
+    ember.take_along_axis(a, indices=i, axis=1).sum().backward()
+    assert_matches(a.grad, np.ones((3, 4)))
+    b = ember.asarray(random_array((2, 3), "float64"), requires_grad=True)
+    ember.moveaxis(b, source=0, destination=1).sum().backward()
+    assert_matches(b.grad, np.ones((2, 3)))
