@@ -156,3 +156,96 @@ def test_keyword_names_keep_gradients():
     b = ember.asarray(random_array((2, 3), "float64"), requires_grad=True)
     ember.moveaxis(b, source=0, destination=1).sum().backward()
     assert_matches(b.grad, np.ones((2, 3)))
+
+
+# ---------------------------------------------------------------- floor_divide with an infinite operand
+
+INF, NAN = np.inf, np.nan
+
+
+def _floordiv_oracle(a, b):
+    """NumPy's floor_divide, except floor(a / b) where exactly one operand is infinite
+    (the Array API's result; NumPy and Python give NaN for inf // 2 and -1 for 1 // -inf)."""
+    with np.errstate(all="ignore"):
+        return np.where(np.isinf(a) != np.isinf(b), np.floor(a / b), np.floor_divide(a, b))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_floor_divide_infinite_operand(dtype):
+    vals = np.array([INF, -INF, 7.0, -7.0, 0.0, -0.0, 2.5, NAN])
+    a, b = [v.astype(dtype) for v in np.meshgrid(vals, vals, indexing="ij")]
+    expected = _floordiv_oracle(a, b).astype(dtype)
+    with np.errstate(all="ignore"):
+        got = ember.floor_divide(ember.asarray(a), ember.asarray(b))
+        num = ~np.isnan(expected)            # signed zeros and infinities as the oracle
+        np.testing.assert_array_equal(np.signbit(np.asarray(got))[num], np.signbit(expected)[num])
+        assert_matches(got, expected)
+        assert_matches(ember.asarray(a) // ember.asarray(b), expected)
+        x = ember.asarray(a.copy())
+        x //= ember.asarray(b)
+        assert_matches(x, expected)
+        # a Python scalar operand, broadcast and strided layouts
+        assert_matches(ember.asarray(a) // INF, _floordiv_oracle(a, dtype_scalar(dtype, INF)))
+        assert_matches(ember.asarray(a[:, ::-2]) // ember.asarray(b[0, ::-2]),
+                       _floordiv_oracle(a[:, ::-2], b[0, ::-2]).astype(dtype))
+
+
+def dtype_scalar(dtype, v):
+    return np.asarray(v, dtype=dtype)
+
+
+def test_floor_divide_finite_operands_unchanged():
+    a = random_array((50,), "float64", np.random.default_rng(3), -20, 20)
+    b = random_array((50,), "float64", np.random.default_rng(4), -4, 4)
+    assert_matches(ember.asarray(a) // ember.asarray(b), np.floor_divide(a, b))
+    assert_matches(ember.asarray(a) % ember.asarray(b), np.remainder(a, b))
+
+
+# ---------------------------------------------------------------- complex expm1
+
+# (input, the standard's special value): C99's cexp special values minus one
+EXPM1_SPECIAL = [
+    (complex(0.0, 0.0), complex(0.0, 0.0)),
+    (complex(INF, 0.0), complex(INF, 0.0)),
+    (complex(INF, 2.0), complex(INF * np.cos(2.0), INF * np.sin(2.0))),
+    (complex(-INF, 2.0), complex(-1.0, 0.0 * np.sin(2.0))),
+    (complex(-INF, INF), complex(-1.0, 0.0)),
+    (complex(-INF, NAN), complex(-1.0, 0.0)),
+    (complex(INF, INF), complex(INF, NAN)),
+    (complex(INF, NAN), complex(INF, NAN)),
+    (complex(NAN, 0.0), complex(NAN, 0.0)),
+    (complex(NAN, 1.0), complex(NAN, NAN)),
+    (complex(1.0, INF), complex(NAN, NAN)),
+    (complex(1.0, NAN), complex(NAN, NAN)),
+]
+
+
+def _same_complex(got, expected):
+    for g, e in zip(got, expected):
+        for gp, ep in ((g.real, e.real), (g.imag, e.imag)):
+            assert (np.isnan(gp) and np.isnan(ep)) or gp == ep, (got, expected)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_expm1_complex_special_values(dtype):
+    z = np.array([c for c, _ in EXPM1_SPECIAL], dtype)
+    expected = [e for _, e in EXPM1_SPECIAL]
+    with np.errstate(all="ignore"):
+        got = np.asarray(ember.expm1(ember.asarray(z)))
+    assert got.dtype == dtype
+    _same_complex(got.tolist(), expected)
+    # conjugate symmetry: expm1(conj(z)) == conj(expm1(z))
+    with np.errstate(all="ignore"):
+        gc = np.asarray(ember.expm1(ember.asarray(np.conj(z))))
+    _same_complex(gc.tolist(), np.conj(got).tolist())
+
+
+@pytest.mark.parametrize("dtype,rtol", [("complex64", 2e-6), ("complex128", 1e-14)])
+def test_expm1_complex_finite(dtype, rtol):
+    rng = np.random.default_rng(5)
+    z = random_array((40,), "complex128", rng, -3, 3)
+    tiny = z * 1e-9                         # exp(z) - 1 would cancel here: series oracle
+    got = ember.expm1(ember.asarray(np.concatenate([z, tiny]).astype(dtype)))
+    z, tiny = z.astype(dtype).astype(np.complex128), tiny.astype(dtype).astype(np.complex128)
+    expected = np.concatenate([np.exp(z) - 1, tiny + tiny ** 2 / 2 + tiny ** 3 / 6])
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=rtol, atol=0)
