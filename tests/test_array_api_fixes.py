@@ -206,6 +206,8 @@ def test_floor_divide_finite_operands_unchanged():
 # (input, the standard's special value): C99's cexp special values minus one
 EXPM1_SPECIAL = [
     (complex(0.0, 0.0), complex(0.0, 0.0)),
+    (complex(-0.0, 0.0), complex(0.0, 0.0)),
+    (complex(-0.0, -0.0), complex(0.0, -0.0)),
     (complex(INF, 0.0), complex(INF, 0.0)),
     (complex(INF, 2.0), complex(INF * np.cos(2.0), INF * np.sin(2.0))),
     (complex(-INF, 2.0), complex(-1.0, 0.0 * np.sin(2.0))),
@@ -221,9 +223,11 @@ EXPM1_SPECIAL = [
 
 
 def _same_complex(got, expected):
+    """Equal parts, NaN matching NaN, zeros of the same sign."""
     for g, e in zip(got, expected):
         for gp, ep in ((g.real, e.real), (g.imag, e.imag)):
-            assert (np.isnan(gp) and np.isnan(ep)) or gp == ep, (got, expected)
+            assert (np.isnan(gp) and np.isnan(ep)) or \
+                (gp == ep and np.signbit(gp) == np.signbit(ep)), (got, expected)
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
@@ -249,3 +253,42 @@ def test_expm1_complex_finite(dtype, rtol):
     z, tiny = z.astype(dtype).astype(np.complex128), tiny.astype(dtype).astype(np.complex128)
     expected = np.concatenate([np.exp(z) - 1, tiny + tiny ** 2 / 2 + tiny ** 3 / 6])
     np.testing.assert_allclose(np.asarray(got), expected, rtol=rtol, atol=0)
+
+
+# ---------------------------------------------------------------- Python floats with an explicit dtype
+
+@pytest.mark.parametrize("value", [2.5749250371013963e-260, 16777217.0, 4.5860098989617354e-11,
+                                   1e300, -0.0])
+def test_python_float_with_float64_dtype_keeps_its_value(value):
+    """With the float32 default, a Python float given an explicit float64 dtype must not
+    pass through float32 on the way (NumPy keeps every bit)."""
+    prev = ember.get_default_dtype()
+    ember.set_default_dtype(ember.float32)
+    try:
+        _check_float64_value(value)
+    finally:
+        ember.set_default_dtype(prev)
+
+
+def _check_float64_value(value):
+    expected = np.asarray(value, dtype=np.float64)
+    for got in (ember.asarray(value, dtype=ember.float64),
+                ember.asarray(value, dtype="float64"),
+                ember.full((), value, dtype=ember.float64),
+                ember.full((3,), value, dtype=ember.float64),
+                ember.full_like(ember.zeros(2, dtype=ember.float64), value)):
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(np.asarray(got), np.broadcast_to(expected, got.shape))
+        assert np.all(np.signbit(np.asarray(got)) == np.signbit(expected))
+    z = ember.asarray(complex(value, value), dtype=ember.complex128)
+    assert z.item() == complex(value, value)
+    assert ember.asarray(value).dtype == np.float32              # no dtype: the default
+
+
+def test_python_int_out_of_range_for_dtype_as_numpy():
+    with pytest.raises(OverflowError):
+        np.asarray(300, dtype=np.uint8)
+    with pytest.raises(OverflowError):
+        ember.asarray(300, dtype=ember.uint8)
+    assert ember.asarray(-5, dtype=ember.int8).item() == -5
+    assert ember.asarray(True, dtype=ember.float64).item() == 1.0

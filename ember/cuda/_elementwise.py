@@ -310,7 +310,7 @@ def _expm1(c, fn, z):
     re = c.expm1(x) * c.cos(y) - 2.0 * s * s
     im = c.exp(x) * c.sin(y)
     zero_im, neg_inf = y == 0, c.isneginf(x)
-    re = c.where(zero_im, c.expm1(x), c.where(neg_inf, -1.0, re))
+    re = c.where(zero_im, c.expm1(x) + 0.0, c.where(neg_inf, -1.0, re))    # exp(-0) - 1 is +0
     im = c.where(zero_im, y, c.where(neg_inf, c.where(c.isfinite(y), c.copysign(0.0, c.sin(y)),
                                                       0.0), im))
     pos_inf_nonfinite = c.isposinf(x) & ~c.isfinite(y) & ~zero_im

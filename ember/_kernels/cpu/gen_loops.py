@@ -238,7 +238,7 @@ cdef inline double complex _cexpm1(double complex z) noexcept nogil:
     cdef double re, im, s
     cdef double complex r
     if y == 0:
-        re = expm1(x)
+        re = expm1(x) + 0.0         # exp(-0) - 1 is +0
         im = y
     elif isinf(x) and x < 0:
         re = -1.0
