@@ -238,10 +238,12 @@ def test_expm1_complex_special_values(dtype):
         got = np.asarray(ember.expm1(ember.asarray(z)))
     assert got.dtype == dtype
     _same_complex(got.tolist(), expected)
-    # conjugate symmetry: expm1(conj(z)) == conj(expm1(z))
+    # conjugate symmetry: expm1(conj(z)) == conj(expm1(z)) (where the standard fixes the
+    # sign: not for -inf + inf j / -inf + nan j, whose -1 +- 0j leaves it open)
+    fixed = np.isfinite(z.imag) | ~np.isneginf(z.real)
     with np.errstate(all="ignore"):
-        gc = np.asarray(ember.expm1(ember.asarray(np.conj(z))))
-    _same_complex(gc.tolist(), np.conj(got).tolist())
+        gc = np.asarray(ember.expm1(ember.asarray(np.conj(z[fixed]))))
+    _same_complex(gc.tolist(), np.conj(got[fixed]).tolist())
 
 
 @pytest.mark.parametrize("dtype,rtol", [("complex64", 2e-6), ("complex128", 1e-14)])
