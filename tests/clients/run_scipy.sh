@@ -5,6 +5,8 @@
 # tests/clients/scipy-files.txt, only their tests parametrised over backends
 # (-m array_api_backends).  Expected failures: tests/clients/scipy-xfails.txt.
 #   tests/clients/run_scipy.sh [extra pytest arguments]
+# Measured 2026-11-27: 2656 passed, 523 skipped, 4 xfail/xpass; 145 s wall under load average
+# ~40 on 2 cores (37 s of CPU).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 site="$(python -c 'import os, scipy; print(os.path.dirname(scipy.__file__))')"

@@ -4,6 +4,7 @@
 # namespaces, in the test modules of the installed wheel listed below, runs once on
 # ember arrays.  Expected failures: tests/clients/sklearn-xfails.txt (id # reason).
 #   tests/clients/run_sklearn.sh [extra pytest arguments]
+# Measured 2026-11-27: 481 passed; 182 s wall under load average ~25 on 2 cores (28 s of CPU).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 site="$(python -c 'import os, sklearn; print(os.path.dirname(sklearn.__file__))')"
