@@ -362,7 +362,7 @@ def _gpu_matrix_rank(v, rtol, tol):
     return cp.count_nonzero(S > tol, axis=-1).astype(np.int64)
 
 
-def matrix_power(x, n, /):
+def matrix_power(x, /, n):
     """x raised to the integer power n (n < 0 inverts).
 
     >>> import ember
@@ -375,7 +375,7 @@ def matrix_power(x, n, /):
     return _ember(_call("matrix_power", "matrix_power", numpy_view(x), n))
 
 
-def lstsq(a, b, /, rcond=None):
+def lstsq(a, b, rcond=None):
     """Least-squares solution of ``a @ x = b`` (solution, residuals, rank, singular values).
 
     >>> import ember

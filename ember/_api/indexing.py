@@ -82,7 +82,7 @@ def _setitem_advanced(x, key, value):
         raise ValueError(f"index assignment: {e} (array shape {shape_str(x.shape)})") from None
 
 
-def take(x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
+def take(x, /, indices, *, axis=None, out=None, mode="raise", dim=None):
     """Elements at ``indices`` along ``axis`` (of the flattened array when axis is
     None); negative indices count from the end.  ``mode`` is NumPy's
     ('raise', 'wrap' or 'clip').
@@ -121,7 +121,7 @@ def index_select(x, dim, index):
     return take(x, index, axis=dim)
 
 
-def take_along_axis(x, indices, /, axis=-1):
+def take_along_axis(x, /, indices, axis=-1):
     """Pick values with an index array that matches x's shape except along `axis`.
 
     >>> import ember
@@ -136,7 +136,7 @@ def take_along_axis(x, indices, /, axis=-1):
         raise type(e)(f"take_along_axis: {e}") from None
 
 
-def put_along_axis(x, indices, values, /, axis):
+def put_along_axis(x, /, indices, values, axis):
     """In place: ``x[..., indices, ...] = values`` along `axis` (the counterpart of take_along_axis).
 
     >>> import ember

@@ -209,7 +209,8 @@ def vecdot(x1, x2, /, *, axis=-1):
                          f"{shape_str(a.shape)} {shape_str(b.shape)}")
     if dtype_kind(a.dtype) == "c":
         a = ember.conj(a)
-    return ember.sum(a * b, axis=axis)
+    # the promoted dtype, as the standard and NumPy's vecdot (sum alone widens small ints)
+    return ember.sum(a * b, axis=axis, dtype=a.dtype)
 
 
 def matrix_transpose(x, /):

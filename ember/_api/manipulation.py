@@ -339,7 +339,7 @@ def permute(x, /, *dims):
     return permute_dims(x, dims)
 
 
-def moveaxis(x, source, destination, /):
+def moveaxis(x, /, source, destination):
     """Move axes to new positions; the other axes keep their order (a view).
 
     >>> import ember
@@ -358,7 +358,7 @@ def moveaxis(x, source, destination, /):
     return permute_dims(x, order)
 
 
-def swapaxes(x, axis1, axis2, /):
+def swapaxes(x, /, axis1, axis2):
     """Swap two axes (a view).
 
     >>> import ember
@@ -473,7 +473,7 @@ def flipud(x, /):
     return flip(x, axis=0)
 
 
-def rot90(m, /, k=1, axes=(0, 1)):
+def rot90(m, k=1, axes=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``axes``, from the first
     axis towards the second (a view).
 
@@ -645,7 +645,7 @@ def cat(tensors, dim=0, *, out=None, axis=None):
     return concatenate(tensors, axis=dim if axis is None else axis, out=out)
 
 
-def stack(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind", dim=None):
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind", dim=None):
     """Join arrays of the same shape along a new axis.
 
     >>> import ember
@@ -922,7 +922,7 @@ def tile(x, repetitions, /):
     return out
 
 
-def repeat(x, repeats, /, *, axis=None, dim=None):
+def repeat(x, /, repeats, *, axis=None, dim=None):
     """Repeat each element ``repeats`` times (an int, or one count per element
     along ``axis``); ``axis=None`` works on the flattened array.
 

@@ -531,7 +531,7 @@ ptp = _np_wrap(np.ptp, "ptp")
 average = _np_wrap(np.average, "average")
 
 
-def quantile(x, q, /, axis=None, *, method="linear", keepdims=False, dim=None, keepdim=None):
+def quantile(x, /, q, axis=None, *, method="linear", keepdims=False, dim=None, keepdim=None):
     """q-th quantile(s) along the axis (NumPy's methods).
 
     >>> import ember
@@ -542,7 +542,7 @@ def quantile(x, q, /, axis=None, *, method="linear", keepdims=False, dim=None, k
                                              keepdims=keepdims if keepdim is None else keepdim)
 
 
-def percentile(x, q, /, axis=None, *, method="linear", keepdims=False, dim=None, keepdim=None):
+def percentile(x, /, q, axis=None, *, method="linear", keepdims=False, dim=None, keepdim=None):
     """q-th percentile(s) along the axis.
 
     >>> import ember
@@ -553,7 +553,7 @@ def percentile(x, q, /, axis=None, *, method="linear", keepdims=False, dim=None,
                                                  keepdims=keepdims if keepdim is None else keepdim)
 
 
-def nanquantile(x, q, /, axis=None, *, method="linear", keepdims=False):
+def nanquantile(x, /, q, axis=None, *, method="linear", keepdims=False):
     """quantile ignoring NaNs.
 
     >>> import ember
@@ -563,7 +563,7 @@ def nanquantile(x, q, /, axis=None, *, method="linear", keepdims=False):
     return _np_wrap(np.nanquantile, "nanquantile")(x, q, axis=axis, method=method, keepdims=keepdims)
 
 
-def nanpercentile(x, q, /, axis=None, *, method="linear", keepdims=False):
+def nanpercentile(x, /, q, axis=None, *, method="linear", keepdims=False):
     """percentile ignoring NaNs.
 
     >>> import ember

@@ -263,7 +263,9 @@ def vecdot(x1, x2, /, *, axis=-1):
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"vecdot: x1 and x2 must have the same size along axis {axis}, got "
                          f"shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
-    return ember.sum(ember.conj(x1) * x2, axis=axis)
+    prod = ember.conj(x1) * x2
+    # the promoted dtype, as on the host and in NumPy (sum alone widens small integers)
+    return ember.sum(prod, axis=axis, dtype=prod.dtype)
 
 
 @gpu_op("linalg.multi_dot")

@@ -338,11 +338,22 @@ def _nan_quantile(v, q, axis=None, method="linear", keepdims=False, scale=1.0):
 def _register_generic(name):
     import inspect
     params = list(inspect.signature(getattr(_host, name)).parameters.values())[1:]
-    n_pos = sum(1 for p in params if p.kind is p.POSITIONAL_ONLY)
+    # the required options after x (quantile's q: positional-only in the standard, by
+    # name too as in NumPy) stay positional; the others go by their host names
+    n_pos = 0
+    for p in params:
+        if p.kind is p.POSITIONAL_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD
+                                           and p.default is p.empty):
+            n_pos += 1
+        else:
+            break
+    lead = [p.name for p in params[:n_pos]]
     names = [p.name for p in params[n_pos:]]
 
     def impl(x, *args, **kwargs):
-        pos = args[:n_pos]                      # positional-only (quantile's q) stay so
+        if len(args) < n_pos:                   # q=... given by name
+            args = args + tuple(kwargs.pop(k) for k in lead[len(args):] if k in kwargs)
+        pos = args[:n_pos]                      # required options (quantile's q) stay so
         kwargs.update(zip(names, args[n_pos:]))  # other options by their host names
         return _generic(name, x, kwargs, pos)
     impl.__name__ = name

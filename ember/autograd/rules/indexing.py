@@ -112,7 +112,7 @@ def _take_grad(g, x, indices, axis, mode):
 
 
 @defgrad("take")
-def _(g, res, x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
+def _(g, res, x, /, indices, *, axis=None, out=None, mode="raise", dim=None):
     return (_take_grad(g, x, indices, axis if dim is None else dim, mode),)
 
 
@@ -122,7 +122,7 @@ def _(g, res, x, dim, index):
 
 
 @defgrad("take_along_axis")
-def _(g, res, x, indices, /, axis=-1):
+def _(g, res, x, /, indices, axis=-1):
     idx = _np(indices)
     if axis is None:
         n = x.size
