@@ -416,3 +416,19 @@ def test_read_only_flag_costs_nothing_visible_on_result():
     c = a + b                       # reading a read-only array is fine
     assert c.flags.writeable and c.tolist() == [2.0] * 4
     assert ember.exp(a).flags.writeable
+
+
+@pytest.mark.parametrize("via", ["optimizer", "module"])
+def test_zero_grad_of_a_read_only_gradient(via):
+    # with create_graph the leaf keeps the rule's gradient as is: for a sum, a read-only
+    # broadcast view; zeroing it in place must not raise nor write through the broadcast
+    p = ember.nn.Parameter(ember.ones(3))
+    p.sum().backward(create_graph=True)
+    assert not p.grad.flags.writeable
+    if via == "optimizer":
+        ember.optim.SGD([p], lr=0.1).zero_grad(set_to_none=False)
+    else:
+        m = ember.nn.Module()
+        m.p = p
+        m.zero_grad(set_to_none=False)
+    assert p.grad.tolist() == [0.0, 0.0, 0.0] and p.grad.flags.writeable

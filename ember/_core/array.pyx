@@ -499,10 +499,12 @@ cdef ndarray new_view(ndarray base, int ndim, const Py_ssize_t* shape,
     """A view of `base`'s storage (offset in bytes from the storage start)."""
     cdef ndarray x = ndarray.__new__(ndarray)
     cdef int i
-    checked_size(ndim, shape, ITEMSIZE[tcode], "view")
+    cdef Py_ssize_t nbytes = ITEMSIZE[tcode]
     for i in range(ndim):
         x.shape[i] = shape[i]
         x.strides[i] = strides[i]
+        if shape[i] != 0 and (shape[i] < 0 or em_mul_overflow(nbytes, shape[i], &nbytes)):
+            checked_size(ndim, shape, ITEMSIZE[tcode], "view")     # raises, with the message
     x.ndim = ndim
     x.tcode = tcode
     x.itemsize = ITEMSIZE[tcode]
@@ -881,8 +883,8 @@ cdef object _basic_view(ndarray x, tuple key):
         else:
             pyidx = _operator.index(k)
             n = x.shape[src]
-            _index_fits(pyidx)
             if not (-n <= pyidx < n):
+                _index_fits(pyidx)
                 raise IndexError(f"index {pyidx} is out of bounds for axis {src} with size {n}")
             idx = pyidx
             if idx < -n or idx >= n:
@@ -924,10 +926,10 @@ cdef int _index_fits(object key) except -1:
 
 cdef ndarray _index_pyint(ndarray x, object key):
     """x[key] for a Python int key of any size (out of range -> IndexError)."""
-    _index_fits(key)
     if x.ndim == 0:
         raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
     if not (-x.shape[0] <= key < x.shape[0]):
+        _index_fits(key)
         raise IndexError(f"index {key} is out of bounds for axis 0 with size {x.shape[0]}")
     return _index_int(x, key)
 

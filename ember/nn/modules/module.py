@@ -647,6 +647,9 @@ class Module:
                 if g.grad_fn is not None or g.requires_grad:
                     g = g.detach()
                     p.grad = g
+                if not g.flags.writeable:   # e.g. a broadcast gradient (create_graph)
+                    with _no_grad():
+                        p.grad = g = g.copy()
                 with _no_grad():
                     g.fill(0)
 
