@@ -20,7 +20,8 @@ import sys
 import numpy as np
 
 from ember._core.dtypes import default_float_dtype
-from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str
+from ember._api._util import (as_array, numpy_view, wrap, empty_raw, shape_str, norm_axis_args,
+                              matrix_axes)
 from ember._api.linalg_ops import (matmul, tensordot, vecdot, matrix_transpose, diagonal,
                                    trace as _trace, outer, cross)
 from ember._core.dtypes import dtype_kind, is_half_dtype
@@ -207,13 +208,21 @@ def qr(x, /, *, mode="reduced"):
     return QRResult(_ember(q, x.dtype), _ember(r, x.dtype))
 
 
-def svd(x, /, *, full_matrices=True):
+def svd(x, /, full_matrices=True, compute_uv=True, hermitian=False):
     """Singular value decomposition ``x = U @ diag(S) @ Vh``.
+
+    ``compute_uv=False`` returns the singular values alone, as NumPy's ``svd``
+    does (the same as ``svdvals``); ``hermitian`` is NumPy's keyword (accepted,
+    the general algorithm is used).
 
     >>> import ember
     >>> ember.linalg.svd(ember.eye(3)).S.tolist()
     [1.0, 1.0, 1.0]
+    >>> ember.linalg.svd(ember.eye(2) * 3, compute_uv=False).tolist()
+    [3.0, 3.0]
     """
+    if not compute_uv:
+        return svdvals(x)
     x, v = _float_view(x, "svd")
     u, s, vh = _call("svd", "svd", v, full_matrices=full_matrices)
     return SVDResult(_ember(u, x.dtype), _ember(s, _real_dtype(x.dtype)), _ember(vh, x.dtype))
@@ -276,28 +285,59 @@ def eigvals(x, /):
     return _ember(_call("eigvals", "eigvals", v))
 
 
-def pinv(x, /, *, rtol=None, hermitian=False):
+def pinv(x, /, rcond=None, hermitian=False, *, rtol=None):
     """Moore-Penrose pseudo-inverse.
+
+    Singular values below ``rtol`` times the largest are treated as zero (default:
+    ``max(M, N) * eps``, the Array API's and PyTorch's; NumPy's own default is
+    1e-15).  ``rcond`` (NumPy's and PyTorch's second positional argument) is the
+    same tolerance under its older name; give one of the two.
 
     >>> import ember
     >>> ember.linalg.pinv(ember.eye(2) * 2).tolist()
     [[0.5, 0.0], [0.0, 0.5]]
+    >>> ember.linalg.pinv(ember.eye(2) * 2, 1e-10, True).tolist()
+    [[0.5, 0.0], [0.0, 0.5]]
     """
+    rtol = _pinv_rtol(rcond, rtol)
     x, v = _float_view(x, "pinv")
-    if _on_gpu(v):                          # CuPy's pinv has NumPy's rcond (default 1e-15)
-        return _ember(_call("pinv", "pinv", v, rcond=1e-15 if rtol is None else rtol), x.dtype)
-    kw = {} if rtol is None else {"rtol": rtol}
-    return _ember(np.linalg.pinv(v, hermitian=hermitian, **kw), x.dtype)
+    if rtol is None:                # the Array API's (and PyTorch's) default, not NumPy's 1e-15
+        rtol = max(x.shape[-2:]) * float(np.finfo(_real_dtype(x.dtype)).eps)
+    if _on_gpu(v):                  # CuPy's pinv calls it rcond
+        return _ember(_call("pinv", "pinv", v, rcond=rtol), x.dtype)
+    return _ember(np.linalg.pinv(v, hermitian=hermitian, rtol=rtol), x.dtype)
 
 
-def matrix_rank(x, /, *, rtol=None, tol=None, hermitian=False):
+def _pinv_rtol(rcond, rtol):
+    if rcond is not None and rtol is not None:
+        raise TypeError("pinv: give either rcond or rtol (the same tolerance), not both")
+    return rtol if rcond is None else rcond
+
+
+def matrix_rank(x, /, *, rtol=None, tol=None, hermitian=False, atol=None):
     """Rank from the singular values above the tolerance.
+
+    ``tol`` (NumPy) is an absolute threshold; ``atol`` with ``rtol`` is PyTorch's
+    form: the threshold is ``max(atol, rtol * largest singular value)`` (rtol
+    defaults to 0 when only atol is given).
 
     >>> import ember
     >>> ember.linalg.matrix_rank(ember.eye(3)).item()
     3
+    >>> ember.linalg.matrix_rank(ember.eye(3) * ember.asarray([1.0, 1.0, 1e-3]), atol=0.01).item()
+    2
     """
+    if atol is not None:
+        if tol is not None:
+            raise TypeError("matrix_rank: give either tol (NumPy) or atol (PyTorch), not both")
     x, v = _float_view(x, "matrix_rank")
+    if atol is not None:
+        xp = _xp(v)
+        S = _call("matrix_rank", "svd", v, compute_uv=False)
+        top = S.max(axis=-1, keepdims=True) if S.shape[-1] else xp.zeros(S.shape[:-1] + (1,))
+        cut = xp.maximum(xp.asarray(atol)[..., None],
+                         top * xp.asarray(0.0 if rtol is None else rtol)[..., None])
+        return _ember(xp.count_nonzero(S > cut, axis=-1).astype(np.int64))
     if _on_gpu(v):
         return _ember(_gpu_matrix_rank(v, rtol, tol))
     kw = {}
@@ -322,7 +362,7 @@ def _gpu_matrix_rank(v, rtol, tol):
     return cp.count_nonzero(S > tol, axis=-1).astype(np.int64)
 
 
-def matrix_power(x, n, /):
+def matrix_power(x, /, n):
     """x raised to the integer power n (n < 0 inverts).
 
     >>> import ember
@@ -335,7 +375,7 @@ def matrix_power(x, n, /):
     return _ember(_call("matrix_power", "matrix_power", numpy_view(x), n))
 
 
-def lstsq(a, b, /, rcond=None):
+def lstsq(a, b, rcond=None):
     """Least-squares solution of ``a @ x = b`` (solution, residuals, rank, singular values).
 
     >>> import ember
@@ -350,13 +390,19 @@ def lstsq(a, b, /, rcond=None):
     return LstsqResult(_ember(x), _ember(res), int(rank), _ember(sv))
 
 
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+def vector_norm(x, /, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):
     """Vector p-norm over the axes (the flattened array when axis is None).
+
+    NumPy's keywords (``axis=``, ``keepdims=``, ``ord=``) and PyTorch's
+    (``dim=``, ``keepdim=``, and ``ord, dim, keepdim`` as positional arguments).
 
     >>> import ember
     >>> ember.linalg.vector_norm(ember.asarray([3.0, 4.0])).item()
     5.0
+    >>> ember.linalg.vector_norm(ember.asarray([[3.0, 4.0]]), 1, dim=1).tolist()
+    [7.0]
     """
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "vector_norm")
     x = as_array(x)
     if dtype_kind(x.dtype) in "biu":
         x = x.astype(default_float_dtype())
@@ -384,15 +430,23 @@ def _vector_norm_axes(v, ord, axes, keepdims):
     return res
 
 
-def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    """Matrix norm over the last two axes ('fro', 'nuc', 1, -1, 2, -2, inf, -inf).
+def matrix_norm(x, /, ord="fro", axis=None, keepdims=False, *, dim=None, keepdim=None):
+    """Matrix norm over two axes (``axis``/``dim``: a pair; default the last two) ('fro',
+    'nuc', 1, -1, 2, -2, inf, -inf).
+
+    NumPy's keywords (``keepdims=``, ``ord=``) and PyTorch's (``dim=``,
+    ``keepdim=``, and ``ord, dim, keepdim`` as positional arguments).
 
     >>> import ember
     >>> round(ember.linalg.matrix_norm(ember.eye(2)).item(), 6)
     1.414214
+    >>> ember.linalg.matrix_norm(ember.ones((2, 3)), 1, (0, 1), True).shape
+    (1, 1)
     """
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "matrix_norm")
+    axis = matrix_axes((-2, -1) if axis is None else axis, "matrix_norm")
     x, v = _float_view(x, "matrix_norm")
-    return _ember(np.linalg.norm(v, ord=ord, axis=(-2, -1), keepdims=keepdims),
+    return _ember(np.linalg.norm(v, ord=ord, axis=axis, keepdims=keepdims),
                   _real_dtype(x.dtype))
 
 
@@ -442,15 +496,16 @@ def trace(x, /, *, offset=0, dtype=None):
     return _trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
-def diagonal(x, /, *, offset=0):
-    """Array API diagonal: over the last two axes (a view).
+def diagonal(x, /, *, offset=0, dim1=-2, dim2=-1):
+    """Array API diagonal: over the last two axes (a view); ``dim1``/``dim2`` pick other
+    axes (PyTorch's keywords).
 
     >>> import ember
     >>> ember.linalg.diagonal(ember.eye(2)).tolist()
     [1.0, 1.0]
     """
     from ember._api.linalg_ops import diagonal as _diag
-    return _diag(x, offset=offset, axis1=-2, axis2=-1)
+    return _diag(x, offset=offset, axis1=dim1, axis2=dim2)
 
 
 def _on_one_blas_thread(fn):

@@ -581,16 +581,10 @@ def test_second_derivative_values_vs_torch():
 # ---------------------------------------------------------------- non-differentiable ops
 
 NONDIFF = {
-    "floor": lambda x: ember.floor(x),
-    "ceil": lambda x: ember.ceil(x),
-    "trunc": lambda x: ember.trunc(x),
-    "rint": lambda x: ember.rint(x),
-    "sign": lambda x: ember.sign(x),
     "floor_divide": lambda x: ember.floor_divide(x, 0.7),
     "//": lambda x: x // 2,
     "2 //": lambda x: 2 // x,
     "heaviside": lambda x: ember.heaviside(x, 0.5),
-    "nextafter": lambda x: ember.nextafter(x, 0.0),
     "less": lambda x: x < 0.5,
     "equal": lambda x: ember.equal(x, x),
     "greater_equal": lambda x: ember.greater_equal(x, 0.0),
@@ -611,16 +605,71 @@ def test_nondifferentiable(name):
     assert y.grad_fn is None
 
 
-@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "rint", "sign"])
-def test_nondifferentiable_in_graph(name):
-    x = leaf([-1.3, 0.2, 2.7])
-    y = ufunc(name)(x) + x
-    assert y.requires_grad
-    y.sum().backward()
-    np.testing.assert_array_equal(np.asarray(x.grad), [1.0, 1.0, 1.0])
+def test_floor_divide_in_graph_is_a_constant():
     z = leaf([-1.3, 0.2, 2.7])
     (g,) = ember.autograd.grad((ember.floor_divide(z, 2.0) * z).sum(), z)
     np.testing.assert_array_equal(np.asarray(g), np.floor(np.array([-1.3, 0.2, 2.7]) / 2))
+
+
+# piecewise-constant functions: differentiable with derivative 0 (PyTorch's and JAX's rule)
+PIECEWISE = {
+    "floor": (ember.floor, torch.floor), "ceil": (ember.ceil, torch.ceil),
+    "trunc": (ember.trunc, torch.trunc), "rint": (ember.rint, torch.round),
+    "fix": (ember.fix, torch.fix), "sign": (ember.sign, torch.sign),
+    "round": (ember.round, torch.round),
+    "round_decimals": (lambda x: ember.round(x, 1), lambda t: torch.round(t, decimals=1)),
+    "around": (lambda x: ember.around(x, -1), lambda t: torch.round(t, decimals=-1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIECEWISE))
+@pytest.mark.parametrize("shape", [(), (0,), (3, 4)])
+def test_piecewise_constant_functions_have_zero_gradient(name, shape):
+    efn, tfn = PIECEWISE[name]
+    vals = np.random.default_rng(3).uniform(-3, 3, shape)
+    x = ember.asarray(vals, requires_grad=True)
+    t = torch.tensor(vals, requires_grad=True)
+    y = efn(x)
+    ty = tfn(t)
+    assert y.requires_grad and ty.requires_grad
+    np.testing.assert_array_equal(np.asarray(y.detach()), ty.detach().numpy())
+    (g,) = ember.autograd.grad((y * x).sum(), x)           # d/dx (f(x) x) = f(x) + 0
+    (tg,) = torch.autograd.grad((ty * t).sum(), t)
+    np.testing.assert_array_equal(np.asarray(g), tg.numpy())
+    x2 = ember.asarray(vals[..., ::-1] if vals.ndim else vals, requires_grad=True)
+    (g2,) = ember.autograd.grad(efn(x2).sum(), x2)
+    assert np.asarray(g2).shape == shape and not np.asarray(g2).any()
+
+
+@pytest.mark.parametrize("name", ["floor", "sign", "round"])
+def test_piecewise_constant_second_order_is_zero(name):
+    efn, _ = PIECEWISE[name]
+    x = leaf([-1.3, 0.2, 2.7])
+    (g,) = ember.autograd.grad(efn(x).sum(), x, create_graph=True)
+    assert not np.asarray(g.detach()).any()
+
+
+def test_sign_of_complex_gradient_matches_torch_sgn():
+    z = np.array([1 + 2j, -0.5 + 0.1j, 0j, 3 - 4j])
+    w = np.array([0.3 - 1j, 2 + 0.5j, 1 + 1j, -1 + 0j])
+    x = ember.asarray(z, requires_grad=True)
+    t = torch.tensor(z, requires_grad=True)
+    loss = ember.real(ember.sign(x) * ember.asarray(w)).sum()
+    tloss = (torch.sgn(t) * torch.tensor(w)).real.sum()
+    (g,) = ember.autograd.grad(loss, x)
+    (tg,) = torch.autograd.grad(tloss, t)
+    np.testing.assert_allclose(np.asarray(g), tg.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_nextafter_gradient_is_pytorchs():
+    # PyTorch: nextafter(a, b) is a to within one ulp: d/da = 1 (0 where a == b), d/db = 0
+    a, b = [-1.3, 0.0, 2.7, np.inf], [0.5, -1.0, 2.7, 0.0]
+    x, y = leaf(a), leaf(b)
+    t, u = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    gx, gy = ember.autograd.grad((ember.nextafter(x, y) * 3).sum(), (x, y))
+    tx, ty = torch.autograd.grad((torch.nextafter(t, u) * 3).sum(), (t, u))
+    np.testing.assert_array_equal(np.asarray(gx), tx.numpy())
+    np.testing.assert_array_equal(np.asarray(gy), ty.numpy())
 
 
 def test_integer_outputs_never_require_grad():

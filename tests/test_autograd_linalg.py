@@ -352,13 +352,6 @@ def test_qr(shape):
     check_torch(ef, tf, a)
 
 
-def test_qr_wide_raises():
-    x = leaf(rnd(2, 3))
-    q, r = E.linalg.qr(x)
-    with pytest.raises(NotImplementedError, match="m >= n"):
-        r.sum().backward()
-
-
 def _esvd(t):
     u, s, vh = E.linalg.svd(t, full_matrices=False)
     return E.abs(u), s, E.abs(vh), E.matmul(u * s[..., None, :], vh)
@@ -386,13 +379,6 @@ def test_svd_square_full_matrices_and_values_only():
     x = leaf(np.eye(3) * 2.0)
     E.linalg.svd(x, full_matrices=False).S.sum().backward()
     np.testing.assert_allclose(np.asarray(x.grad), np.eye(3), atol=1e-12)
-
-
-def test_svd_full_matrices_rectangular_raises():
-    x = leaf(rnd(4, 3))
-    u, s, vh = E.linalg.svd(x, full_matrices=True)
-    with pytest.raises(NotImplementedError, match="full_matrices=False"):
-        s.sum().backward()
 
 
 def _sym(t):
@@ -653,3 +639,122 @@ def test_norm_numpy_integer_axis():
     a = rnd(2, 3)
     ax = np.int64(1)
     assert gradcheck(lambda t: E.linalg.norm(t, axis=ax), (leaf(a),))
+
+
+# ---------------------------------------------------------------- PyTorch's and NumPy's spellings (OpInfo)
+
+def test_vector_norm_dim_keepdim_and_positional_match_torch():
+    a = rnd(3, 4, 2)
+    for ord_ in (2, 1, 3.5, inf, -inf, 0):
+        check_torch(lambda x: E.linalg.vector_norm(x, ord_, dim=(0, 2), keepdim=True),
+                    lambda t: torch.linalg.vector_norm(t, ord_, dim=(0, 2), keepdim=True), a)
+        check_torch(lambda x: E.linalg.vector_norm(x, ord_, 1, True),
+                    lambda t: torch.linalg.vector_norm(t, ord_, 1, True), a)
+    x = E.asarray(a)
+    np.testing.assert_allclose(np.asarray(E.linalg.vector_norm(x, axis=1, keepdims=True)),
+                               np.linalg.vector_norm(a, axis=1, keepdims=True), rtol=1e-12)
+    with pytest.raises(TypeError, match="vector_norm: pass either axis= or dim="):
+        E.linalg.vector_norm(x, axis=0, dim=0)
+
+
+def test_matrix_norm_positional_and_dim_match_torch():
+    a = rnd(3, 4, 5)
+    for ord_ in ("fro", "nuc", 1, -1, 2, -2, inf, -inf):
+        check_torch(lambda x: E.linalg.matrix_norm(x, ord_, (0, 2), True),
+                    lambda t: torch.linalg.matrix_norm(t, ord_, (0, 2), True), a, rtol=1e-7)
+        check_torch(lambda x: E.linalg.matrix_norm(x, ord=ord_, dim=(-1, 0), keepdim=False),
+                    lambda t: torch.linalg.matrix_norm(t, ord=ord_, dim=(-1, 0)), a, rtol=1e-7)
+    np.testing.assert_allclose(np.asarray(E.linalg.matrix_norm(E.asarray(a), keepdims=True)),
+                               np.linalg.matrix_norm(a, keepdims=True), rtol=1e-12)
+    with pytest.raises(ValueError, match="matrix_norm: axis"):
+        E.linalg.matrix_norm(E.asarray(a), dim=0)
+
+
+def test_cross_dim_matches_torch():
+    a, b = rnd(3, 4), rnd(3, 4, seed=1)
+    check_torch(lambda x, y: E.linalg.cross(x, y, dim=0),
+                lambda s, t: torch.linalg.cross(s, t, dim=0), a, b)
+    np.testing.assert_allclose(np.asarray(E.cross(E.asarray(a), E.asarray(b), axis=0)),
+                               np.cross(a, b, axis=0), rtol=1e-12)
+
+
+def test_pinv_positional_rcond_hermitian_and_default_rtol():
+    a = rnd(4, 3)
+    h = a @ a.T                                      # rank 3 of 4: a cut-off is needed
+    check_torch(lambda x: E.linalg.pinv(x, 1e-10), lambda t: torch.linalg.pinv(t, 1e-10), a)
+    got = E.linalg.pinv(E.asarray(h), 1e-10, True)
+    np.testing.assert_allclose(np.asarray(got), np.linalg.pinv(h, 1e-10, True), atol=1e-10)
+    np.testing.assert_allclose(np.asarray(E.linalg.pinv(E.asarray(h), rtol=1e-10)),
+                               np.linalg.pinv(h, rtol=1e-10), atol=1e-10)
+    # default tolerance max(M, N) * eps (Array API, PyTorch) also in float32
+    h32 = h.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(E.linalg.pinv(E.asarray(h32))),
+                               torch.linalg.pinv(torch.tensor(h32)).numpy(), rtol=1e-3, atol=1e-4)
+    with pytest.raises(TypeError, match="pinv: give either rcond or rtol"):
+        E.linalg.pinv(E.asarray(a), 1e-5, rtol=1e-5)
+
+
+def test_matrix_rank_atol_matches_torch():
+    a = np.diag([3.0, 1.0, 1e-3, 0.0])
+    for kw in ({"atol": 0.01}, {"atol": 0.01, "rtol": 0.5}, {"atol": 1e-6}):
+        assert E.linalg.matrix_rank(E.asarray(a), **kw).item() == \
+            torch.linalg.matrix_rank(torch.tensor(a), **kw).item()
+
+
+def test_svd_compute_uv_false_is_svdvals_with_its_gradient():
+    a = rnd(4, 3)
+    s = E.linalg.svd(E.asarray(a), compute_uv=False)
+    np.testing.assert_allclose(np.asarray(s), np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    check_torch(lambda x: E.linalg.svd(x, False, False), torch.linalg.svdvals, a)
+    check_torch(E.linalg.svdvals, torch.linalg.svdvals, a)
+    assert gradcheck(lambda x: E.linalg.svd(x, compute_uv=False), (leaf(a),))
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (2, 3, 4)])
+def test_svd_full_matrices_gradient_as_torch(shape):
+    # PyTorch ignores the gradient of the null-space vectors past min(m, n)
+    a = rnd(*shape)
+    k = min(shape[-2:])
+
+    def ef(x):
+        u, s, vh = E.linalg.svd(x, full_matrices=True)
+        return E.abs(u[..., :, :k]), s, E.abs(vh[..., :k, :])
+
+    def tf(t):
+        u, s, vh = torch.linalg.svd(t, full_matrices=True)
+        return u[..., :, :k].abs(), s, vh[..., :k, :].abs()
+    check_torch(ef, tf, a, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2, 2, 4), (1, 3)])
+def test_qr_gradient_of_wide_matrices(shape):
+    a = rnd(*shape)
+    check_torch(lambda x: tuple(E.linalg.qr(x)), lambda t: tuple(torch.linalg.qr(t)), a,
+                rtol=1e-8, atol=1e-10)
+    assert gradcheck(lambda x: E.linalg.qr(x)[1], (leaf(a),))
+
+
+def test_linalg_diagonal_dim1_dim2():
+    a = rnd(3, 4, 5)
+    check_torch(lambda x: E.linalg.diagonal(x, offset=1, dim1=0, dim2=2),
+                lambda t: torch.linalg.diagonal(t, offset=1, dim1=0, dim2=2), a)
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "midpoint"])
+def test_quantile_gradient_in_q_matches_torch(method):
+    x, q = rnd(3, 5), np.array([0.1, 0.5, 0.93])
+    check_torch(lambda a, b: E.quantile(a, b, axis=1, method=method),
+                lambda a, b: torch.quantile(a, b, dim=1, interpolation=method), x, q)
+    check_torch(lambda a, b: E.nanquantile(a, b),
+                lambda a, b: torch.nanquantile(a, b), x, q)
+
+
+def test_diff_gradient_when_the_result_is_empty():
+    a, p = rnd(2, 3), rnd(2, 2, seed=1)
+    check_torch(lambda x, y: E.diff(x, 7, axis=1, prepend=y),
+                lambda x, y: torch.diff(x, 7, dim=1, prepend=y), a, p)
+
+
+def test_meshgrid_of_one_array_gradient():
+    check_torch(lambda x: tuple(E.meshgrid(x, indexing="ij")),
+                lambda t: torch.meshgrid(t, indexing="ij"), rnd(3))

@@ -717,3 +717,18 @@ def test_avg_pool_fwd_and_bwd_match_torch(pool, include_pad):
         k.call("ember_avg_pool2d_bwd_f64", dy[0], dx, g, hk.i32(include_pad), hk.i64(0),
                grid=grid, block=block)
         np.testing.assert_allclose(dx, x.grad.numpy()[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_of_one_element_gives_beta_exactly(dtype):
+    # Welford's mean of one value is the value: x - mean is exactly 0, y is beta
+    k = hk.load("norm")
+    rows = 5
+    x = _data((rows, 1), dtype) * 100 + 7
+    gamma, beta = _data((1,), dtype, 1), _data((1,), dtype, 2)
+    acc = _acc(dtype)
+    y = np.empty_like(x)
+    mean, rstd = np.empty(rows, acc), np.empty(rows, acc)
+    k.call_cooperative(f"ember_layer_norm_fwd_{SFX[np.dtype(dtype)]}", x, gamma, beta, y, mean,
+                       rstd, hk.i64(rows), hk.i64(1), hk.f64(1e-5), grid=2, block=32)
+    np.testing.assert_array_equal(_f64(y), np.broadcast_to(_f64(beta), (rows, 1)))

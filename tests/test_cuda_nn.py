@@ -149,7 +149,25 @@ LAYERS = [
     ("GRU", lambda: nn.GRU(4, 6), [(5, 3, 4)]),
     ("LSTMCell", lambda: nn.LSTMCell(4, 6), [(3, 4)]),
     ("GRUCell", lambda: nn.GRUCell(4, 6), [(3, 4)]),
+    ("TransformerDecoderLayer", lambda: nn.TransformerDecoderLayer(
+        8, 2, dim_feedforward=16, dropout=0.0, batch_first=True), [(2, 4, 8), (2, 5, 8)]),
+    ("Upsample_bilinear", lambda: nn.Upsample(scale_factor=2, mode="bilinear"), [(2, 3, 4, 5)]),
+    ("Upsample_bicubic", lambda: nn.Upsample(size=(5, 3), mode="bicubic"), [(1, 2, 4, 4)]),
+    ("Upsample_area", lambda: nn.Upsample(size=(2, 3), mode="area"), [(1, 2, 5, 7)]),
+    ("UpsamplingNearest2d", lambda: nn.UpsamplingNearest2d(scale_factor=3), [(1, 2, 3, 2)]),
+    ("Unfold", lambda: nn.Unfold(3, padding=1, stride=2), [(2, 3, 6, 5)]),
+    ("Fold", lambda: nn.Fold((4, 5), 2), [(2, 8, 12)]),
+    ("CosineSimilarity", lambda: nn.CosineSimilarity(dim=1), [(4, 6), (4, 6)]),
+    ("PairwiseDistance", lambda: nn.PairwiseDistance(), [(4, 6), (4, 6)]),
 ]
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad_matches_cpu(mode):
+    class Pad(nn.Module):
+        def forward(self, x):
+            return F.pad(x, (2, 1, 1, 2), mode=mode)
+    compare_module(Pad(), [rnd(2, 3, 4, 5, seed=3)])
 
 
 @pytest.mark.parametrize("case", LAYERS, ids=lambda c: c[0])
@@ -321,6 +339,7 @@ OPTIMS = [
     ("AdamW", {"lr": 1e-2, "weight_decay": 0.1}),
     ("RMSprop", {"lr": 1e-2, "momentum": 0.5}),
     ("Adagrad", {"lr": 0.1}),
+    ("Adadelta", {"lr": 1.0, "weight_decay": 1e-2}),
 ]
 
 

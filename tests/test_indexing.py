@@ -500,8 +500,14 @@ def test_too_many_dimensions_is_an_error_not_a_crash():
         x[None]
     with pytest.raises(IndexError, match="at most 32"):
         x[..., None]
-    with pytest.raises(IndexError, match="out of bounds"):
-        ember.arange(3)[2 ** 70]
+    # an index too large for an index variable: NumPy's errors (issue #24)
+    for m in (np, ember):
+        with pytest.raises(OverflowError, match="too large"):
+            m.arange(3)[2 ** 63]
+        with pytest.raises(IndexError, match="only integers"):
+            m.arange(3)[2 ** 70]
     y = ember.arange(3)
-    with pytest.raises(IndexError, match="out of bounds"):
+    with pytest.raises(IndexError, match="only integers"):
         y[2 ** 70] = 1
+    with pytest.raises(IndexError, match="out of bounds"):
+        y[2 ** 62] = 1

@@ -555,8 +555,15 @@ def test_broadcast_to():
     assert_matches(ember.broadcast_to(E(np.array(7)), (2, 2)), np.full((2, 2), 7))
     assert_matches(ember.broadcast_to(x, 3), a)
     assert_matches(x.expand(2, -1), np.broadcast_to(a, (2, 3)))
-    # writing through a broadcast view is allowed and must not crash
+    # a broadcast view is read-only, as in NumPy (issue #24) ...
     big = ember.broadcast_to(ember.zeros((1, 5)), (1000, 5))
+    assert big.flags.writeable is np.broadcast_to(np.zeros((1, 5)), (1000, 5)).flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        big[...] = ember.arange(5000).reshape(1000, 5)
+    with pytest.raises(ValueError, match="read-only"):
+        big += 1
+    # ... until it is made writeable (NumPy allows it): then writes must not crash
+    big.flags.writeable = True
     big[...] = ember.arange(5000).reshape(1000, 5)
     big += 1
     assert big.shape == (1000, 5)

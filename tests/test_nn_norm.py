@@ -360,3 +360,31 @@ def test_threaded_kernels_match_single_thread():
                 np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-5)
     finally:
         ember.set_num_threads(before)
+
+
+# ---------------------------------------------------------------- one element: bias exactly
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_norms_over_one_element_give_the_bias_exactly(dt):
+    # x - mean must be exactly 0 (not rounding noise amplified by 1/sqrt(eps)), as PyTorch
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((4, 3, 1)) * 100 + 7).astype(dt)
+    w, b = rng.standard_normal(1).astype(dt), rng.standard_normal(1).astype(dt)
+    y = F.layer_norm(ember.asarray(x), (1,), ember.asarray(w), ember.asarray(b))
+    np.testing.assert_array_equal(np.asarray(y), np.broadcast_to(b, x.shape))
+    w3, b3 = rng.standard_normal(3).astype(dt), rng.standard_normal(3).astype(dt)
+    y = F.group_norm(ember.asarray(x), 3, ember.asarray(w3), ember.asarray(b3))
+    np.testing.assert_array_equal(np.asarray(y), np.broadcast_to(b3[:, None], x.shape))
+    # (PyTorch's own group_norm is off by rounding noise here; ember's is exact)
+    # gradients: xhat = 0, so d/dx = 0 and d/dweight = 0 exactly; d/dbias = sum of g
+    xe, we, be = (ember.asarray(a, requires_grad=True) for a in (x, w, b))
+    g = rng.standard_normal(x.shape).astype(dt)
+    gx, gw, gb = ember.autograd.grad(F.layer_norm(xe, (1,), we, be), (xe, we, be),
+                                     grad_outputs=ember.asarray(g))
+    assert not np.asarray(gx).any() and not np.asarray(gw).any()
+    np.testing.assert_allclose(np.asarray(gb), g.sum(dtype=np.float64).reshape(1), rtol=1e-5)
+    if dt == np.float64:        # and PyTorch agrees (in float32 its weight gradient is noise)
+        _check(lambda a, c, d: F.layer_norm(a, (1,), c, d),
+               lambda a, c, d: torch.nn.functional.layer_norm(a, (1,), c, d), [x, w, b], dt)
+        _check(lambda a, c, d: F.group_norm(a, 3, c, d),
+               lambda a, c, d: torch.nn.functional.group_norm(a, 3, c, d), [x, w3, b3], dt)

@@ -217,6 +217,24 @@ def test_numpy_long_tail(name):
     assert_matches(ember.diff(x, axis=0), np.diff(a, axis=0))
 
 
+@pytest.mark.parametrize("dtype", ["float64", "int16", "bool"])
+@pytest.mark.parametrize("shape, axis", [((0,), -1), ((5,), 0), ((3, 4), 1), ((3, 4), 0)])
+def test_diff_of_any_order(dtype, shape, axis):
+    """Every n up to past the axis' length matches NumPy, with prepend/append too; a huge n
+    (NumPy loops n times: found by tests/fuzz) returns the same empty result at once."""
+    a = random_array(shape, dtype)
+    x = ember.asarray(a)
+    for n in range(0, shape[axis] + 3):
+        assert_matches(ember.diff(x, n=n, axis=axis), np.diff(a, n=n, axis=axis))
+        assert_matches(ember.diff(x, n=n, axis=axis, prepend=1, append=0),
+                       np.diff(a, n=n, axis=axis, prepend=1, append=0))
+    far = np.diff(a, n=shape[axis] + 2, axis=axis)
+    assert_matches(ember.diff(x, n=10 ** 12, axis=axis), far)
+    assert_matches(ember.diff(x[..., ::-1], n=np.int64(2 ** 62), axis=axis), far)
+    with pytest.raises(ValueError):
+        ember.diff(x, n=-1, axis=axis)
+
+
 def test_ufunc_reduce_matches_sum():
     a = random_array((3, 4), "int16")
     assert_matches(ember.add.reduce(ember.asarray(a), axis=1), np.add.reduce(a, axis=1))

@@ -109,15 +109,23 @@ def test_module_and_optimizer_state_round_trip(tmp_path):
     assert opt2.state_dict()["param_groups"][0]["lr"] == 1e-2
 
 
-def test_mmap_is_copy_on_write(tmp_path):
+def test_mmap_arrays_are_read_only(tmp_path):
     path = tmp_path / "m.safetensors"
-    ember.save({"x": ember.zeros(1000)}, path)
+    ember.save({"x": ember.zeros(1000), "y": [ember.ones(3, dtype=ember.complex64)]}, path)
     before = path.read_bytes()
-    x = ember.load(path, mmap=True)["x"]
-    x[:] = 5.0
-    assert float(x.sum()) == 5000.0
+    got = ember.load(path, mmap=True)
+    x = got["x"]
+    assert not x.flags.writeable and not x[2:].flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        x[:] = 5.0
+    with pytest.raises(ValueError, match="read-only"):
+        ember.add(x, 1, out=x)
     assert path.read_bytes() == before
-    assert float(ember.load(path)["x"].sum()) == 0.0
+    c = x.copy()
+    c[:] = 5.0                                  # a copy is the user's own
+    assert float(c.sum()) == 5000.0 and float(x.sum()) == 0.0
+    assert ember.load(path)["x"].flags.writeable                # a plain load is writable
+    assert got["y"][0].tolist() == [1, 1, 1]
 
 
 def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch):
@@ -184,7 +192,7 @@ def test_truncated_file_is_a_clear_error(tmp_path, cut):
     ({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}, b"\0" * 4, "invalid shape"),
     ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, b"\0" * 8, "expected 0"),
     ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 12, "trailing"),
-    ({"a": {"dtype": "F32"}}, b"", "lacks dtype"),
+    ({"a": {"dtype": "F32"}}, b"", "lacks .shape"),
     ({"__metadata__": {"ember.structure": "{not json"}}, b"", "structure metadata is not valid"),
     ({"__metadata__": {"ember.structure": json.dumps({"version": 1, "root": {"array": "zz"}})}},
      b"", "lacks"),

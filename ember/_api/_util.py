@@ -30,6 +30,20 @@ def pick_axis(axis, dim, opname):
     return axis
 
 
+def norm_axis_args(axis, dim, keepdims, keepdim, opname):
+    """(axis, keepdims) from NumPy's ``axis=``/``keepdims=`` or PyTorch's
+    ``dim=``/``keepdim=`` aliases (at most one of each pair)."""
+    axis = pick_axis(axis, dim, opname)
+    return axis, bool(keepdims if keepdim is None else keepdim)
+
+
+def matrix_axes(axis, opname):
+    """A pair of axes (a matrix op's ``axis=``/``dim=``) as a tuple of two ints."""
+    if not isinstance(axis, (tuple, list)) or len(axis) != 2:
+        raise ValueError(f"{opname}: axis (dim) must be a pair of axes, got {axis!r}")
+    return tuple(operator.index(a) for a in axis)
+
+
 def normalize_axis(axis, ndim, opname):
     """One axis -> non-negative int, with a NumPy-style AxisError."""
     if type(axis) is int and -ndim <= axis < ndim:

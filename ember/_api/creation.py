@@ -107,14 +107,16 @@ def asarray(obj, /, dtype=None, order=None, *, device=None, copy=None, requires_
         x = asarray(obj, dtype, device=device, copy=copy, requires_grad=False)
         return _finish(_to_order(x, order, copy, "asarray"), requires_grad)
     dt = _resolve_dtype(dtype)
-    if isinstance(obj, (list, tuple)) and dt is not None:
-        # build straight in the requested dtype (no detour through float64)
+    if isinstance(obj, (list, tuple, int, float, complex)) and dt is not None:
+        # build straight in the requested dtype (no detour through float64, nor through
+        # the default float dtype: asarray(2.6e-260, dtype=float64) keeps the value)
         arr = np.asarray(obj, dtype=dt)
         if dtype_kind(arr.dtype) in "OUSV":
             raise TypeError(f"asarray: cannot convert {type(obj).__name__} to a numeric array")
         x = wrap(arr)
         if copy is False:
-            raise ValueError("asarray: copy=False but converting a list requires a copy")
+            raise ValueError(f"asarray: copy=False but converting a {type(obj).__name__} "
+                             f"requires a copy")
         return _finish(x, requires_grad)
     if copy is False and not isinstance(obj, (ndarray, np.ndarray)) and not hasattr(obj, "__dlpack__") \
             and not isinstance(obj, (bytes, bytearray, memoryview)):
@@ -229,6 +231,11 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, requires_grad
             info = np.iinfo(x.dtype)
             if not info.min <= fill_value <= info.max:
                 raise OverflowError(f"full: Python integer {fill_value} out of bounds for {x.dtype}")
+        if isinstance(fill_value, float) and dtype_kind(x.dtype) in "fc" or \
+                isinstance(fill_value, complex) and dtype_kind(x.dtype) == "c":
+            # a scalar of x's dtype: a Python float would pass through the default
+            # float dtype (float32) on its way to a float64 array
+            fill_value = x.dtype.type(fill_value)
         x.fill(fill_value)
     else:
         x.fill(as_array(fill_value))

@@ -75,13 +75,38 @@ def issubdtype(arg1, arg2):
     return np.issubdtype(arg1, arg2)
 
 
+class finfo_object:
+    """Machine limits of one floating dtype, the Array API's ``finfo`` object:
+    ``bits`` an int, ``eps``, ``max``, ``min``, ``smallest_normal`` (and NumPy's
+    ``tiny``, ``resolution``, ``epsneg``) Python floats, ``dtype`` the real dtype;
+    NumPy's other fields (``precision``, ``nmant``, ``maxexp``, ...) as NumPy
+    gives them."""
+
+    def __init__(self, info):
+        self._info = info
+        self.bits = int(info.bits)
+        self.dtype = np.dtype(info.dtype)
+        for name in ("eps", "max", "min", "smallest_normal", "tiny", "resolution", "epsneg"):
+            setattr(self, name, builtins.float(getattr(info, name)))
+
+    def __getattr__(self, name):
+        if name == "_info":
+            raise AttributeError(name)
+        return getattr(self._info, name)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:.8g}, min={self.min:.8g}, max={self.max:.8g}, "
+                f"dtype={self.dtype})")
+
+
 def finfo(type):
-    """Machine limits of a floating (or complex) dtype or array.
+    """Machine limits of a floating (or complex) dtype or array (Python floats, as
+    the Array API requires; ``dtype`` is the real dtype of a complex one).
 
     >>> import ember
     >>> ember.finfo(ember.float32).eps
-    np.float32(1.1920929e-07)
-    >>> float(ember.finfo(ember.bfloat16).eps)
+    1.1920928955078125e-07
+    >>> ember.finfo(ember.bfloat16).eps
     0.0078125
     """
     dt = _as_dtype(type, "finfo")
@@ -89,8 +114,8 @@ def finfo(type):
         raise ValueError(f"finfo: {dt} is not a floating point dtype (use iinfo for integers)")
     if dt == BFLOAT16:
         import ml_dtypes
-        return ml_dtypes.finfo(dt)
-    return np.finfo(dt)
+        return finfo_object(ml_dtypes.finfo(dt))
+    return finfo_object(np.finfo(dt))
 
 
 def iinfo(type):
@@ -148,7 +173,7 @@ def promote_types(type1, type2):
                                          _code(_as_dtype(type2, "promote_types"))))
 
 
-def can_cast(from_, to, /, casting="safe"):
+def can_cast(from_, to, casting="safe"):
     """Whether a cast from a dtype (or array) to another is allowed by `casting`.
 
     >>> import ember

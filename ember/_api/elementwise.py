@@ -419,6 +419,12 @@ def _np_pair(a, b):
     return numpy_view(as_array(a)), numpy_view(as_array(b))
 
 
+def _np_tol(t):
+    """An rtol/atol for NumPy: an ember array as its NumPy view (NumPy would dispatch an
+    ember array back to ember.isclose)."""
+    return numpy_view(t) if isinstance(t, ndarray) else t
+
+
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise ``|a - b| <= atol + rtol * |b|``.
 
@@ -427,6 +433,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     [True, False]
     """
     av, bv = _np_pair(a, b)
+    rtol, atol = _np_tol(rtol), _np_tol(atol)
     try:
         return wrap(np.asarray(np.isclose(av, bv, rtol=rtol, atol=atol, equal_nan=equal_nan)))
     except ValueError:
@@ -442,6 +449,7 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     True
     """
     av, bv = _np_pair(a, b)
+    rtol, atol = _np_tol(rtol), _np_tol(atol)
     try:
         return builtins.bool(np.allclose(av, bv, rtol=rtol, atol=atol, equal_nan=equal_nan))
     except ValueError:
@@ -486,12 +494,35 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     return wrap(np.nan_to_num(numpy_view(x), copy=True, nan=nan, posinf=posinf, neginf=neginf))
 
 
+def _np_arg(a, views):
+    """An argument for a NumPy function: ember arrays (also inside a tuple, as ``out=``
+    may be) become zero-copy views, remembered in `views` (view id -> ember array) so that
+    a view NumPy returns (its ``out``) maps back to the ember array."""
+    if isinstance(a, ndarray):
+        v = numpy_view(a)
+        views[id(v)] = (v, a)
+        return v
+    if isinstance(a, tuple):
+        return tuple(_np_arg(e, views) for e in a)
+    return a
+
+
 def _np_unary(npfunc, doc_name):
     def f(x, /, *args, **kwargs):
         xa = as_array(x)
         if dtype_kind(xa.dtype) in "biu" and npfunc in (np.sinc, np.i0, np.angle):
             xa = xa.astype(default_float_dtype())
-        return _result(npfunc(numpy_view(xa), *args, **kwargs), None)
+        # ember arrays among the other arguments (a positional or keyword out=) must
+        # reach NumPy as NumPy views: an ember array would dispatch back here forever
+        views = {}
+        args = tuple(_np_arg(a, views) for a in args)
+        kwargs = {k: _np_arg(v, views) for k, v in kwargs.items()}
+        res = npfunc(numpy_view(xa), *args, **kwargs)
+        hit = views.get(id(res))
+        if hit is not None and hit[0] is res:
+            hit[1]._bump_version()
+            return hit[1]               # NumPy wrote into out=: hand back the ember array
+        return _result(res, None)
     f.__name__ = doc_name
     f.__doc__ = (f"ember.{doc_name}: NumPy's ``{doc_name}`` computed on ember memory.\n\n"
                  f"    >>> import ember\n    >>> ember.{doc_name}(ember.asarray([1.0])).shape\n    (1,)\n")

@@ -82,7 +82,7 @@ def _setitem_advanced(x, key, value):
         raise ValueError(f"index assignment: {e} (array shape {shape_str(x.shape)})") from None
 
 
-def take(x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
+def take(x, /, indices, *, axis=None, out=None, mode="raise", dim=None):
     """Elements at ``indices`` along ``axis`` (of the flattened array when axis is
     None); negative indices count from the end.  ``mode`` is NumPy's
     ('raise', 'wrap' or 'clip').
@@ -121,7 +121,7 @@ def index_select(x, dim, index):
     return take(x, index, axis=dim)
 
 
-def take_along_axis(x, indices, /, axis=-1):
+def take_along_axis(x, /, indices, axis=-1):
     """Pick values with an index array that matches x's shape except along `axis`.
 
     >>> import ember
@@ -136,15 +136,14 @@ def take_along_axis(x, indices, /, axis=-1):
         raise type(e)(f"take_along_axis: {e}") from None
 
 
-def put_along_axis(x, indices, values, /, axis):
+def put_along_axis(x, /, indices, values, axis):
     """In place: ``x[..., indices, ...] = values`` along `axis` (the counterpart of take_along_axis).
 
     >>> import ember
     >>> x = ember.zeros((1, 3)); ember.put_along_axis(x, ember.asarray([[2]]), 5.0, axis=1); x.tolist()
     [[0.0, 0.0, 5.0]]
     """
-    if not isinstance(x, ndarray):
-        raise TypeError("put_along_axis: x must be an ember array (it is modified in place)")
+    _inplace_target(x, "put_along_axis")
     v = numpy_view(as_array(values)) if isinstance(values, ndarray) else values
     try:
         np.put_along_axis(numpy_view(x), numpy_view(as_array(indices)), v, axis=axis)
@@ -208,6 +207,16 @@ def extract(condition, x):
     return _copy_of(np.extract(numpy_view(as_array(condition)), numpy_view(as_array(x))))
 
 
+def _inplace_target(x, opname):
+    """The array an in-place function writes into: an ember array (TypeError, as NumPy
+    gives, for anything else) that is writeable (NumPy's ValueError)."""
+    if not isinstance(x, ndarray):
+        raise TypeError(f"{opname}: argument 1 must be an ember array (it is modified in "
+                        f"place), not {type(x).__name__}")
+    if not x.flags.writeable:
+        raise ValueError(f"{opname}: assignment destination is read-only")
+
+
 def place(x, mask, vals):
     """In place: put `vals` (cycled) where `mask` is true.
 
@@ -215,6 +224,7 @@ def place(x, mask, vals):
     >>> x = ember.zeros(3); ember.place(x, ember.asarray([1, 0, 1]), ember.asarray([7.0])); x.tolist()
     [7.0, 0.0, 7.0]
     """
+    _inplace_target(x, "place")
     np.place(numpy_view(x), numpy_view(as_array(mask)), numpy_view(as_array(vals)))
     x._bump_version()
 
@@ -226,6 +236,7 @@ def put(x, indices, values, mode="raise"):
     >>> x = ember.zeros(3); ember.put(x, ember.asarray([2]), ember.asarray([5.0])); x.tolist()
     [0.0, 0.0, 5.0]
     """
+    _inplace_target(x, "put")
     np.put(numpy_view(x), numpy_view(as_array(indices)), numpy_view(as_array(values)), mode=mode)
     x._bump_version()
 

@@ -209,7 +209,8 @@ def vecdot(x1, x2, /, *, axis=-1):
                          f"{shape_str(a.shape)} {shape_str(b.shape)}")
     if dtype_kind(a.dtype) == "c":
         a = ember.conj(a)
-    return ember.sum(a * b, axis=axis)
+    # the promoted dtype, as the standard and NumPy's vecdot (sum alone widens small ints)
+    return ember.sum(a * b, axis=axis, dtype=a.dtype)
 
 
 def matrix_transpose(x, /):
@@ -279,13 +280,18 @@ def kron(a, b):
     return _to_ember(np.kron(numpy_view(a), numpy_view(b)))
 
 
-def cross(x1, x2, /, *, axis=-1):
-    """Cross product of 3-element vectors along `axis` (Array API semantics).
+def cross(x1, x2, /, *, axis=-1, dim=None):
+    """Cross product of 3-element vectors along `axis` (Array API semantics;
+    ``dim=`` is PyTorch's spelling of ``axis=``).
 
     >>> import ember
     >>> ember.cross(ember.asarray([1.0, 0, 0]), ember.asarray([0.0, 1, 0])).tolist()
     [0.0, 0.0, 1.0]
+    >>> ember.linalg.cross(ember.eye(3), ember.ones((3, 3)), dim=0).tolist()[0]
+    [0.0, 1.0, -1.0]
     """
+    if dim is not None:
+        axis = dim
     a, b = _promote(as_array(x1), as_array(x2))
     if a.shape[axis] != 3 or b.shape[axis] != 3:
         raise ValueError(f"cross: vectors along axis {axis} must have 3 elements, got shapes "

@@ -12,6 +12,7 @@ import builtins
 import itertools
 import math
 import operator
+import os
 
 import numpy as np
 
@@ -338,7 +339,7 @@ def permute(x, /, *dims):
     return permute_dims(x, dims)
 
 
-def moveaxis(x, source, destination, /):
+def moveaxis(x, /, source, destination):
     """Move axes to new positions; the other axes keep their order (a view).
 
     >>> import ember
@@ -357,7 +358,7 @@ def moveaxis(x, source, destination, /):
     return permute_dims(x, order)
 
 
-def swapaxes(x, axis1, axis2, /):
+def swapaxes(x, /, axis1, axis2):
     """Swap two axes (a view).
 
     >>> import ember
@@ -472,7 +473,7 @@ def flipud(x, /):
     return flip(x, axis=0)
 
 
-def rot90(m, /, k=1, axes=(0, 1)):
+def rot90(m, k=1, axes=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``axes``, from the first
     axis towards the second (a view).
 
@@ -644,7 +645,7 @@ def cat(tensors, dim=0, *, out=None, axis=None):
     return concatenate(tensors, axis=dim if axis is None else axis, out=out)
 
 
-def stack(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind", dim=None):
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind", dim=None):
     """Join arrays of the same shape along a new axis.
 
     >>> import ember
@@ -791,6 +792,22 @@ def column_stack(tup):
 
 # ---------------------------------------------------------------- splitting
 
+def _check_section_count(sections, n):
+    """MemoryError, at once, when the list of `sections` views could not fit in this
+    machine's memory (NumPy's own loop runs until the OS kills it)."""
+    if sections <= n + 1:
+        return
+    try:
+        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        phys = 1 << 40
+    per_view = 256                      # bytes: less than one ember array object takes
+    if sections * per_view > phys:
+        raise MemoryError(f"array_split: {sections} sections of an axis of length {n} would "
+                          f"need more than {sections * per_view / 2**30:.3g} GiB for the list "
+                          f"of views alone")
+
+
 def array_split(x, indices_or_sections, axis=0):
     """Split into a list of views; a number of sections need not divide the axis
     (the first ones get one more element); a sequence gives the split points.
@@ -809,6 +826,7 @@ def array_split(x, indices_or_sections, axis=0):
         if sections <= 0:
             raise ValueError(f"array_split: number of sections must be larger than 0, "
                              f"got {sections}")
+        _check_section_count(sections, n)
         each, extra = divmod(n, sections)
         bounds = [0]
         for i in range(sections):
@@ -904,7 +922,7 @@ def tile(x, repetitions, /):
     return out
 
 
-def repeat(x, repeats, /, *, axis=None, dim=None):
+def repeat(x, /, repeats, *, axis=None, dim=None):
     """Repeat each element ``repeats`` times (an int, or one count per element
     along ``axis``); ``axis=None`` works on the flattened array.
 
@@ -978,12 +996,15 @@ def broadcast_shapes(*shapes):
 
 
 def broadcast_to(x, /, shape):
-    """A view of x broadcast to ``shape`` (stride 0 along the broadcast axes; all
-    elements of such an axis are one memory location).
+    """A read-only view of x broadcast to ``shape`` (stride 0 along the broadcast
+    axes; all elements of such an axis are one memory location, so writing through
+    the view raises ValueError, as in NumPy).
 
     >>> import ember
     >>> ember.broadcast_to(ember.asarray([1, 2]), (3, 2)).tolist()
     [[1, 2], [1, 2], [1, 2]]
+    >>> ember.broadcast_to(ember.asarray([1, 2]), (3, 2)).flags.writeable
+    False
     """
     x = as_array(x)
     shape = _shape_arg(shape, "broadcast_to")
@@ -1003,11 +1024,17 @@ def broadcast_to(x, /, shape):
         else:
             raise ValueError(f"broadcast_to: operands could not be broadcast together: shape "
                              f"{shape_str(x.shape)} cannot broadcast to {shape_str(shape)}")
-    return _view(x, shape, strides)
+    v = _view(x, shape, strides)
+    v.flags.writeable = False
+    return v
 
 
 def broadcast_arrays(*arrays):
     """Views of the arrays broadcast to their common shape (a tuple, as NumPy 2).
+
+    An array that already has that shape comes back as it is; the others are
+    ``broadcast_to`` views, read-only (NumPy 2 still lets you write into them with a
+    FutureWarning: such a write changes every element that shares the memory).
 
     >>> import ember
     >>> [a.shape for a in ember.broadcast_arrays(ember.zeros((2, 1)), ember.zeros(3))]
@@ -1019,7 +1046,7 @@ def broadcast_arrays(*arrays):
     except ValueError:
         raise ValueError("broadcast_arrays: shapes could not be broadcast together: "
                          + _shapes(arrays)) from None
-    return tuple(broadcast_to(a, shape) for a in arrays)
+    return tuple(a if a.shape == shape else broadcast_to(a, shape) for a in arrays)
 
 
 # ---------------------------------------------------------------- long tail (NumPy on views)

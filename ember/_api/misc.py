@@ -4,9 +4,41 @@ import numpy as np
 
 from ember._core.array import Device, CPU, check_device
 from ember._core.dtypes import default_float_dtype, default_complex_dtype
-from ember._api._util import as_array
+from ember._core.array import ndarray
+from ember._api._util import as_array, numpy_view
 
-__all__ = ["astype", "shape", "ndim", "size", "__array_namespace_info__"]
+__all__ = ["astype", "shape", "ndim", "size", "copyto", "__array_namespace_info__"]
+
+
+def copyto(dst, src, casting="same_kind", where=True):
+    """Copy `src` into `dst` in place, broadcasting, where `where` is true (NumPy's
+    ``copyto``); a read-only `dst` raises ValueError.
+
+    >>> import ember
+    >>> x = ember.zeros(3); ember.copyto(x, ember.asarray([1.0, 2.0, 3.0])); x.tolist()
+    [1.0, 2.0, 3.0]
+    """
+    if not isinstance(dst, ndarray):
+        raise TypeError(f"copyto: dst must be an ember array (it is written in place), "
+                        f"not {type(dst).__name__}")
+    if not dst.flags.writeable:
+        raise ValueError("copyto: assignment destination is read-only")
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise ValueError(f"copyto: casting must be one of 'no', 'equiv', 'safe', "
+                         f"'same_kind' or 'unsafe', got {casting!r}")
+    if isinstance(src, ndarray) and not np.can_cast(src.dtype, dst.dtype, casting):
+        raise TypeError(f"copyto: cannot cast array data from {src.dtype} to {dst.dtype} "
+                        f"according to the rule {casting!r}")
+    if where is True and (dst.is_cuda or dst.requires_grad or
+                          (isinstance(src, ndarray) and (src.is_cuda or src.requires_grad))):
+        if not isinstance(src, ndarray):
+            np.copyto(np.empty((), dst.dtype), src, casting=casting)   # NumPy's scalar check
+        dst[...] = src              # device-generic, recorded by autograd
+        return
+    sv = numpy_view(src) if isinstance(src, ndarray) else src
+    wv = numpy_view(as_array(where)) if isinstance(where, ndarray) else where
+    np.copyto(numpy_view(dst), sv, casting=casting, where=wv)
+    dst._bump_version()
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
@@ -51,11 +83,13 @@ def size(a, axis=None):
     return x.size if axis is None else x.shape[axis]
 
 
+# the Array API's dtypes only: ember's float16 and bfloat16 are extensions the standard
+# does not define (a library that lists them gets them fed to standard functions)
 _KINDS = {
     "bool": ("bool",),
     "signed integer": ("int8", "int16", "int32", "int64"),
     "unsigned integer": ("uint8", "uint16", "uint32", "uint64"),
-    "real floating": ("float16", "bfloat16", "float32", "float64"),
+    "real floating": ("float32", "float64"),
     "complex floating": ("complex64", "complex128"),
 }
 _KINDS["integral"] = _KINDS["signed integer"] + _KINDS["unsigned integer"]

@@ -145,7 +145,8 @@ def _count(x, axes):
 
 
 def mean(x, /, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
-    """Arithmetic mean; integer inputs give the default float dtype (float32).
+    """Arithmetic mean; integer inputs give the default float dtype (float32), summed
+    in float64 as NumPy does.
 
     >>> import ember
     >>> ember.mean(ember.asarray([1, 2, 3, 4])).item()
@@ -157,7 +158,10 @@ def mean(x, /, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, kee
     res_dt = np.dtype(dtype) if dtype is not None else _float_dtype_for(x.dtype)
     acc_dt = np.dtype(np.float32) if is_half_dtype(res_dt) else res_dt
     if dtype_kind(x.dtype) in "biu" and dtype_kind(acc_dt) == "f":
-        s = _sum_or_prod(x, axes, None, None, False, None, None, _SUM).astype(acc_dt)
+        # NumPy accumulates integer means in float64 (an integer sum could wrap around)
+        s = _sum_or_prod(x, axes, np.float64 if dtype is None else acc_dt, None, False,
+                         None, None, _SUM)
+        s = s if s.dtype == acc_dt else s.astype(acc_dt)
     else:
         s = _sum_or_prod(x, axes, acc_dt, None, False, None, None, _SUM)
     n = _count(x, axes)
@@ -527,7 +531,7 @@ ptp = _np_wrap(np.ptp, "ptp")
 average = _np_wrap(np.average, "average")
 
 
-def quantile(x, q, /, axis=None, *, method="linear", keepdims=False, dim=None, keepdim=None):
+def quantile(x, /, q, axis=None, *, method="linear", keepdims=False, dim=None, keepdim=None):
     """q-th quantile(s) along the axis (NumPy's methods).
 
     >>> import ember
@@ -538,7 +542,7 @@ def quantile(x, q, /, axis=None, *, method="linear", keepdims=False, dim=None, k
                                              keepdims=keepdims if keepdim is None else keepdim)
 
 
-def percentile(x, q, /, axis=None, *, method="linear", keepdims=False, dim=None, keepdim=None):
+def percentile(x, /, q, axis=None, *, method="linear", keepdims=False, dim=None, keepdim=None):
     """q-th percentile(s) along the axis.
 
     >>> import ember
@@ -549,7 +553,7 @@ def percentile(x, q, /, axis=None, *, method="linear", keepdims=False, dim=None,
                                                  keepdims=keepdims if keepdim is None else keepdim)
 
 
-def nanquantile(x, q, /, axis=None, *, method="linear", keepdims=False):
+def nanquantile(x, /, q, axis=None, *, method="linear", keepdims=False):
     """quantile ignoring NaNs.
 
     >>> import ember
@@ -559,7 +563,7 @@ def nanquantile(x, q, /, axis=None, *, method="linear", keepdims=False):
     return _np_wrap(np.nanquantile, "nanquantile")(x, q, axis=axis, method=method, keepdims=keepdims)
 
 
-def nanpercentile(x, q, /, axis=None, *, method="linear", keepdims=False):
+def nanpercentile(x, /, q, axis=None, *, method="linear", keepdims=False):
     """percentile ignoring NaNs.
 
     >>> import ember
@@ -582,4 +586,10 @@ def diff(x, /, n=1, axis=-1, prepend=None, append=None, *, dim=None):
     if append is not None:
         kw["append"] = numpy_view(as_array(append)) if isinstance(append, ndarray) else append
     ax = pick_axis(axis if dim is None else None, dim, "diff")
-    return wrap(np.asarray(np.diff(numpy_view(as_array(x)), n=n, axis=ax, **kw)))
+    a = numpy_view(as_array(x))
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 1 and a.ndim:
+        # NumPy loops n times even once the axis is empty (n=10**12 never returns); past
+        # the axis' length every further difference is the same empty array
+        a = np.diff(a, n=1, axis=ax, **kw)
+        n, kw = builtins.min(int(n) - 1, a.shape[ax]), {}
+    return wrap(np.asarray(np.diff(a, n=n, axis=ax, **kw)))

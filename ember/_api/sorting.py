@@ -124,48 +124,58 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     return _ember(res)
 
 
-def unique_values(x, /):
-    """Array API: the unique elements (sorted here).
+def _unique_sorted(x, index=False, inverse=False, counts=False):
+    """The Array API's unique_* outputs, sorted (NumPy 2.3+'s unique_* leave the order
+    unspecified): values, then first indices, inverse indices (x's shape), counts as
+    asked.  NaNs are distinct, as the standard says."""
+    v = numpy_view(as_array(x))
+    r = np.unique(v.reshape(-1), return_index=index, return_inverse=inverse,
+                  return_counts=counts, equal_nan=False)
+    r = list(r) if isinstance(r, tuple) else [r]
+    if inverse:
+        k = 1 + index
+        r[k] = r[k].reshape(v.shape)
+    return [_ember(a) for a in r]
+
+
+def unique_values(x):
+    """Array API: the unique elements, sorted (NaNs are distinct, last).
 
     >>> import ember
-    >>> ember.unique_values(ember.asarray([2, 2, 1])).tolist()
-    [1, 2]
+    >>> ember.unique_values(ember.asarray([1, 0, 1, 3, 2, 0])).tolist()
+    [0, 1, 2, 3]
     """
-    return _ember(np.unique_values(numpy_view(as_array(x))))
+    return _unique_sorted(x)[0]
 
 
-def unique_counts(x, /):
-    """Array API: unique elements and how often each occurs.
+def unique_counts(x):
+    """Array API: the sorted unique elements and how often each occurs.
 
     >>> import ember
     >>> ember.unique_counts(ember.asarray([2, 2, 1])).counts.tolist()
     [1, 2]
     """
-    r = np.unique_counts(numpy_view(as_array(x)))
-    return UniqueCountsResult(_ember(r.values), _ember(r.counts))
+    return UniqueCountsResult(*_unique_sorted(x, counts=True))
 
 
-def unique_inverse(x, /):
-    """Array API: unique elements and the indices that rebuild x (x's shape).
+def unique_inverse(x):
+    """Array API: the sorted unique elements and the indices that rebuild x (x's shape).
 
     >>> import ember
     >>> ember.unique_inverse(ember.asarray([2, 1, 2])).inverse_indices.tolist()
     [1, 0, 1]
     """
-    r = np.unique_inverse(numpy_view(as_array(x)))
-    return UniqueInverseResult(_ember(r.values), _ember(r.inverse_indices))
+    return UniqueInverseResult(*_unique_sorted(x, inverse=True))
 
 
-def unique_all(x, /):
-    """Array API: unique values, first indices, inverse indices and counts.
+def unique_all(x):
+    """Array API: sorted unique values, first indices, inverse indices and counts.
 
     >>> import ember
     >>> ember.unique_all(ember.asarray([2, 1, 2])).indices.tolist()
     [1, 0]
     """
-    r = np.unique_all(numpy_view(as_array(x)))
-    return UniqueAllResult(_ember(r.values), _ember(r.indices), _ember(r.inverse_indices),
-                           _ember(r.counts))
+    return UniqueAllResult(*_unique_sorted(x, index=True, inverse=True, counts=True))
 
 
 def partition(x, kth, axis=-1):

@@ -13,6 +13,8 @@ cdef class ndarray:
     cdef Py_ssize_t itemsize
     cdef Py_ssize_t size
     cdef bint c_contig
+    cdef bint readonly               # writes through this array raise (NumPy's WRITEABLE flag, negated)
+    cdef bint owns_storage           # the array its storage was made for (set_writeable's "base")
     cdef Py_ssize_t shape[MAXDIM]
     cdef Py_ssize_t strides[MAXDIM]  # in bytes, may be negative or zero
     cdef object _shape_tuple         # cached .shape
@@ -29,7 +31,7 @@ ctypedef object (*binary_hook_t)(int op, object a, object b, object out)
 ctypedef object (*unary_hook_t)(int op, object a, object out)
 
 cdef void set_elementwise_hooks(binary_hook_t b, unary_hook_t u) noexcept
-cdef ndarray new_empty(int tcode, int ndim, const Py_ssize_t* shape)
+cdef ndarray new_empty(int tcode, int ndim, const Py_ssize_t* shape, str opname=*)
 cdef ndarray new_view(ndarray base, int ndim, const Py_ssize_t* shape,
                       const Py_ssize_t* strides, Py_ssize_t offset, int tcode)
 cdef ndarray wrap_numpy(object arr)
@@ -40,6 +42,10 @@ cdef ndarray as_ndarray(object obj)
 cdef void update_flags(ndarray x) noexcept
 cdef bint is_c_contiguous(int ndim, const Py_ssize_t* shape, const Py_ssize_t* strides, Py_ssize_t itemsize) noexcept
 cdef object shape_tuple(ndarray x)
+cdef Py_ssize_t checked_size(int ndim, const Py_ssize_t* shape, Py_ssize_t itemsize,
+                             str opname) except -1
+cdef int check_writeable(ndarray x, str opname) except -1
+cdef int set_writeable(ndarray x, bint flag) except -1
 cdef int normalize_axis(Py_ssize_t axis, int ndim, str opname) except -1
 cdef object parse_shape(object shape, str opname)
 

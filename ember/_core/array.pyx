@@ -42,6 +42,21 @@ cdef extern from *:
     """
     int ember_grad_mode
 
+cdef extern from *:
+    """
+    /* a * b into *r; nonzero when the product does not fit a Py_ssize_t */
+    static inline int em_mul_overflow(Py_ssize_t a, Py_ssize_t b, Py_ssize_t* r) {
+    #if defined(__GNUC__) || defined(__clang__)
+        return __builtin_mul_overflow(a, b, r);
+    #else
+        if (a != 0 && b > PY_SSIZE_T_MAX / a) return 1;
+        *r = a * b;
+        return 0;
+    #endif
+    }
+    """
+    int em_mul_overflow(Py_ssize_t a, Py_ssize_t b, Py_ssize_t* r) noexcept nogil
+
 
 cdef bint grad_enabled() noexcept nogil:
     return ember_grad_mode
@@ -239,6 +254,141 @@ cdef bint is_c_contiguous(int ndim, const Py_ssize_t* shape, const Py_ssize_t* s
     return True
 
 
+cdef bint _is_f_contiguous(ndarray x) noexcept:
+    """NumPy's F_CONTIGUOUS: the C test on the reversed axes."""
+    cdef Py_ssize_t expected = x.itemsize
+    cdef int i
+    for i in range(x.ndim):
+        if x.shape[i] == 0:
+            return True
+    for i in range(x.ndim):
+        if x.shape[i] != 1:
+            if x.strides[i] != expected:
+                return False
+            expected *= x.shape[i]
+    return True
+
+
+cdef int check_writeable(ndarray x, str opname) except -1:
+    """ValueError (NumPy's) when x is read-only; what every write path calls first."""
+    if x.readonly:
+        raise ValueError(f"{opname}: assignment destination is read-only" if opname
+                         else "assignment destination is read-only")
+    return 0
+
+
+cdef int set_writeable(ndarray x, bint flag) except -1:
+    """``x.flags.writeable = flag``, with NumPy's rule: an array may become writeable
+    again only when the memory is writable and the array its storage was made for (the
+    "base") is writeable now; views of it follow the base."""
+    if not flag:
+        x.readonly = True
+        if x.owns_storage:
+            x.storage.owner_readonly = True
+        return 0
+    if not x.readonly:
+        return 0
+    if x.storage.readonly or (not x.owns_storage and x.storage.owner_readonly):
+        raise ValueError("cannot set WRITEABLE flag to True of this array")
+    x.readonly = False
+    if x.owns_storage:
+        x.storage.owner_readonly = False
+    return 0
+
+
+@cython.final
+cdef class ArrayFlags:
+    """NumPy's ``ndarray.flags`` for an ember array: ``c_contiguous``, ``f_contiguous``,
+    ``owndata``, ``aligned`` and the settable ``writeable`` (also by item: ``flags['W']``).
+
+    >>> import ember
+    >>> x = ember.zeros(3); x.flags.writeable = False
+    >>> x.flags.writeable, x[1:].flags.writeable
+    (False, False)
+    """
+    cdef ndarray _x
+
+    @property
+    def c_contiguous(self):
+        return bool(self._x.c_contig)
+
+    @property
+    def f_contiguous(self):
+        return bool(_is_f_contiguous(self._x))
+
+    @property
+    def contiguous(self):
+        return bool(self._x.c_contig)
+
+    @property
+    def fortran(self):
+        return bool(_is_f_contiguous(self._x) and not self._x.c_contig)
+
+    @property
+    def owndata(self):
+        """True for an array that owns its memory (not a view, not wrapped NumPy memory)."""
+        return bool(self._x.owns_storage and self._x.offset == 0 and
+                    self._x.storage.owner is None)
+
+    @property
+    def aligned(self):
+        return True
+
+    @property
+    def writebackifcopy(self):
+        return False
+
+    @property
+    def writeable(self):
+        return not self._x.readonly
+
+    @writeable.setter
+    def writeable(self, value):
+        set_writeable(self._x, bool(value))
+
+    @property
+    def behaved(self):
+        return not self._x.readonly
+
+    @property
+    def carray(self):
+        return bool(self._x.c_contig) and not self._x.readonly
+
+    @property
+    def farray(self):
+        return bool(_is_f_contiguous(self._x) and not self._x.c_contig) and not self._x.readonly
+
+    _KEYS = {"C": "c_contiguous", "C_CONTIGUOUS": "c_contiguous", "CONTIGUOUS": "c_contiguous",
+             "F": "f_contiguous", "F_CONTIGUOUS": "f_contiguous", "FORTRAN": "f_contiguous",
+             "O": "owndata", "OWNDATA": "owndata", "A": "aligned", "ALIGNED": "aligned",
+             "W": "writeable", "WRITEABLE": "writeable", "X": "writebackifcopy",
+             "WRITEBACKIFCOPY": "writebackifcopy", "B": "behaved", "BEHAVED": "behaved",
+             "CA": "carray", "CARRAY": "carray", "FA": "farray", "FARRAY": "farray"}
+
+    def __getitem__(self, key):
+        name = ArrayFlags._KEYS.get(key.upper() if isinstance(key, str) else key)
+        if name is None:
+            raise KeyError(f"Unknown flag {key!r}")
+        return getattr(self, name)
+
+    def __setitem__(self, key, value):
+        name = ArrayFlags._KEYS.get(key.upper() if isinstance(key, str) else key)
+        if name != "writeable":
+            raise KeyError(f"flags: only WRITEABLE can be set, not {key!r}")
+        self.writeable = value
+
+    def __eq__(self, other):
+        if not isinstance(other, ArrayFlags):
+            return NotImplemented
+        names = ("c_contiguous", "f_contiguous", "owndata", "writeable")
+        return all(getattr(self, n) == getattr(other, n) for n in names)
+
+    def __repr__(self):
+        names = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED",
+                 "WRITEBACKIFCOPY")
+        return "\n".join(f"  {n} : {self[n]}" for n in names) + "\n"
+
+
 cdef void update_flags(ndarray x) noexcept:
     cdef Py_ssize_t n = 1
     cdef int i
@@ -283,31 +433,61 @@ cdef object parse_shape(object shape, str opname):
     return shape
 
 
-cdef ndarray _c_contiguous(int tcode, int ndim, const Py_ssize_t* shape):
+cdef Py_ssize_t checked_size(int ndim, const Py_ssize_t* shape, Py_ssize_t itemsize,
+                             str opname) except -1:
+    """The element count of an array of `shape` with `itemsize`-byte elements.
+
+    The one place where a shape becomes a size: every allocation and every view goes
+    through it, so neither the element count nor the byte size ``count * itemsize``
+    can wrap around.  Raises NumPy's ValueError ("array is too big") when the bytes do
+    not fit a Py_ssize_t (length-0 axes are skipped in that test, as NumPy does), and
+    for negative dimensions."""
+    cdef Py_ssize_t nbytes = itemsize if itemsize > 0 else 1
+    cdef Py_ssize_t n = 1
+    cdef bint empty = False
+    cdef int i
+    if ndim > MAXDIM or ndim < 0:
+        raise ValueError(f"{opname}: ember supports at most {MAXDIM} dimensions, got {ndim}")
+    for i in range(ndim):
+        if shape[i] == 0:
+            empty = True
+        elif shape[i] < 0:
+            raise ValueError(f"{opname}: negative dimensions are not allowed, got shape "
+                             f"{tuple([shape[i] for i in range(ndim)])}")
+        elif em_mul_overflow(nbytes, shape[i], &nbytes):
+            raise ValueError(f"{opname}: array is too big; `arr.size * arr.dtype.itemsize` "
+                             f"is larger than the maximum possible size (shape "
+                             f"{tuple([shape[i] for i in range(ndim)])}, {itemsize}-byte "
+                             f"elements)")
+        else:
+            n *= shape[i]           # <= nbytes: cannot overflow
+    return 0 if empty else n
+
+
+cdef ndarray _c_contiguous(int tcode, int ndim, const Py_ssize_t* shape, str opname="empty"):
     """A new array object laid out C-contiguously (shape, strides, size, flags); the
     caller gives it a storage."""
     cdef ndarray x = ndarray.__new__(ndarray)
     cdef Py_ssize_t itemsize = ITEMSIZE[tcode]
-    cdef Py_ssize_t n = 1, stride = itemsize
+    cdef Py_ssize_t stride = itemsize
     cdef int i
-    if ndim > MAXDIM:
-        raise ValueError(f"ember supports at most {MAXDIM} dimensions, got {ndim}")
+    x.size = checked_size(ndim, shape, itemsize, opname)
     for i in range(ndim - 1, -1, -1):
         x.shape[i] = shape[i]
         x.strides[i] = stride
         stride *= shape[i] if shape[i] > 0 else 1
-        n *= shape[i]
     x.ndim = ndim
     x.tcode = tcode
     x.itemsize = itemsize
-    x.size = n
     x.c_contig = True
+    x.owns_storage = True
     return x
 
 
-cdef ndarray new_empty(int tcode, int ndim, const Py_ssize_t* shape):
-    """A fresh C-contiguous array from the caching allocator."""
-    cdef ndarray x = _c_contiguous(tcode, ndim, shape)
+cdef ndarray new_empty(int tcode, int ndim, const Py_ssize_t* shape, str opname="empty"):
+    """A fresh C-contiguous array from the caching allocator (`opname` names the op in
+    the error for a shape too big to address)."""
+    cdef ndarray x = _c_contiguous(tcode, ndim, shape, opname)
     x.storage = new_storage(x.size * x.itemsize)
     x.offset = 0
     x.data = x.storage.ptr
@@ -319,19 +499,23 @@ cdef ndarray new_view(ndarray base, int ndim, const Py_ssize_t* shape,
     """A view of `base`'s storage (offset in bytes from the storage start)."""
     cdef ndarray x = ndarray.__new__(ndarray)
     cdef int i
+    cdef Py_ssize_t nbytes = ITEMSIZE[tcode]
     for i in range(ndim):
         x.shape[i] = shape[i]
         x.strides[i] = strides[i]
+        if shape[i] != 0 and (shape[i] < 0 or em_mul_overflow(nbytes, shape[i], &nbytes)):
+            checked_size(ndim, shape, ITEMSIZE[tcode], "view")     # raises, with the message
     x.ndim = ndim
     x.tcode = tcode
     x.itemsize = ITEMSIZE[tcode]
     x.storage = base.storage
     x.offset = offset
+    x.readonly = base.readonly          # a view of a read-only array is read-only
     update_flags(x)
     return x
 
 
-def _alias_as(ndarray base, type cls):
+def _alias_as(ndarray base not None, type cls not None):
     """An object of `cls` (a subclass of ndarray, e.g. nn.Parameter) that views all of
     `base`'s memory with its shape and strides, without autograd history."""
     if not issubclass(cls, ndarray):
@@ -346,8 +530,24 @@ def _alias_as(ndarray base, type cls):
     x.itemsize = base.itemsize
     x.storage = base.storage
     x.offset = base.offset
+    x.readonly = base.readonly
     update_flags(x)
     return x
+
+
+def _set_data(ndarray x, ndarray src):
+    """Make `x` view `src`'s memory (storage, offset, shape, strides, dtype) in place,
+    keeping x's identity and autograd slots (PyTorch's ``p.data = t``)."""
+    cdef int i
+    for i in range(src.ndim):
+        x.shape[i] = src.shape[i]
+        x.strides[i] = src.strides[i]
+    x.ndim = src.ndim
+    x.tcode = src.tcode
+    x.itemsize = src.itemsize
+    x.storage = src.storage
+    x.offset = src.offset
+    update_flags(x)
 
 
 cdef ndarray wrap_numpy(object obj):
@@ -383,6 +583,8 @@ cdef ndarray wrap_numpy(object obj):
     x.itemsize = ITEMSIZE[tcode]
     x.storage = wrap_pointer(data + lo, hi - lo + x.itemsize, arr,
                              not cnp.PyArray_ISWRITEABLE(arr))
+    x.readonly = x.storage.readonly
+    x.owns_storage = True               # the storage was made for x (NumPy owns the memory)
     x.offset = -lo
     update_flags(x)
     return x
@@ -409,14 +611,14 @@ cdef object host_values(ndarray x):
     return numpy_view(x)
 
 
-def _host_values(ndarray x):
+def _host_values(ndarray x not None):
     return host_values(x)
 
 
 cdef ndarray new_device_array(int tcode, int ndim, const Py_ssize_t* shape, size_t ptr,
                               Py_ssize_t nbytes, object owner, int device_index):
     """A C-contiguous array over CUDA memory at ptr owned by `owner` (the launch fast path)."""
-    cdef ndarray x = _c_contiguous(tcode, ndim, shape)
+    cdef ndarray x = _c_contiguous(tcode, ndim, shape, "empty")
     x.storage = wrap_device_pointer(<char*>ptr, nbytes, owner, device_index)
     x.offset = 0
     x.data = x.storage.ptr
@@ -439,6 +641,8 @@ def _wrap_device_memory(size_t ptr, Py_ssize_t nbytes, owner, int device_index, 
     x.itemsize = ITEMSIZE[x.tcode]
     x.storage = wrap_device_pointer(<char*>ptr, nbytes, owner, device_index)
     x.storage.readonly = readonly
+    x.readonly = readonly
+    x.owns_storage = True
     x.offset = offset
     update_flags(x)
     return x
@@ -451,7 +655,7 @@ cdef object numpy_view(ndarray x):
         # host code must never touch device memory: refuse instead of crashing
         _no_host(x, "numpy view")
     dt = DTYPE_OBJS[x.tcode]
-    if not x.storage.readonly:
+    if not x.readonly:
         flags |= cnp.NPY_ARRAY_WRITEABLE
     Py_INCREF(dt)
     arr = PyArray_NewFromDescr(<void*>_np.ndarray, <void*>dt, x.ndim, <cnp.npy_intp*>x.shape,
@@ -549,6 +753,8 @@ cdef ndarray as_ndarray(object obj):
 
 def _from_numpy(arr):
     """Unpickling: an ember array owning the (unpickled) NumPy array's memory."""
+    if not isinstance(arr, _np.ndarray):
+        raise TypeError(f"_from_numpy: expected a NumPy array, got {type(arr).__name__}")
     return wrap_numpy(arr)
 
 
@@ -557,28 +763,29 @@ def _wrap(obj):
     return as_ndarray(obj)
 
 
-def _numpy(ndarray x):
+def _numpy(ndarray x not None):
     """Python entry: a zero-copy NumPy view of an ember array."""
     return numpy_view(x)
 
 
-def _empty(shape, dtype=None):
+def _empty(shape, dtype=None, str opname="empty"):
     """An uninitialised C-contiguous array on the default device (the CPU unless a
     GPU op or a ``with ember.device('cuda')`` block is running)."""
     cdef Py_ssize_t dims[MAXDIM]
     cdef int i, code
-    shape = parse_shape(shape, "empty")
+    shape = parse_shape(shape, opname)
     code = default_float if dtype is None else code_of(dtype)
-    if _alloc_device is not CPU:
-        return _G.empty(shape, DTYPE_OBJS[code], _alloc_device)
     for i in range(len(shape)):
         dims[i] = shape[i]
-    return new_empty(code, len(shape), dims)
+    checked_size(len(shape), dims, ITEMSIZE[code], opname)     # before any device allocates
+    if _alloc_device is not CPU:
+        return _G.empty(shape, DTYPE_OBJS[code], _alloc_device)
+    return new_empty(code, len(shape), dims, opname)
 
 
-def _zeros(shape, dtype=None):
+def _zeros(shape, dtype=None, str opname="zeros"):
     """A fresh C-contiguous array of zeros (all-zero bytes are zero in every dtype)."""
-    cdef ndarray x = _empty(shape, dtype)
+    cdef ndarray x = _empty(shape, dtype, opname)
     if on_gpu(x):
         _G.memset0(x)
     else:
@@ -586,7 +793,7 @@ def _zeros(shape, dtype=None):
     return x
 
 
-def _as_strided(ndarray base, shape, strides, Py_ssize_t offset_bytes, dtype=None):
+def _as_strided(ndarray base not None, shape, strides, Py_ssize_t offset_bytes, dtype=None):
     """A raw view of base's storage (strides and offset in bytes); for library code."""
     cdef Py_ssize_t dims[MAXDIM]
     cdef Py_ssize_t st[MAXDIM]
@@ -614,7 +821,7 @@ def _get_print_options():
     return _print_options
 
 
-def _storage_offset_bytes(ndarray x):
+def _storage_offset_bytes(ndarray x not None):
     return x.offset
 
 
@@ -677,6 +884,7 @@ cdef object _basic_view(ndarray x, tuple key):
             pyidx = _operator.index(k)
             n = x.shape[src]
             if not (-n <= pyidx < n):
+                _index_fits(pyidx)
                 raise IndexError(f"index {pyidx} is out of bounds for axis {src} with size {n}")
             idx = pyidx
             if idx < -n or idx >= n:
@@ -705,11 +913,23 @@ cdef inline ndarray _index_int(ndarray x, Py_ssize_t idx):
     return new_view(x, x.ndim - 1, &x.shape[1], &x.strides[1], x.offset + idx * x.strides[0], x.tcode)
 
 
+cdef int _index_fits(object key) except -1:
+    """NumPy's errors for an integer index that does not fit an index variable: an
+    OverflowError up to 2**64, an IndexError beyond (and below -2**63)."""
+    if 9223372036854775807 < key <= 18446744073709551615:
+        raise OverflowError("Python int too large to convert to C long")
+    if key < -9223372036854775808 or key > 18446744073709551615:
+        raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
+                         "(`None`) and integer or boolean arrays are valid indices")
+    return 0
+
+
 cdef ndarray _index_pyint(ndarray x, object key):
     """x[key] for a Python int key of any size (out of range -> IndexError)."""
     if x.ndim == 0:
         raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
     if not (-x.shape[0] <= key < x.shape[0]):
+        _index_fits(key)
         raise IndexError(f"index {key} is out of bounds for axis 0 with size {x.shape[0]}")
     return _index_int(x, key)
 
@@ -749,6 +969,46 @@ cdef object _reshape_contiguous(ndarray x, tuple shape):
         strides[i] = st
         st *= dims[i] if dims[i] > 0 else 1
     return new_view(x, n, dims, strides, x.offset, x.tcode)
+
+
+# ---------------------------------------------------------------- element assignment
+
+cdef inline bint _is_sequence_value(object value):
+    if isinstance(value, (list, tuple)):
+        return True
+    if isinstance(value, ndarray):
+        return (<ndarray>value).ndim > 0
+    return isinstance(value, _np.ndarray) and value.ndim > 0
+
+
+cdef bint _int_key(object key, int ndim):
+    """True when key picks one element with integers only (``x[i]``, ``x[i, j]``...)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if len(<tuple>key) != ndim:
+        return False
+    for k in <tuple>key:
+        if isinstance(k, bool) or not (isinstance(k, int) or isinstance(k, _np.integer)):
+            return False
+    return True
+
+
+cdef object _element_of_sequence(int tcode, object value):
+    """``x[i] = value`` where value is a sequence: NumPy converts it to one element of
+    x's dtype and fails with the error of that conversion (bool takes its truth)."""
+    cdef char k = KIND[tcode]
+    if isinstance(value, (list, tuple)):
+        if k == b'b':
+            return bool(value)
+        if k == b'i' or k == b'u':
+            raise TypeError(f"int() argument must be a string, a bytes-like object or a "
+                            f"real number, not '{type(value).__name__}'")
+        if k == b'c':
+            raise TypeError(f"must be real number, not {type(value).__name__}")
+        raise ValueError("setting an array element with a sequence.")
+    if k == b'c':
+        raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+    raise ValueError("setting an array element with a sequence.")
 
 
 # ---------------------------------------------------------------- the array
@@ -874,9 +1134,11 @@ cdef class ndarray:
 
     @property
     def flags(self):
-        if on_gpu(self):
-            return _G.flags(self)
-        return numpy_view(self).flags
+        """NumPy's flags (``x.flags.writeable = False`` makes x read-only: every write
+        through x, or through a view made from x afterwards, raises ValueError)."""
+        cdef ArrayFlags f = ArrayFlags.__new__(ArrayFlags)
+        f._x = self
+        return f
 
     @property
     def base(self):
@@ -1055,7 +1317,7 @@ cdef class ndarray:
         if _G is not None:      # the consumer must not read what a failed check left
             _G.flush_checks()
         return {"shape": shape_tuple(self), "typestr": DTYPE_OBJS[self.tcode].str,
-                "data": (<size_t>self.data, bool(self.storage.readonly)), "version": 3,
+                "data": (<size_t>self.data, bool(self.readonly)), "version": 3,
                 "strides": None if self.c_contig else
                 tuple([self.strides[i] for i in range(self.ndim)]),
                 "stream": None}
@@ -1237,7 +1499,7 @@ cdef class ndarray:
 
     def __setitem__(self, key, value):
         cdef object v
-        if self.storage.readonly:
+        if self.readonly:
             raise ValueError("assignment destination is read-only")
         if ember_grad_mode and (self._requires_grad or _tracked_value(value)):
             _E._ag_setitem(self, key, value)
@@ -1253,6 +1515,8 @@ cdef class ndarray:
         if v is None:
             _E._setitem_advanced(self, key, value)
         else:
+            if (<ndarray>v).ndim == 0 and _is_sequence_value(value) and _int_key(key, self.ndim):
+                value = _element_of_sequence(self.tcode, value)
             _assign(v, value)
         self.storage.version += 1
 
@@ -1296,6 +1560,7 @@ cdef class ndarray:
     def __matmul__(self, other): return _E.matmul(self, other)
     def __rmatmul__(self, other): return _E.matmul(other, self)
     def __imatmul__(self, other):
+        check_writeable(self, "matmul")
         res = _E.matmul(self, other)
         if ember_grad_mode and (self._requires_grad or _tracked_value(res)):
             _E._ag_setitem(self, Ellipsis, res)
@@ -1367,7 +1632,7 @@ cdef class ndarray:
 
     def fill(self, value):
         """Set every element to `value`, in place."""
-        if self.storage.readonly:
+        if self.readonly:
             raise ValueError("fill: assignment destination is read-only")
         if ember_grad_mode and (self._requires_grad or _tracked_value(value)):
             _E._ag_setitem(self, Ellipsis, value)
@@ -1477,6 +1742,7 @@ cdef class ndarray:
         return _E.argsort(self, axis=axis, descending=descending, stable=stable)
     def sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True):
         """Sort in place along `axis` (NumPy's method semantics)."""
+        check_writeable(self, "sort")
         if _tracking(self):
             # sort a copy: the sort node must not save the array it then overwrites
             res = _E.sort(self.copy(), axis=axis, descending=descending, stable=stable)

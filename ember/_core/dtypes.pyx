@@ -202,16 +202,23 @@ def default_complex_dtype():
     return DTYPE_OBJS[default_complex]
 
 
+cdef int _checked_code(int c) except -1:
+    """A dtype code from Python, checked (the tables are C arrays: no bounds checks)."""
+    if c < 0 or c >= NTYPES:
+        raise ValueError(f"invalid ember dtype code {c} (expected 0..{NTYPES - 1})")
+    return c
+
+
 def dtype_from_code(int c):
-    return DTYPE_OBJS[c]
+    return DTYPE_OBJS[_checked_code(c)]
 
 
 def promote_codes(int a, int b):
-    return PROMOTE[a][b]
+    return PROMOTE[_checked_code(a)][_checked_code(b)]
 
 
 def weak_result_code(int a, s):
-    return weak_result(a, s)
+    return weak_result(_checked_code(a), s)
 
 
 def scalar_code(s):

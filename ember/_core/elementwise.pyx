@@ -432,6 +432,26 @@ cdef int write_scalar(char* buf, int code, object v) except -1:
     return 0
 
 
+cdef object _int_element(int code, object v):
+    """A Python int or float stored into an integer array, as NumPy converts it:
+    ``int(v)`` (ValueError for NaN, OverflowError for infinities), then
+    OverflowError when it does not fit the dtype -- never a silently wrapped value."""
+    cdef char k = KIND[code]
+    if isinstance(v, float):
+        v = int(v)
+    else:
+        v = int(v)                   # NumPy integer scalars: exact
+    if k == b'u' and ITEMSIZE[code] >= 4:       # NumPy converts these through unsigned long
+        if v > 18446744073709551615:
+            raise OverflowError("Python int too large to convert to C long")
+    elif not -9223372036854775808 <= v <= 9223372036854775807:
+        raise OverflowError("Python int too large to convert to C long")
+    info = _np.iinfo(DTYPE_OBJS[code])
+    if not info.min <= v <= info.max:
+        raise OverflowError(f"Python integer {v} out of bounds for {DTYPE_OBJS[code]}")
+    return v
+
+
 cdef inline bint _int_like(ndarray x):
     """True for a missing operand or an integer/bool array."""
     return x is None or KIND[x.tcode] == b'b' or KIND[x.tcode] == b'i' or KIND[x.tcode] == b'u'
@@ -470,9 +490,14 @@ cdef int assign(ndarray dst, object src) except -1:
     cdef char sbuf[16]
     cdef int i
     cdef loop_fn f
+    if dst.readonly:
+        raise ValueError("assignment destination is read-only")
     if _gpu_ew is not None and (dst.storage.device_index >= 0 or _on_dev(src)):
         _gpu_ew.assign(dst, src)
         return 0
+    if (KIND[dst.tcode] == b'i' or KIND[dst.tcode] == b'u') and isinstance(src, (int, float)) \
+            and not isinstance(src, bool):
+        src = _int_element(dst.tcode, src)
     if _is_scalar(src):
         write_scalar(sbuf, dst.tcode, src)
         it.nargs = 2
@@ -513,8 +538,8 @@ cdef int assign(ndarray dst, object src) except -1:
     return 0
 
 
-def _assign(dst, src):
-    assign(<ndarray?>dst, src)
+def _assign(ndarray dst not None, src):
+    assign(dst, src)
 
 # ---------------------------------------------------------------- dispatch
 
@@ -544,7 +569,7 @@ cdef int _check_out(ndarray out, int tout, int ndim, Py_ssize_t* shape, str name
     if out.ndim != ndim or memcmp(out.shape, shape, ndim * sizeof(Py_ssize_t)) != 0:
         raise ValueError(f"{name}: output array has shape {_shape_str(out)}, but the result "
                          f"has shape {tuple([shape[i] for i in range(ndim)])}")
-    if out.storage.readonly:
+    if out.readonly:
         raise ValueError(f"{name}: output array is read-only")
     if out.tcode != tout and not _np.can_cast(DTYPE_OBJS[tout], DTYPE_OBJS[out.tcode], "same_kind"):
         raise TypeError(f"{name}: cannot cast the result from {DTYPE_OBJS[tout]} to the output's "
@@ -614,10 +639,18 @@ cdef int _resolve_binary(int op, ndarray x, ndarray y, object scalar, int* tloop
     return 0
 
 
+cdef int _checked_op(int op) except -1:
+    """An op code from Python, checked (the loop tables are C arrays)."""
+    if op < 0 or op >= NOPS:
+        raise ValueError(f"invalid ember op code {op} (expected 0..{NOPS - 1})")
+    return op
+
+
 def binary_types(int op, a, b):
     """(loop dtype, result dtype) codes of binary op `op` on a and b (arrays or Python
     scalars), as the CPU dispatcher computes them; None when NumPy must decide."""
     cdef int tloop, tout
+    _checked_op(op)
     cdef ndarray x = a if isinstance(a, ndarray) else None
     cdef ndarray y = b if isinstance(b, ndarray) else None
     scalar = None
@@ -632,13 +665,16 @@ def binary_types(int op, a, b):
 
 def unary_types(int op, int tcode):
     """(loop dtype, result dtype) codes of unary op `op` on dtype code `tcode`."""
+    _checked_op(op)
+    if tcode < 0 or tcode >= NTYPES:
+        raise ValueError(f"unary_types: invalid dtype code {tcode}")
     cdef int tloop = _loop_dtype(op, tcode, OPNAMES[op])
     return tloop, _out_dtype(op, tloop)
 
 
 def op_class(int op):
     """'a' arithmetic, 'c' comparison, 'f' float-valued... (the optable's class)."""
-    return chr(OPCLASS[op])
+    return chr(OPCLASS[_checked_op(op)])
 
 
 
@@ -654,6 +690,8 @@ cdef object binary(int op, object a, object b, object out):
     cdef object scalar = None
     cdef bint scalar_first = False
 
+    if out is not None and isinstance(out, ndarray) and (<ndarray>out).readonly:
+        raise ValueError(f"{OPNAMES[op]}: output array is read-only")
     if _gpu_ew is not None and (_on_dev(a) or _on_dev(b) or _on_dev(out)):
         return _gpu_ew.binary(op, a, b, out)
     if not a_arr and not _is_scalar(a):
@@ -750,6 +788,8 @@ cdef object binary(int op, object a, object b, object out):
 
 
 cdef object unary(int op, object a, object out):
+    if out is not None and isinstance(out, ndarray) and (<ndarray>out).readonly:
+        raise ValueError(f"{OPNAMES[op]}: output array is read-only")
     if _gpu_ew is not None and (_on_dev(a) or _on_dev(out)):
         return _gpu_ew.unary(op, a, out)
     cdef ndarray x = as_ndarray(a), o
@@ -827,34 +867,42 @@ set_elementwise_hooks(_binary_hook, _unary_hook)
 
 # ---------------------------------------------------------------- Python entry points
 
-def _op_index(str name):
+def _op_index(str name not None):
     return OPNAMES.index(name)
 
 
 cdef class UfuncBase:
     """The C fast path of ember.ufunc calls: ``f(x)`` / ``f(x, y)`` with no keywords go
     straight to the dispatcher; anything else goes to the Python method ``_call``."""
-    cdef public int _op
+    cdef int op_code
     cdef public int nin
+
+    @property
+    def _op(self):
+        return self.op_code
+
+    @_op.setter
+    def _op(self, int op):
+        self.op_code = _checked_op(op)
 
     def __call__(self, *args, **kwargs):
         if not kwargs:
             if self.nin == 2 and len(args) == 2:
-                return _binary_hook(self._op, args[0], args[1], None)
+                return _binary_hook(self.op_code, args[0], args[1], None)
             if self.nin == 1 and len(args) == 1:
-                return _unary_hook(self._op, args[0], None)
+                return _unary_hook(self.op_code, args[0], None)
         return self._call(*args, **kwargs)
 
 
 def call_binary(int op, a, b, out=None):
-    return _binary_hook(op, a, b, out)
+    return _binary_hook(_checked_op(op), a, b, out)
 
 
 def call_unary(int op, a, out=None):
-    return _unary_hook(op, a, out)
+    return _unary_hook(_checked_op(op), a, out)
 
 
-def has_loop(str name, dtype):
+def has_loop(str name not None, dtype):
     """True when (op, dtype) runs a generated Cython loop (not the NumPy fallback)."""
     from ember._core.dtypes import _code
     return LOOPS[OPNAMES.index(name)][_code(dtype)] != NULL

@@ -5,7 +5,8 @@ cdef class Storage:
     cdef Py_ssize_t nbytes      # bytes the user asked for
     cdef Py_ssize_t capacity    # bytes reserved (the size class); 0 for foreign memory
     cdef public Py_ssize_t version   # bumped by every in-place write through any view
-    cdef readonly bint readonly
+    cdef readonly bint readonly     # the memory itself cannot be written (foreign read-only buffer)
+    cdef bint owner_readonly        # the array the storage was made for was marked read-only
     cdef object owner           # keeps foreign memory alive (None when we own ptr)
     cdef bint has_buffer
     cdef Py_buffer buffer       # held while we wrap a buffer-protocol object

@@ -46,6 +46,10 @@ cdef inline int size_class(Py_ssize_t nbytes, Py_ssize_t* cap) noexcept nogil:
     cdef Py_ssize_t n = nbytes if nbytes > 0 else 1
     cdef int k
     cdef Py_ssize_t base, step, c
+    if n > (<Py_ssize_t>1 << 60):
+        # beyond any class (and beyond any machine): no rounding, so nothing can overflow
+        cap[0] = n
+        return NUM_CLASSES
     if n <= 1024:
         c = (n + 63) & ~(<Py_ssize_t>63)
         cap[0] = c

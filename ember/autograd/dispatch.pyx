@@ -82,6 +82,20 @@ cdef bint _has_float_output(object res):
     return False
 
 
+cdef int _check_out(str name, object out) except -1:
+    """A read-only ``out=`` array (or one in a tuple of them) is refused before the op
+    runs, whatever kernel or device would write into it (NumPy's ValueError)."""
+    if out is None:
+        return 0
+    if isinstance(out, ndarray):
+        if (<ndarray>out).readonly:
+            raise ValueError(f"{name}: output array is read-only")
+    elif isinstance(out, tuple):
+        for o in out:
+            _check_out(name, o)
+    return 0
+
+
 @cython.final
 cdef class DiffOp:
     """A public ember function with its gradient rule (``rule`` None: no gradient)."""
@@ -111,6 +125,8 @@ cdef class DiffOp:
 
     def __call__(self, *args, **kwargs):
         cdef bint gpu = False
+        if kwargs:
+            _check_out(self.name, kwargs.get("out"))
         if _autocast is not None:
             args, kwargs = _autocast(self.name, args, kwargs)
         if _gpu_call is not None and _any_on_gpu(args, kwargs):
@@ -170,7 +186,7 @@ cdef class DiffOp:
         return tuple(bound.args), dict(bound.kwargs)
 
 
-def _public(str name):
+def _public(str name not None):
     """The public function ``ember.<name>`` (``linalg.<name>`` too): how DiffOps pickle."""
     import ember
     obj = ember

@@ -33,7 +33,7 @@ cdef dict _EW_CODES = {}            # elementwise op name -> op code
 cdef bint _anomaly = False          # ember.autograd.detect_anomaly()
 
 
-def _set_namespace(ns, list op_names):
+def _set_namespace(ns, list op_names not None):
     global _E, _EW_RULES, _EW_CODES
     _E = ns
     _EW_RULES = [None] * len(op_names)
@@ -228,6 +228,8 @@ cdef class RuleNode(Node):
     cpdef list apply(self, list grads):
         cdef Py_ssize_t i, k, j
         cdef ndarray s
+        if grads is None:
+            raise TypeError(f"{self.name}.apply: grads must be a list of arrays, not None")
         name = self.rule.name
         if self.released:
             raise RuntimeError(
@@ -335,6 +337,8 @@ cdef class CallableNode(Node):
 
     cpdef list apply(self, list grads):
         cdef Py_ssize_t k
+        if grads is None:
+            raise TypeError(f"{self._name}.apply: grads must be a list of arrays, not None")
         if self.released:
             raise RuntimeError(
                 f"{self._name}: trying to backward through the graph a second time (or to "
@@ -382,7 +386,7 @@ cdef AccumulateGrad accumulator_of(ndarray leaf):
     return acc
 
 
-def _accumulator(ndarray leaf):
+def _accumulator(ndarray leaf not None):
     return accumulator_of(leaf)
 
 
@@ -394,7 +398,7 @@ cdef inline Node edge_node(ndarray x):
     return accumulator_of(x)
 
 
-def _edge(ndarray x):
+def _edge(ndarray x not None):
     """(node, output index) that the gradient of x flows to."""
     return (edge_node(x), x._output_nr if x.grad_fn is not None else 0)
 
@@ -568,11 +572,11 @@ cdef object _fresh_outputs(tuple args, object result, bint single):
     return type(result)(*outs)          # a namedtuple
 
 
-def _record(Rule rule, tuple args, kwargs, result):
+def _record(Rule rule not None, tuple args not None, kwargs, result):
     return record(rule, args, kwargs if kwargs else None, result)
 
 
-def attach(str name, fn, inputs, outputs, out_meta=None, on_release=None):
+def attach(str name not None, fn, inputs, outputs, out_meta=None, on_release=None):
     """Attach a CallableNode ``fn(grads) -> grads per input`` to `outputs`.
 
     `inputs` lists arrays (or None); those that require grad become edges.
@@ -731,11 +735,11 @@ cdef object _inplace_elementwise(int op, object a, object b, object out):
 set_autograd_hooks(_ag_binary, _ag_unary)
 
 
-def _register_elementwise(str name, Rule rule):
+def _register_elementwise(str name not None, Rule rule not None):
     _EW_RULES[_EW_CODES[name]] = rule
 
 
-def _register_elementwise_nondiff(str name):
+def _register_elementwise_nondiff(str name not None):
     _EW_NONDIFF[_EW_CODES[name]] = True
 
 
@@ -747,7 +751,7 @@ cdef object _no_rule(int op, object res):
     return res
 
 
-def _elementwise_rule(str name):
+def _elementwise_rule(str name not None):
     return _EW_RULES[_EW_CODES[name]]
 
 
@@ -793,7 +797,7 @@ cdef _accumulate(ndarray leaf, object g, bint create_graph):
                 leaf.grad = g.copy()
             elif isinstance(leaf.grad, ndarray) and (<ndarray>leaf.grad).grad_fn is None and \
                     shape_tuple(<ndarray>leaf.grad) == shape_tuple(<ndarray>g) and \
-                    not (<ndarray>leaf.grad).storage.readonly:
+                    not (<ndarray>leaf.grad).readonly:
                 leaf.grad += g
             else:
                 leaf.grad = leaf.grad + g
@@ -829,7 +833,7 @@ cdef bint _leads_anywhere(Node node, dict needed):
     return False
 
 
-def run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
+def run_backward(tuple outputs not None, tuple grads not None, bint keep_graph, bint create_graph,
                  tuple inputs=None, bint accumulate=True, bint allow_unused=True):
     """run_backward on the device of the gradients: for a GPU graph, the constants
     that rules create (zeros, ones, index arrays) default to that GPU."""
@@ -854,7 +858,7 @@ def run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
         _swap_default_device(prev)
 
 
-def _run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph,
+def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph, bint create_graph,
                   tuple inputs=None, bint accumulate=True, bint allow_unused=True):
     """Propagate `grads` of `outputs` back through the graph.
 
@@ -1008,11 +1012,11 @@ def _run_backward(tuple outputs, tuple grads, bint keep_graph, bint create_graph
     return result
 
 
-def _meta_of(ndarray x):
+def _meta_of(ndarray x not None):
     return _meta(x)
 
 
-def _backward_scalar(ndarray y, bint retain_graph, bint create_graph):
+def _backward_scalar(ndarray y not None, bint retain_graph, bint create_graph):
     """y.backward() for a one-element y: the common case, without Python-level checks."""
     cdef ndarray g
     if y.size != 1 or not y._requires_grad:
@@ -1030,13 +1034,13 @@ cdef object _SUM_FN = None
 cdef Rule _SUM_RULE = None
 
 
-def _set_sum(fn, Rule rule):
+def _set_sum(fn, Rule rule not None):
     global _SUM_FN, _SUM_RULE
     _SUM_FN = fn
     _SUM_RULE = rule
 
 
-def _sum_all(ndarray x):
+def _sum_all(ndarray x not None):
     """x.sum() of an array that requires grad (the method's common case, recorded
     without keyword-argument handling)."""
     set_grad_mode(False)

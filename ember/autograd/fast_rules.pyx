@@ -94,7 +94,7 @@ cdef object _tanh(RuleNode node, object g):
 cdef object _sum(RuleNode node, object g):
     """sum over all axes: the 0-d gradient seen as an array of the input's shape
     (a 0-d result means every axis was reduced, whatever axis= said)."""
-    cdef ndarray x
+    cdef ndarray x, v
     cdef Py_ssize_t shape[32]
     cdef Py_ssize_t strides[32]
     cdef Py_ssize_t i
@@ -114,7 +114,9 @@ cdef object _sum(RuleNode node, object g):
     for i in range(len(tshape)):
         shape[i] = tshape[i]
         strides[i] = 0
-    return (new_view(x, len(tshape), shape, strides, x.offset, x.tcode),)
+    v = new_view(x, len(tshape), shape, strides, x.offset, x.tcode)
+    v.readonly = True                   # a broadcast, as ember.broadcast_to gives it
+    return (v,)
 
 
 cdef _set(str name, crule_t fn):

@@ -121,6 +121,8 @@ def _shares(a, x):
 
 
 def _check_inplace_target(out, opname):
+    if not out.flags.writeable:
+        raise ValueError(f"{opname}: assignment destination is read-only")
     if out.requires_grad and out.grad_fn is None and _array._is_grad_enabled():
         raise RuntimeError(f"{opname}: a leaf array that requires grad (shape {out.shape}) is "
                            f"being used in an in-place operation; do it on x.detach() or under "

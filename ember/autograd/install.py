@@ -30,8 +30,7 @@ registry.nondifferentiable(
     "signbit", "all", "any", "array_split_indices", "broadcast_shapes", "tril_indices",
     "triu_indices", "indices", "diag_indices", "ndindex", "unravel_index", "ravel_multi_index",
     "iscomplexobj", "isrealobj", "iscomplex", "isreal", "isscalar", "shares_memory",
-    "may_share_memory", "asarray_chkfinite_nograd", "heaviside", "sign", "floor", "ceil",
-    "trunc", "rint", "fix", "around_int",
+    "may_share_memory", "asarray_chkfinite_nograd", "heaviside", "around_int",
 )
 
 from ember.autograd.rules.device import to_device as _to_device_fn

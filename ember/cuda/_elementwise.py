@@ -277,7 +277,8 @@ def _cupy_ufunc(name, operands, out, tout):
                         (isinstance(v, complex) and dtype_kind(other.dtype) != "c") else v)
         else:
             args.append(v)
-    res = fn(*args)
+    fix = _FIXUPS.get(name)
+    res = fn(*args) if fix is None else fix(c, fn, *args)
     if isinstance(res, tuple):                 # divmod / frexp / modf
         return tuple(R.from_cupy(r) for r in res)
     if tout is not None and res.dtype != tout:
@@ -287,6 +288,40 @@ def _cupy_ufunc(name, operands, out, tout):
         out._bump_version()
         return out
     return R.from_cupy(res)
+
+
+def _floor_divide(c, fn, a, b):
+    """CuPy's floor_divide, but floor(a / b) where exactly one float operand is
+    infinite, as the host's loop (the Array API's inf // 2 == inf, 1 // -inf == -0)."""
+    res = fn(a, b)
+    if res.dtype.kind != "f":
+        return res
+    one_inf = c.isinf(c.asarray(a)) != c.isinf(c.asarray(b))
+    return c.where(one_inf, c.floor(c.true_divide(a, b)), res).astype(res.dtype, copy=False)
+
+
+def _expm1(c, fn, z):
+    """expm1, complex as the host's loop: exp(z) - 1 without cancellation and with
+    C99's special values at infinities and NaN (CuPy's, like NumPy's, gives NaNs)."""
+    if z.dtype.kind != "c":
+        return fn(z)
+    x, y = z.real, z.imag
+    s = c.sin(0.5 * y)
+    re = c.expm1(x) * c.cos(y) - 2.0 * s * s
+    im = c.exp(x) * c.sin(y)
+    zero_im, neg_inf = y == 0, c.isneginf(x)
+    re = c.where(zero_im, c.expm1(x) + 0.0, c.where(neg_inf, -1.0, re))    # exp(-0) - 1 is +0
+    im = c.where(zero_im, y, c.where(neg_inf, c.where(c.isfinite(y), c.copysign(0.0, c.sin(y)),
+                                                      0.0), im))
+    pos_inf_nonfinite = c.isposinf(x) & ~c.isfinite(y) & ~zero_im
+    re = c.where(pos_inf_nonfinite, x, re)
+    out = c.empty(z.shape, z.dtype)
+    out.real[...] = re
+    out.imag[...] = c.where(pos_inf_nonfinite, c.nan, im)
+    return out
+
+
+_FIXUPS = {"floor_divide": _floor_divide, "expm1": _expm1}
 
 
 def cast(x, tcode):

@@ -63,7 +63,7 @@ cdef inline void _dims(object d, unsigned* out) except *:
         out[2] = <unsigned>d[2] if n > 2 else 1
 
 
-def launch(str name, size_t func, grid, block, unsigned shmem, size_t stream, tuple args,
+def launch(str name not None, size_t func, grid, block, unsigned shmem, size_t stream, tuple args not None,
            int device=-1):
     """Launch CUfunction `func` (kernel `name`, for messages) on `stream` of `device`
     (-1: not checked); an array argument of another device is refused, since the
@@ -223,7 +223,7 @@ cdef ndarray _map(size_t func, ndarray a, int code, Py_ssize_t itemsize, int dev
     return y
 
 
-def binary_contig(int op, ndarray a, ndarray b):
+def binary_contig(int op, ndarray a not None, ndarray b not None):
     """a <op> b by the fast path, or None when it does not apply."""
     cdef int64_t n
     cdef void* params[4]
@@ -253,7 +253,7 @@ def binary_contig(int op, ndarray a, ndarray b):
     return y
 
 
-def unary_contig(int op, ndarray a):
+def unary_contig(int op, ndarray a not None):
     """<op>(a) by the fast path, or None when it does not apply."""
     if not a.c_contig or a.size == 0:
         return None
@@ -266,7 +266,7 @@ def unary_contig(int op, ndarray a):
     return _map(func, a, a.tcode, a.itemsize, dev)
 
 
-def cast_contig(ndarray a, int dst, Py_ssize_t dst_itemsize):
+def cast_contig(ndarray a not None, int dst, Py_ssize_t dst_itemsize):
     """a.astype(<dtype code dst>) by the fast path, or None when it does not apply."""
     if not a.c_contig or a.size == 0:
         return None

@@ -233,9 +233,9 @@ def along_axis_key(idx, ax):
 # Compositions of GPU ops that are themselves dispatched (each piece runs on the GPU).
 
 @gpu_op("linalg.diagonal")
-def linalg_diagonal(x, /, *, offset=0):
+def linalg_diagonal(x, /, *, offset=0, dim1=-2, dim2=-1):
     import ember
-    return ember.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+    return ember.diagonal(x, offset=offset, axis1=dim1, axis2=dim2)
 
 
 @gpu_op("linalg.trace")
@@ -263,7 +263,9 @@ def vecdot(x1, x2, /, *, axis=-1):
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"vecdot: x1 and x2 must have the same size along axis {axis}, got "
                          f"shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
-    return ember.sum(ember.conj(x1) * x2, axis=axis)
+    prod = ember.conj(x1) * x2
+    # the promoted dtype, as on the host and in NumPy (sum alone widens small integers)
+    return ember.sum(prod, axis=axis, dtype=prod.dtype)
 
 
 @gpu_op("linalg.multi_dot")
@@ -279,8 +281,11 @@ def multi_dot(arrays):
 
 
 @gpu_op("linalg.matrix_norm")
-def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    res = R.cp().linalg.norm(R.as_cupy(x), ord=ord, axis=(-2, -1), keepdims=keepdims)
+def matrix_norm(x, /, ord="fro", axis=None, keepdims=False, *, dim=None, keepdim=None):
+    from ember._api._util import norm_axis_args, matrix_axes
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "matrix_norm")
+    axis = matrix_axes((-2, -1) if axis is None else axis, "matrix_norm")
+    res = R.cp().linalg.norm(R.as_cupy(x), ord=ord, axis=axis, keepdims=keepdims)
     return R.from_cupy(res)
 
 

@@ -338,11 +338,22 @@ def _nan_quantile(v, q, axis=None, method="linear", keepdims=False, scale=1.0):
 def _register_generic(name):
     import inspect
     params = list(inspect.signature(getattr(_host, name)).parameters.values())[1:]
-    n_pos = sum(1 for p in params if p.kind is p.POSITIONAL_ONLY)
+    # the required options after x (quantile's q: positional-only in the standard, by
+    # name too as in NumPy) stay positional; the others go by their host names
+    n_pos = 0
+    for p in params:
+        if p.kind is p.POSITIONAL_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD
+                                           and p.default is p.empty):
+            n_pos += 1
+        else:
+            break
+    lead = [p.name for p in params[:n_pos]]
     names = [p.name for p in params[n_pos:]]
 
     def impl(x, *args, **kwargs):
-        pos = args[:n_pos]                      # positional-only (quantile's q) stay so
+        if len(args) < n_pos:                   # q=... given by name
+            args = args + tuple(kwargs.pop(k) for k in lead[len(args):] if k in kwargs)
+        pos = args[:n_pos]                      # required options (quantile's q) stay so
         kwargs.update(zip(names, args[n_pos:]))  # other options by their host names
         return _generic(name, x, kwargs, pos)
     impl.__name__ = name
@@ -442,9 +453,11 @@ def logsumexp(x, axis=None, keepdims=False, *, dim=None, keepdim=None):
 
 
 @gpu_op("linalg.vector_norm")
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+def vector_norm(x, /, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):
     """Vector p-norm over the axes, from GPU reductions (the host's dtype rules)."""
     import ember
+    from ember._api._util import norm_axis_args
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "vector_norm")
     if dtype_kind(x.dtype) in "biu":
         x = x.astype(ember.get_default_dtype())
     a = ember.abs(x)

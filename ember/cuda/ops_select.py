@@ -90,7 +90,7 @@ def _integer_indices(indices, device, opname):
 
 
 @gpu_op("take")
-def take(x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
+def take(x, /, indices, *, axis=None, out=None, mode="raise", dim=None):
     """Elements of GPU array x at `indices` along `axis` (NumPy's modes; 'raise' is
     checked at the next synchronisation)."""
     if dim is not None:
@@ -146,7 +146,7 @@ def _along_axis(x, indices, axis, opname):
 
 
 @gpu_op("take_along_axis")
-def take_along_axis(x, indices, /, axis=-1):
+def take_along_axis(x, /, indices, axis=-1):
     """Values of GPU array x at `indices` along `axis` (bounds checked)."""
     v, idx, ax = _along_axis(x, indices, axis, "take_along_axis")
     _check_range(idx, v.shape[ax], ax, x.shape)
@@ -157,7 +157,7 @@ def take_along_axis(x, indices, /, axis=-1):
 
 
 @gpu_op("put_along_axis")
-def put_along_axis(x, indices, values, /, axis):
+def put_along_axis(x, /, indices, values, axis):
     """In place: GPU array x at `indices` along `axis` set to `values` (an index out of
     range raises before anything is written)."""
     v, idx, ax = _along_axis(x, indices, axis, "put_along_axis")
@@ -247,3 +247,44 @@ def unique(x, *args, sorted=True, **kwargs):
     ``sorted=False``, which leaves the order unspecified, is met too)."""
     from ember.cuda._dispatch import cupy_call
     return cupy_call("unique", (x,) + args, kwargs)
+
+
+def _unique_sorted(x, index=False, inverse=False, counts=False):
+    """The Array API's unique_* outputs of GPU array x by cupy.unique (sorted, NaNs
+    distinct), as ember.sorting's host version: values, first indices, inverse indices
+    in x's shape, counts as asked."""
+    v = R.as_cupy(x)
+    r = R.cp().unique(v.reshape(-1), return_index=index, return_inverse=inverse,
+                      return_counts=counts, equal_nan=False)
+    r = list(r) if isinstance(r, tuple) else [r]
+    if inverse:
+        r[1 + index] = r[1 + index].reshape(v.shape)
+    return [R.from_cupy(a if a.dtype.kind not in "iu" or a.dtype.itemsize != 8
+                        else a.astype(_I64, copy=False)) for a in r]
+
+
+@gpu_op("unique_values")
+def unique_values(x):
+    """Sorted unique elements of GPU array x."""
+    return _unique_sorted(x)[0]
+
+
+@gpu_op("unique_counts")
+def unique_counts(x):
+    """Sorted unique elements of GPU array x and their counts."""
+    from ember._api.sorting import UniqueCountsResult
+    return UniqueCountsResult(*_unique_sorted(x, counts=True))
+
+
+@gpu_op("unique_inverse")
+def unique_inverse(x):
+    """Sorted unique elements of GPU array x and the indices that rebuild it."""
+    from ember._api.sorting import UniqueInverseResult
+    return UniqueInverseResult(*_unique_sorted(x, inverse=True))
+
+
+@gpu_op("unique_all")
+def unique_all(x):
+    """Sorted unique elements of GPU array x, first indices, inverse indices, counts."""
+    from ember._api.sorting import UniqueAllResult
+    return UniqueAllResult(*_unique_sorted(x, index=True, inverse=True, counts=True))

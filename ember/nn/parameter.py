@@ -1,5 +1,5 @@
 """Parameter: an array that a Module registers as one of its trainable weights."""
-from ember._core.array import ndarray, _alias_as
+from ember._core.array import ndarray, _alias_as, _set_data
 from ember._core.dtypes import dtype_kind
 
 __all__ = ["Parameter"]
@@ -32,6 +32,28 @@ class Parameter(ndarray):
 
     def __init__(self, data=None, requires_grad=True):
         pass
+
+    @property
+    def data(self):
+        """The parameter's values as a plain array outside the graph, sharing its memory
+        (PyTorch's ``p.data``); ``p.data = t`` makes the parameter hold `t`'s memory,
+        shape and dtype, keeping the Parameter object (and its ``.grad``).
+
+        >>> import ember
+        >>> p = ember.nn.Parameter(ember.zeros(2))
+        >>> d = p.data; d += 1; p.tolist(), d.requires_grad
+        ([1.0, 1.0], False)
+        >>> p.data = ember.ones((3,), dtype=ember.float64); p.shape, p.dtype
+        ((3,), dtype('float64'))
+        """
+        return ndarray.detach(self)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, ndarray):
+            raise TypeError(f"Parameter.data: expected an ember array, got "
+                            f"{type(value).__name__}")
+        _set_data(self, ndarray.detach(value))
 
     def __repr__(self):
         return "Parameter containing:\n" + ndarray.__repr__(self)

@@ -463,6 +463,8 @@ class Optimizer:
                         p.grad = g
                     elif g.requires_grad:
                         g.requires_grad_(False)
+                    if not g.flags.writeable:      # e.g. a broadcast gradient (create_graph)
+                        p.grad = g = g.copy()
                     g.fill(0)
 
     def step(self, closure=None):

@@ -170,7 +170,7 @@ cdef Py_ssize_t _extent(Py_ssize_t N, Py_ssize_t C, int kh, int kw, int OH, int 
     return (N - 1) * sn + (C * kh * kw - 1) * sr + <Py_ssize_t>OH * OW
 
 
-def im2col(cnp.ndarray x, cnp.ndarray col, int kh, int kw, int sh, int sw, int ph, int pw,
+def im2col(cnp.ndarray x not None, cnp.ndarray col not None, int kh, int kw, int sh, int sw, int ph, int pw,
            int dh, int dw, int OH, int OW, Py_ssize_t sn, Py_ssize_t sr):
     """Fill `col` (C-contiguous, rows at n*sn + r*sr) from `x` (N, C, H, W)."""
     _check("im2col", x, col, 0)
@@ -189,7 +189,7 @@ def im2col(cnp.ndarray x, cnp.ndarray col, int kh, int kw, int sh, int sw, int p
                     W, kh, kw, sh, sw, ph, pw, dh, dw, OH, OW, sn, sr, par)
 
 
-def col2im(cnp.ndarray col, cnp.ndarray x, int kh, int kw, int sh, int sw, int ph, int pw,
+def col2im(cnp.ndarray col not None, cnp.ndarray x not None, int kh, int kw, int sh, int sw, int ph, int pw,
            int dh, int dw, int OH, int OW, Py_ssize_t sn, Py_ssize_t sr):
     """x (N, C, H, W) = the sum of `col`'s entries over the taps that read each pixel
     (x is overwritten, not accumulated into)."""

@@ -32,7 +32,7 @@ cdef inline int _nthreads(Py_ssize_t n) noexcept nogil:
     return 1 if n < PAR_MIN else num_threads()
 
 
-def gather_rows(const row_t[:, ::1] weight, const index_t[::1] idx, row_t[:, ::1] out):
+def gather_rows(const row_t[:, ::1] weight not None, const index_t[::1] idx not None, row_t[:, ::1] out not None):
     """out[i] = weight[idx[i]] (float32, float64, or 16-bit floats viewed as uint16).
     Returns -1, or the position of the first index out of range [0, weight.shape[0])
     (nothing is written then)."""
@@ -56,7 +56,7 @@ def gather_rows(const row_t[:, ::1] weight, const index_t[::1] idx, row_t[:, ::1
     return bad
 
 
-def scatter_add_rows(const real[:, ::1] grad, const index_t[::1] idx, real[:, ::1] out,
+def scatter_add_rows(const real[:, ::1] grad not None, const index_t[::1] idx not None, real[:, ::1] out not None,
                      int64_t padding_idx):
     """out[idx[i]] += grad[i] for every i with idx[i] != padding_idx (out is zeroed first
     by the caller).  Indices must already be validated.  Large problems are split over
@@ -90,7 +90,7 @@ def scatter_add_rows(const real[:, ::1] grad, const index_t[::1] idx, real[:, ::
                     out[k, j] += grad[i, j]
 
 
-def count_rows(const index_t[::1] idx, int64_t[::1] counts):
+def count_rows(const index_t[::1] idx not None, int64_t[::1] counts not None):
     """counts[idx[i]] += 1 (indices already validated)."""
     cdef Py_ssize_t i, n = idx.shape[0]
     with nogil:
@@ -361,91 +361,91 @@ def _check_len(a, b, name):
         raise ValueError(f"{name}: arrays of {a.shape[0]} and {b.shape[0]} elements")
 
 
-def erf(const real[::1] x, real[::1] out):
+def erf(const real[::1] x not None, real[::1] out not None):
     """out = erf(x) (float32: Abramowitz-Stegun 7.1.26, |error| < 1.5e-7; float64: libm)."""
     _unary(x, out, "erf", em_erf_f32, em_erf_f64, 0, 0, 0)
 
 
-def gelu_forward(const real[::1] x, real[::1] out):
+def gelu_forward(const real[::1] x not None, real[::1] out not None):
     """out = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))."""
     _unary(x, out, "gelu", em_gelu_f32, em_gelu_f64, 0, 0, 0)
 
 
-def gelu_backward(const real[::1] g, const real[::1] x, real[::1] out):
+def gelu_backward(const real[::1] g not None, const real[::1] x not None, real[::1] out not None):
     """out = g * (Phi(x) + x phi(x)): the derivative of exact GELU times g."""
     _binary(g, x, out, "gelu backward", em_gelu_bwd_f32, em_gelu_bwd_f64, 0, 0, 0)
 
 
-def sigmoid_forward(const real[::1] x, real[::1] out):
+def sigmoid_forward(const real[::1] x not None, real[::1] out not None):
     """out = 1 / (1 + exp(-x)), without overflow for either sign."""
     _unary(x, out, "sigmoid", em_sigmoid_f32, em_sigmoid_f64, 0, 0, 0)
 
 
-def silu_forward(const real[::1] x, real[::1] out):
+def silu_forward(const real[::1] x not None, real[::1] out not None):
     """out = x * sigmoid(x)."""
     _unary(x, out, "silu", em_silu_f32, em_silu_f64, 0, 0, 0)
 
 
-def silu_backward(const real[::1] g, const real[::1] x, real[::1] out):
+def silu_backward(const real[::1] g not None, const real[::1] x not None, real[::1] out not None):
     """out = g * s * (1 + x * (1 - s)) with s = sigmoid(x)."""
     _binary(g, x, out, "silu backward", em_silu_bwd_f32, em_silu_bwd_f64, 0, 0, 0)
 
 
-def relu_backward(const real[::1] g, const real[::1] res, real[::1] out):
+def relu_backward(const real[::1] g not None, const real[::1] res not None, real[::1] out not None):
     """out = 0 where res <= 0, else g (one pass; the mask comes from the output)."""
     _binary(g, res, out, "relu backward", em_relu_bwd_f32, em_relu_bwd_f64, 0, 0, 0)
 
 
-def leaky_relu_forward(const real[::1] x, double slope, real[::1] out):
+def leaky_relu_forward(const real[::1] x not None, double slope, real[::1] out not None):
     """out = x if x > 0 else slope * x."""
     _unary(x, out, "leaky_relu", em_leaky_f32, em_leaky_f64, slope, 0, 0)
 
 
-def leaky_relu_backward(const real[::1] g, const real[::1] x, double slope, real[::1] out):
+def leaky_relu_backward(const real[::1] g not None, const real[::1] x not None, double slope, real[::1] out not None):
     """out = g if x > 0 else slope * g."""
     _binary(g, x, out, "leaky_relu backward", em_leaky_bwd_f32, em_leaky_bwd_f64, slope, 0, 0)
 
 
-def hardtanh_backward(const real[::1] g, const real[::1] x, double lo, double hi,
-                      real[::1] out):
+def hardtanh_backward(const real[::1] g not None, const real[::1] x not None, double lo, double hi,
+                      real[::1] out not None):
     """out = 0 where x <= lo or x >= hi, else g."""
     _binary(g, x, out, "hardtanh backward", em_hardtanh_bwd_f32, em_hardtanh_bwd_f64, lo, hi, 0)
 
 
-def elu_forward(const real[::1] x, double alpha, double scale, double input_scale,
-                real[::1] out):
+def elu_forward(const real[::1] x not None, double alpha, double scale, double input_scale,
+                real[::1] out not None):
     """out = scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)."""
     _unary(x, out, "elu", em_elu_f32, em_elu_f64, alpha, scale, input_scale)
 
 
-def elu_backward(const real[::1] g, const real[::1] x, double alpha, double scale,
-                 double input_scale, real[::1] out):
+def elu_backward(const real[::1] g not None, const real[::1] x not None, double alpha, double scale,
+                 double input_scale, real[::1] out not None):
     """Derivative of elu_forward times g."""
     _binary(g, x, out, "elu backward", em_elu_bwd_f32, em_elu_bwd_f64, alpha, scale, input_scale)
 
 
-def softplus_forward(const real[::1] x, double beta, double threshold, real[::1] out):
+def softplus_forward(const real[::1] x not None, double beta, double threshold, real[::1] out not None):
     """out = log1p(exp(beta x)) / beta, or x where beta x > threshold."""
     _unary(x, out, "softplus", em_softplus_f32, em_softplus_f64, beta, threshold, 0)
 
 
-def softplus_backward(const real[::1] g, const real[::1] x, double beta, double threshold,
-                      real[::1] out):
+def softplus_backward(const real[::1] g not None, const real[::1] x not None, double beta, double threshold,
+                      real[::1] out not None):
     """out = g * sigmoid(beta x), or g where beta x > threshold."""
     _binary(g, x, out, "softplus backward", em_softplus_bwd_f32, em_softplus_bwd_f64,
             beta, threshold, 0)
 
 
-def tanh_forward(const real[::1] x, real[::1] out):
+def tanh_forward(const real[::1] x not None, real[::1] out not None):
     """out = tanh(x)."""
     _unary(x, out, "tanh", em_tanh_f32, em_tanh_f64, 0, 0, 0)
 
 
-def tanh_backward(const real[::1] g, const real[::1] res, real[::1] out):
+def tanh_backward(const real[::1] g not None, const real[::1] res not None, real[::1] out not None):
     """out = g * (1 - res^2), res = tanh(x)."""
     _binary(g, res, out, "tanh backward", em_tanh_bwd_f32, em_tanh_bwd_f64, 0, 0, 0)
 
 
-def sigmoid_backward(const real[::1] g, const real[::1] res, real[::1] out):
+def sigmoid_backward(const real[::1] g not None, const real[::1] res not None, real[::1] out not None):
     """out = g * res * (1 - res), res = sigmoid(x)."""
     _binary(g, res, out, "sigmoid backward", em_sigmoid_bwd_f32, em_sigmoid_bwd_f64, 0, 0, 0)

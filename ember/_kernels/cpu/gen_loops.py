@@ -139,6 +139,10 @@ cdef inline float _floordiv_ff(float a, float b) noexcept nogil:
 
 cdef inline double _floordiv_f(double a, double b) noexcept nogil:
     cdef double m, d, fd
+    if (isinf(a) != 0) != (isinf(b) != 0):
+        # one operand infinite: floor(a / b), the Array API's result (inf // 2 is inf,
+        # 1 // -inf is -0); NumPy and Python give NaN and -1 there
+        return floor(a / b)
     if b == 0:
         return a / b
     m = fmod(a, b)
@@ -214,6 +218,40 @@ cdef inline float complex _cdivf(float complex a, float complex b) noexcept nogi
         return a / b
     (<float*>&r)[0] = (<float*>&a)[0] / fabsf((<float*>&b)[0])
     (<float*>&r)[1] = (<float*>&a)[1] / fabsf((<float*>&b)[0])
+    return r
+
+cdef inline float complex _cexpm1f(float complex z) noexcept nogil:
+    # computed in double, part by part (Cython's complex casts lose infinities)
+    cdef double complex w
+    cdef float complex r
+    (<double*>&w)[0] = (<float*>&z)[0]
+    (<double*>&w)[1] = (<float*>&z)[1]
+    w = _cexpm1(w)
+    (<float*>&r)[0] = <float>(<double*>&w)[0]
+    (<float*>&r)[1] = <float>(<double*>&w)[1]
+    return r
+
+cdef inline double complex _cexpm1(double complex z) noexcept nogil:
+    # exp(z) - 1 without cancellation, with C99's (and the Array API's) special values
+    cdef double x = (<double*>&z)[0]
+    cdef double y = (<double*>&z)[1]
+    cdef double re, im, s
+    cdef double complex r
+    if y == 0:
+        re = expm1(x) + 0.0         # exp(-0) - 1 is +0
+        im = y
+    elif isinf(x) and x < 0:
+        re = -1.0
+        im = copysign(0.0, sin(y)) if isfinite(y) else 0.0
+    elif isinf(x) and not isfinite(y):
+        re = x
+        im = y - y
+    else:
+        s = sin(0.5 * y)
+        re = expm1(x) * cos(y) - 2.0 * s * s
+        im = exp(x) * sin(y)
+    (<double*>&r)[0] = re
+    (<double*>&r)[1] = im
     return r
 
 cdef inline double complex _cdiv(double complex a, double complex b) noexcept nogil:

@@ -39,6 +39,13 @@
 #define EM_CLONES
 #endif
 
+/* no fused multiply-add: a product rounded once, then subtracted, cancels exactly */
+#if defined(__GNUC__) && !defined(__clang__)
+#define EM_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define EM_NO_CONTRACT
+#endif
+
 /* ---- float32 exp family: AVX2+FMA intrinsics with masked tails (short rows, such as
  * 10 classes, stay in vector registers), scalar libm code elsewhere ---- */
 
@@ -276,33 +283,45 @@ EM_CLONES EM_STATIC void em_axpb_f32(float* out, const float* x, float a, float 
     for (ptrdiff_t i = 0; i < n; i++) out[i] = x[i] * a + b;
 }
 
-/* out[i] = (x[i] * a + b) * w[i] + c[i]  (w, c may be NULL: 1, 0) */
-EM_CLONES EM_STATIC void em_affine_wb_f32(float* out, const float* x, float a, float b,
+/* out[i] = (x[i] - m) * a + b: centred first, so a value equal to the mean gives b exactly */
+EM_CLONES EM_STATIC void em_caxpb_f32(float* out, const float* x, float m, float a, float b,
+                                   ptrdiff_t n) {
+#pragma omp simd
+    for (ptrdiff_t i = 0; i < n; i++) out[i] = (x[i] - m) * a + b;
+}
+
+/* out[i] = ((x[i] - m) * a) * w[i] + c[i]  (w, c may be NULL: 1, 0) */
+EM_CLONES EM_STATIC void em_affine_wb_f32(float* out, const float* x, float a, float m,
                                        const float* w, const float* c, ptrdiff_t n) {
     if (w && c) {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = (x[i] * a + b) * w[i] + c[i];
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((x[i] - m) * a) * w[i] + c[i];
     } else if (w) {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = (x[i] * a + b) * w[i];
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((x[i] - m) * a) * w[i];
     } else if (c) {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = (x[i] * a + b) + c[i];
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((x[i] - m) * a) + c[i];
     } else {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = x[i] * a + b;
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = (x[i] - m) * a;
     }
 }
 
-/* out[i] = g[i] * w[i] * a + x[i] * b + c   (w may be NULL: 1) */
-EM_CLONES EM_STATIC void em_gxwb_f32(float* out, const float* g, const float* w, const float* x,
-                                  float a, float b, float c, ptrdiff_t n) {
+/* out[i] = ((g[i] * w[i] - c) - (x[i] - m) * b) * a   (w may be NULL: 1): layer norm's
+   input gradient in centred form (a row of one element gives exactly 0) */
+EM_CLONES EM_NO_CONTRACT EM_STATIC void em_gxwb_f32(float* out, const float* g, const float* w,
+                                                 const float* x, float a, float b, float c,
+                                                 float m, ptrdiff_t n) {
     if (w) {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * w[i] * a + x[i] * b + c;
+        for (ptrdiff_t i = 0; i < n; i++) {
+            float p = g[i] * w[i];
+            out[i] = ((p - c) - (x[i] - m) * b) * a;
+        }
     } else {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a + x[i] * b + c;
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((g[i] - c) - (x[i] - m) * b) * a;
     }
 }
 
@@ -313,12 +332,12 @@ EM_CLONES EM_STATIC void em_gxb_f32(float* out, const float* g, const float* x, 
     for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a + x[i] * b + c;
 }
 
-/* acc[i] += g[i] * (x[i] * a + b);  acc2[i] += g[i]   (float64 accumulators) */
+/* acc[i] += g[i] * ((x[i] - m) * a);  acc2[i] += g[i]   (float64 accumulators) */
 EM_CLONES EM_STATIC void em_acc_wb_f32(double* acc, double* acc2, const float* g, const float* x,
-                                    double a, double b, ptrdiff_t n) {
+                                    double a, double m, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {
-        acc[i] += (double)g[i] * ((double)x[i] * a + b);
+        acc[i] += (double)g[i] * (((double)x[i] - m) * a);
         acc2[i] += (double)g[i];
     }
 }
@@ -505,12 +524,12 @@ EM_STATIC double em_dot_f32(const float* a, const float* b, ptrdiff_t n) {
     return sab;
 }
 
-/* acc[i] += g[i] * (x[i] * a + b);  acc2[i] += g[i]   (float accumulators) */
+/* acc[i] += g[i] * ((x[i] - m) * a);  acc2[i] += g[i]   (float accumulators) */
 EM_CLONES EM_STATIC void em_facc_wb_f32(float* acc, float* acc2, const float* g, const float* x,
-                                     float a, float b, ptrdiff_t n) {
+                                     float a, float m, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {
-        acc[i] += g[i] * (x[i] * a + b);
+        acc[i] += g[i] * ((x[i] - m) * a);
         acc2[i] += g[i];
     }
 }
@@ -600,31 +619,41 @@ EM_CLONES EM_STATIC void em_axpb_f64(double* out, const double* x, double a, dou
     for (ptrdiff_t i = 0; i < n; i++) out[i] = x[i] * a + b;
 }
 
-EM_CLONES EM_STATIC void em_affine_wb_f64(double* out, const double* x, double a, double b,
+EM_CLONES EM_STATIC void em_caxpb_f64(double* out, const double* x, double m, double a, double b,
+                                   ptrdiff_t n) {
+#pragma omp simd
+    for (ptrdiff_t i = 0; i < n; i++) out[i] = (x[i] - m) * a + b;
+}
+
+EM_CLONES EM_STATIC void em_affine_wb_f64(double* out, const double* x, double a, double m,
                                        const double* w, const double* c, ptrdiff_t n) {
     if (w && c) {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = (x[i] * a + b) * w[i] + c[i];
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((x[i] - m) * a) * w[i] + c[i];
     } else if (w) {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = (x[i] * a + b) * w[i];
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((x[i] - m) * a) * w[i];
     } else if (c) {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = (x[i] * a + b) + c[i];
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((x[i] - m) * a) + c[i];
     } else {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = x[i] * a + b;
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = (x[i] - m) * a;
     }
 }
 
-EM_CLONES EM_STATIC void em_gxwb_f64(double* out, const double* g, const double* w, const double* x,
-                                  double a, double b, double c, ptrdiff_t n) {
+EM_CLONES EM_NO_CONTRACT EM_STATIC void em_gxwb_f64(double* out, const double* g,
+                                                 const double* w, const double* x, double a,
+                                                 double b, double c, double m, ptrdiff_t n) {
     if (w) {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * w[i] * a + x[i] * b + c;
+        for (ptrdiff_t i = 0; i < n; i++) {
+            double p = g[i] * w[i];
+            out[i] = ((p - c) - (x[i] - m) * b) * a;
+        }
     } else {
 #pragma omp simd
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = g[i] * a + x[i] * b + c;
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((g[i] - c) - (x[i] - m) * b) * a;
     }
 }
 
@@ -635,10 +664,10 @@ EM_CLONES EM_STATIC void em_gxb_f64(double* out, const double* g, const double* 
 }
 
 EM_CLONES EM_STATIC void em_acc_wb_f64(double* acc, double* acc2, const double* g, const double* x,
-                                    double a, double b, ptrdiff_t n) {
+                                    double a, double m, ptrdiff_t n) {
 #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {
-        acc[i] += g[i] * (x[i] * a + b);
+        acc[i] += g[i] * ((x[i] - m) * a);
         acc2[i] += g[i];
     }
 }

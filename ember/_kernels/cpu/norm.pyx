@@ -35,10 +35,11 @@ cdef extern from "nn_simd.h" nogil:
     void em_sum_dot_w_f32(const float* g, const float* w, const float* x, Py_ssize_t n,
                           double* s1, double* s2)
     void em_axpb_f32(float* out, const float* x, float a, float b, Py_ssize_t n)
-    void em_affine_wb_f32(float* out, const float* x, float a, float b, const float* w,
+    void em_caxpb_f32(float* out, const float* x, float m, float a, float b, Py_ssize_t n)
+    void em_affine_wb_f32(float* out, const float* x, float a, float m, const float* w,
                           const float* c, Py_ssize_t n)
     void em_gxwb_f32(float* out, const float* g, const float* w, const float* x, float a,
-                     float b, float c, Py_ssize_t n)
+                     float b, float c, float m, Py_ssize_t n)
     void em_gxb_f32(float* out, const float* g, const float* x, float a, float b, float c,
                     Py_ssize_t n)
     void em_gxb_vec_f32(float* out, const float* g, const float* x, const float* a,
@@ -52,10 +53,11 @@ cdef extern from "nn_simd.h" nogil:
     void em_sum_dot_w_f64(const double* g, const double* w, const double* x, Py_ssize_t n,
                           double* s1, double* s2)
     void em_axpb_f64(double* out, const double* x, double a, double b, Py_ssize_t n)
-    void em_affine_wb_f64(double* out, const double* x, double a, double b, const double* w,
+    void em_caxpb_f64(double* out, const double* x, double m, double a, double b, Py_ssize_t n)
+    void em_affine_wb_f64(double* out, const double* x, double a, double m, const double* w,
                           const double* c, Py_ssize_t n)
     void em_gxwb_f64(double* out, const double* g, const double* w, const double* x, double a,
-                     double b, double c, Py_ssize_t n)
+                     double b, double c, double m, Py_ssize_t n)
     void em_gxb_f64(double* out, const double* g, const double* x, double a, double b, double c,
                     Py_ssize_t n)
     void em_gxb_vec_f64(double* out, const double* g, const double* x, const double* a,
@@ -108,19 +110,29 @@ cdef inline void vaxpb(real* out, const real* x, real a, real b, Py_ssize_t n) n
     else:
         em_axpb_f64(out, x, a, b, n)
 
-cdef inline void vaffine_wb(real* out, const real* x, real a, real b, const real* w, const real* c,
-                            Py_ssize_t n) noexcept nogil:
+cdef inline void vcaxpb(real* out, const real* x, real m, real a, real b,
+                        Py_ssize_t n) noexcept nogil:
+    """out = (x - m) * a + b"""
     if real is float:
-        em_affine_wb_f32(out, x, a, b, w, c, n)
+        em_caxpb_f32(out, x, m, a, b, n)
     else:
-        em_affine_wb_f64(out, x, a, b, w, c, n)
+        em_caxpb_f64(out, x, m, a, b, n)
+
+cdef inline void vaffine_wb(real* out, const real* x, real a, real m, const real* w, const real* c,
+                            Py_ssize_t n) noexcept nogil:
+    """out = ((x - m) * a) * w + c (w, c may be NULL: 1, 0)"""
+    if real is float:
+        em_affine_wb_f32(out, x, a, m, w, c, n)
+    else:
+        em_affine_wb_f64(out, x, a, m, w, c, n)
 
 cdef inline void vgxwb(real* out, const real* g, const real* w, const real* x, real a, real b,
-                       real c, Py_ssize_t n) noexcept nogil:
+                       real c, real m, Py_ssize_t n) noexcept nogil:
+    """out = ((g * w - c) - (x - m) * b) * a"""
     if real is float:
-        em_gxwb_f32(out, g, w, x, a, b, c, n)
+        em_gxwb_f32(out, g, w, x, a, b, c, m, n)
     else:
-        em_gxwb_f64(out, g, w, x, a, b, c, n)
+        em_gxwb_f64(out, g, w, x, a, b, c, m, n)
 
 cdef inline void vgxb(real* out, const real* g, const real* x, real a, real b, real c,
                       Py_ssize_t n) noexcept nogil:
@@ -137,11 +149,11 @@ cdef inline void vgxb_vec(real* out, const real* g, const real* x, const real* a
         em_gxb_vec_f64(out, g, x, a, b, c, n)
 
 cdef inline void vacc_wb(double* acc, double* acc2, const real* g, const real* x, double a,
-                         double b, Py_ssize_t n) noexcept nogil:
+                         double m, Py_ssize_t n) noexcept nogil:
     if real is float:
-        em_acc_wb_f32(acc, acc2, g, x, a, b, n)
+        em_acc_wb_f32(acc, acc2, g, x, a, m, n)
     else:
-        em_acc_wb_f64(acc, acc2, g, x, a, b, n)
+        em_acc_wb_f64(acc, acc2, g, x, a, m, n)
 
 cdef inline void vacc_sumsq(double* acc, double* acc2, const real* x, Py_ssize_t n) noexcept nogil:
     if real is float:
@@ -161,13 +173,13 @@ cdef inline void _row_stats(const real* x, Py_ssize_t n, double* mean, double* v
         var[0] = vsqdev(x, m, n) / n if n else 0.0
 
 
-cdef inline void vfacc_wb(real* acc, real* acc2, const real* g, const real* x, real a, real b,
+cdef inline void vfacc_wb(real* acc, real* acc2, const real* g, const real* x, real a, real m,
                           Py_ssize_t n) noexcept nogil:
-    """acc += g * (x * a + b); acc2 += g, accumulators of the data's type."""
+    """acc += g * ((x - m) * a); acc2 += g, accumulators of the data's type."""
     if real is float:
-        em_facc_wb_f32(acc, acc2, g, x, a, b, n)
+        em_facc_wb_f32(acc, acc2, g, x, a, m, n)
     else:
-        em_acc_wb_f64(acc, acc2, g, x, a, b, n)
+        em_acc_wb_f64(acc, acc2, g, x, a, m, n)
 
 
 cdef inline int _nt(Py_ssize_t work, Py_ssize_t items) noexcept nogil:
@@ -228,7 +240,8 @@ cdef inline void _ln_frow(const real* x, const real* w, const real* b, real* y, 
     rstd = 1.0 / sqrt(var + eps)
     st[i] = mean
     st[M + i] = rstd
-    vaffine_wb(y + i * N, x + i * N, <real>rstd, <real>(-mean * rstd), w, b, N)
+    # centred first ((x - mean) * rstd): a row of one element gives exactly b
+    vaffine_wb(y + i * N, x + i * N, <real>rstd, <real>mean, w, b, N)
 
 
 cdef void _ln_fwd(const real* x, const real* w, const real* b, real* y, double* st,
@@ -243,7 +256,7 @@ cdef void _ln_fwd(const real* x, const real* w, const real* b, real* y, double* 
             _ln_frow(x, w, b, y, st, i, M, N, eps)
 
 
-def layer_norm_forward(ndarray x, object weight, object bias, double eps, ndarray stats):
+def layer_norm_forward(ndarray x not None, object weight, object bias, double eps, ndarray stats not None):
     """Layer norm over the last axis of x seen as (M, N) rows (N = x.shape[-1] after the
     caller's reshape).  Fills stats ((2, M) float64: mean, 1/std) and returns y."""
     _check(x, "layer_norm")
@@ -269,8 +282,8 @@ cdef inline void _ln_brow(const real* g, const real* x, const real* w, real* gx,
     vsum_dot_w(g, w, x, N, &s1, &s2)
     A = s1 / N
     B = rstd * (s2 - mean * s1) / N
-    vgxwb(gx, g, w, x, <real>rstd, <real>(-rstd * rstd * B), <real>(rstd * (mean * rstd * B - A)),
-          N)
+    # gx = rstd * (g w - A - xhat B), centred: one element gives exactly 0
+    vgxwb(gx, g, w, x, <real>rstd, <real>(rstd * B), <real>A, <real>mean, N)
 
 
 cdef enum:
@@ -292,7 +305,7 @@ cdef void _ln_bwd_block(const real* g, const real* x, const real* w, const doubl
         if gx != NULL:
             _ln_brow(g + i * N, x + i * N, w, gx + i * N, mean, rstd, N)
         if acc != NULL:
-            vfacc_wb(facc, facc + N, g + i * N, x + i * N, <real>rstd, <real>(-mean * rstd), N)
+            vfacc_wb(facc, facc + N, g + i * N, x + i * N, <real>rstd, <real>mean, N)
     if acc != NULL:
         for j in range(2 * N):
             acc[j] += facc[j]
@@ -320,7 +333,7 @@ cdef void _ln_bwd(const real* g, const real* x, const real* w, const double* st,
     free(facc)
 
 
-def layer_norm_backward(ndarray g, ndarray x, object weight, ndarray stats, bint need_x,
+def layer_norm_backward(ndarray g not None, ndarray x not None, object weight, ndarray stats not None, bint need_x,
                         bint need_wb):
     """Gradients (gx, gw, gb) of layer norm (None where not needed; gw/gb are the sums of
     g * xhat and g over rows, also when there is no weight/bias: the caller picks)."""
@@ -451,7 +464,7 @@ cdef int _ncs(ndarray x, Py_ssize_t* N, Py_ssize_t* C, Py_ssize_t* S, str opname
     return 0
 
 
-def batch_norm_train_forward(ndarray x, object weight, object bias, double eps, ndarray stats):
+def batch_norm_train_forward(ndarray x not None, object weight, object bias, double eps, ndarray stats not None):
     """Batch norm with batch statistics.  Fills stats ((3, C) float64: mean, 1/std, biased
     variance) and returns y."""
     cdef Py_ssize_t N, C, S, c
@@ -495,7 +508,7 @@ def batch_norm_train_forward(ndarray x, object weight, object bias, double eps, 
     return y
 
 
-def batch_norm_update_running(ndarray running_mean, ndarray running_var, ndarray stats,
+def batch_norm_update_running(ndarray running_mean not None, ndarray running_var not None, ndarray stats not None,
                               double momentum, Py_ssize_t count):
     """running = (1 - momentum) * running + momentum * batch statistic, in place; the
     variance enters unbiased (times count / (count - 1)), as in PyTorch."""
@@ -567,7 +580,7 @@ cdef void _bn_gx(const real* g, const real* x, real* gx, const real* a, const re
             vgxb(gx + i * S, g + i * S, x + i * S, a[i % C], b[i % C], c[i % C], S)
 
 
-def batch_norm_backward(ndarray g, ndarray x, object weight, ndarray stats, object running,
+def batch_norm_backward(ndarray g not None, ndarray x not None, object weight, ndarray stats not None, object running,
                         bint need_x):
     """Gradients (gx, gw, gb) of batch norm.  Training (running None): stats is the forward's
     (3, C) array and gx goes through the batch statistics.  Evaluation: running = (mean,
@@ -646,7 +659,7 @@ def batch_norm_backward(ndarray g, ndarray x, object weight, ndarray stats, obje
     return gx, gw, gb
 
 
-def batch_norm_eval_forward(ndarray x, ndarray running_mean, ndarray running_var, object weight,
+def batch_norm_eval_forward(ndarray x not None, ndarray running_mean not None, ndarray running_var not None, object weight,
                             object bias, double eps):
     """Batch norm with running statistics: y = (x - mean) / sqrt(var + eps) * w + b.
     Returns (y, mean, 1/std) with the last two as float64 (C,) arrays."""
@@ -715,12 +728,12 @@ cdef inline void _gn_row(const real* x, const real* w, const real* b, real* y, d
     for j in range(D):
         c = (i % G) * D + j
         a = rstd * (<double>w[c] if w != NULL else 1.0)
-        vaxpb(y + i * L + j * S, x + i * L + j * S, <real>a,
-              <real>((<double>b[c] if b != NULL else 0.0) - mean * a), S)
+        vcaxpb(y + i * L + j * S, x + i * L + j * S, <real>mean, <real>a,
+               <real>(<double>b[c] if b != NULL else 0.0), S)
 
 
-def group_norm_forward(ndarray x, Py_ssize_t G, object weight, object bias, double eps,
-                       ndarray stats):
+def group_norm_forward(ndarray x not None, Py_ssize_t G, object weight, object bias, double eps,
+                       ndarray stats not None):
     """Group norm of x (N, C, ...) with G groups; fills stats ((2, N * G) float64: mean,
     1/std per sample and group) and returns y."""
     cdef Py_ssize_t N, C, S
@@ -784,7 +797,7 @@ cdef inline void _gn_brow(const real* g, const real* x, const real* w, const dou
              <real>(-rstd * rstd * B), <real>(rstd * (mean * rstd * B - A)), S)
 
 
-def group_norm_backward(ndarray g, ndarray x, Py_ssize_t G, object weight, ndarray stats,
+def group_norm_backward(ndarray g not None, ndarray x not None, Py_ssize_t G, object weight, ndarray stats not None,
                         bint need_x):
     """Gradients (gx, gw, gb) of group norm; gw, gb are the per-channel sums of g * xhat
     and g."""
@@ -832,12 +845,12 @@ def group_norm_backward(ndarray g, ndarray x, Py_ssize_t G, object weight, ndarr
     return gx, gw, gb
 
 
-def contig(ndarray x):
+def contig(ndarray x not None):
     """x itself when C-contiguous, else a C-contiguous copy."""
     return x if x.c_contig else x.copy()
 
 
-def kparam(p, ndarray like):
+def kparam(p, ndarray like not None):
     """An optional weight/bias as the kernels read it: None, or a C-contiguous array of
     like's dtype (p itself when it already is one; its autograd state is irrelevant)."""
     cdef ndarray a

@@ -84,7 +84,7 @@ OPS = [
     # (vectorised; <= 1-2 ulp); float64 calls libm through the _exp... wrappers
     ("exp", 1, False, {"f": "_exp{F}(a)"}),
     ("exp2", 1, False, {"f": "exp2{F}(a)"}),
-    ("expm1", 1, False, {"f": "_expm1{F}(a)"}),
+    ("expm1", 1, False, {"f": "_expm1{F}(a)", "c": "_cexpm1{C}(a)"}),
     ("log", 1, False, {"f": "_log{F}(a)"}),
     ("log2", 1, False, {"f": "log2{F}(a)"}),
     ("log10", 1, False, {"f": "log10{F}(a)"}),

@@ -342,7 +342,7 @@ cdef ndarray _check_param(object p, str opname, Py_ssize_t index):
     if a.tcode != T_FLOAT32 and a.tcode != T_FLOAT64 and not is_half(a.tcode):
         raise TypeError(f"{opname}: parameter {index} has dtype {_dt(a)}; only floating "
                         f"parameters (float16, bfloat16, float32, float64) are supported")
-    if a.storage.readonly:
+    if a.readonly:
         raise ValueError(f"{opname}: parameter {index} is read-only")
     return a
 
@@ -373,7 +373,7 @@ cdef ndarray _check_buf(ndarray p, object b, str name, str opname, Py_ssize_t in
         raise TypeError(f"{opname}: state[{name!r}] of parameter {index} is not an ember array "
                         f"(got {type(b).__name__})")
     cdef ndarray ba = <ndarray>b
-    if ba.tcode != _state_code(p) or ba.size != p.size or not ba.c_contig or ba.storage.readonly:
+    if ba.tcode != _state_code(p) or ba.size != p.size or not ba.c_contig or ba.readonly:
         raise ValueError(f"{opname}: state[{name!r}] of parameter {index} must be a writable "
                          f"C-contiguous {DTYPE_OBJS[_state_code(p)]} array of {p.size} "
                          f"elements like the parameter, got {_dt(ba)} with shape "
@@ -429,7 +429,7 @@ cdef int _fill(_Work w, Item* it, ndarray p, ndarray g) except -1:
     return 0
 
 
-def sgd_group(list params, object state, double lr, double momentum, double dampening,
+def sgd_group(list params not None, object state, double lr, double momentum, double dampening,
               double weight_decay, bint nesterov, bint maximize, str opname="SGD"):
     """One SGD step over a parameter group (see ember.optim.SGD)."""
     cdef _Work w = _Work()
@@ -473,7 +473,7 @@ def sgd_group(list params, object state, double lr, double momentum, double damp
     w.finish()
 
 
-def adam_group(list params, object state, double lr, double beta1, double beta2, double eps,
+def adam_group(list params not None, object state, double lr, double beta1, double beta2, double eps,
                double weight_decay, bint amsgrad, bint maximize, bint decoupled,
                str opname="Adam"):
     """One Adam/AdamW step over a parameter group (see ember.optim.Adam)."""
@@ -544,7 +544,7 @@ def adam_group(list params, object state, double lr, double beta1, double beta2,
     w.finish()
 
 
-def rmsprop_group(list params, object state, double lr, double alpha, double eps,
+def rmsprop_group(list params not None, object state, double lr, double alpha, double eps,
                   double weight_decay, double momentum, bint centered, bint maximize,
                   str opname="RMSprop"):
     """One RMSprop step over a parameter group (see ember.optim.RMSprop)."""
@@ -612,7 +612,7 @@ def rmsprop_group(list params, object state, double lr, double alpha, double eps
     w.finish()
 
 
-def adagrad_group(list params, object state, double lr, double lr_decay, double eps,
+def adagrad_group(list params not None, object state, double lr, double lr_decay, double eps,
                   double weight_decay, double initial_accumulator_value, bint maximize,
                   str opname="Adagrad"):
     """One Adagrad step over a parameter group (see ember.optim.Adagrad)."""
@@ -657,6 +657,8 @@ def adagrad_group(list params, object state, double lr, double lr_decay, double 
 
 cpdef init_state_adagrad(object p, dict st, double initial_accumulator_value):
     """Adagrad's eager state: step 0 and sum filled with initial_accumulator_value."""
+    if st is None:
+        raise TypeError("Adagrad: the parameter state must be a dict, not None")
     if not isinstance(p, ndarray):
         raise TypeError(f"Adagrad: parameters must be ember arrays, got {type(p).__name__}")
     cdef ndarray a = <ndarray>p

@@ -340,7 +340,7 @@ cdef inline bint _par(Py_ssize_t P, Py_ssize_t work) noexcept:
     return P > 1 and work >= PAR_MIN
 
 
-def max_pool2d_forward(cnp.ndarray x, cnp.ndarray out, cnp.ndarray idx, int kh, int kw, int sh,
+def max_pool2d_forward(cnp.ndarray x not None, cnp.ndarray out not None, cnp.ndarray idx not None, int kh, int kw, int sh,
                        int sw, int ph, int pw, int dh, int dw):
     """out, idx (P, OH, OW) = window maxima of x (P, H, W) and their flat indices."""
     t = _real_type("max_pool2d", x, out)
@@ -360,7 +360,7 @@ def max_pool2d_forward(cnp.ndarray x, cnp.ndarray out, cnp.ndarray idx, int kh, 
                      H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, par)
 
 
-def adaptive_max_pool2d_forward(cnp.ndarray x, cnp.ndarray out, cnp.ndarray idx):
+def adaptive_max_pool2d_forward(cnp.ndarray x not None, cnp.ndarray out not None, cnp.ndarray idx not None):
     """out, idx (P, OH, OW) = adaptive-window maxima of x (P, H, W) and their flat indices."""
     t = _real_type("adaptive_max_pool2d", x, out)
     _check_idx("adaptive_max_pool2d", idx, out)
@@ -379,7 +379,7 @@ def adaptive_max_pool2d_forward(cnp.ndarray x, cnp.ndarray out, cnp.ndarray idx)
                               <double*>cnp.PyArray_DATA(out), ip, P, H, W, OH, OW, par)
 
 
-def index_scatter(cnp.ndarray g, cnp.ndarray idx, cnp.ndarray dx):
+def index_scatter(cnp.ndarray g not None, cnp.ndarray idx not None, cnp.ndarray dx not None):
     """dx (P, H, W) = zeros, then dx[p].flat[idx[p, l]] += g[p, l] (g, idx: (P, ..., ...))."""
     t = _real_type("max_pool backward", g, dx)
     _check_idx("max_pool backward", idx, g)
@@ -397,7 +397,7 @@ def index_scatter(cnp.ndarray g, cnp.ndarray idx, cnp.ndarray dx):
                      plane, par)
 
 
-def index_gather(cnp.ndarray src, cnp.ndarray idx, cnp.ndarray out):
+def index_gather(cnp.ndarray src not None, cnp.ndarray idx not None, cnp.ndarray out not None):
     """out[p, l] = src[p].flat[idx[p, l]] (src (P, H, W); idx, out (P, ..., ...))."""
     t = _real_type("max_pool gather", src, out)
     _check_idx("max_pool gather", idx, out)
@@ -415,7 +415,7 @@ def index_gather(cnp.ndarray src, cnp.ndarray idx, cnp.ndarray out):
                     L, plane, par)
 
 
-def avg_pool2d_forward(cnp.ndarray x, cnp.ndarray out, int kh, int kw, int sh, int sw, int ph,
+def avg_pool2d_forward(cnp.ndarray x not None, cnp.ndarray out not None, int kh, int kw, int sh, int sw, int ph,
                        int pw, bint count_include_pad, int divisor):
     """out (P, OH, OW) = window averages of x (P, H, W); divisor 0: no override."""
     t = _real_type("avg_pool2d", x, out)
@@ -433,7 +433,7 @@ def avg_pool2d_forward(cnp.ndarray x, cnp.ndarray out, int kh, int kw, int sh, i
                  <const double*>cnp.PyArray_DATA(out), <double*>cnp.PyArray_DATA(out), P, H, W, OH, OW, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, False, par)
 
 
-def avg_pool2d_backward(cnp.ndarray g, cnp.ndarray dx, int kh, int kw, int sh, int sw, int ph,
+def avg_pool2d_backward(cnp.ndarray g not None, cnp.ndarray dx not None, int kh, int kw, int sh, int sw, int ph,
                         int pw, bint count_include_pad, int divisor):
     """dx (P, H, W) = the gradient of avg_pool2d for output gradient g (P, OH, OW)."""
     t = _real_type("avg_pool2d backward", g, dx)
@@ -455,7 +455,7 @@ def avg_pool2d_backward(cnp.ndarray g, cnp.ndarray dx, int kh, int kw, int sh, i
                  count_include_pad, divisor, True, par)
 
 
-def adaptive_avg_pool2d_forward(cnp.ndarray x, cnp.ndarray out):
+def adaptive_avg_pool2d_forward(cnp.ndarray x not None, cnp.ndarray out not None):
     """out (P, OH, OW) = adaptive-window averages of x (P, H, W)."""
     t = _real_type("adaptive_avg_pool2d", x, out)
     cdef Py_ssize_t P = x.shape[0]
@@ -472,7 +472,7 @@ def adaptive_avg_pool2d_forward(cnp.ndarray x, cnp.ndarray out):
                           <const double*>cnp.PyArray_DATA(out), <double*>cnp.PyArray_DATA(out), P, H, W, OH, OW, False, par)
 
 
-def adaptive_avg_pool2d_backward(cnp.ndarray g, cnp.ndarray dx):
+def adaptive_avg_pool2d_backward(cnp.ndarray g not None, cnp.ndarray dx not None):
     """dx (P, H, W) = the gradient of adaptive_avg_pool2d for output gradient g (P, OH, OW)."""
     t = _real_type("adaptive_avg_pool2d backward", g, dx)
     cdef Py_ssize_t P = dx.shape[0]

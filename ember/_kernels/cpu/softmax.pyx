@@ -224,7 +224,7 @@ cdef void _sm_fwd(const real* x, real* y, Py_ssize_t outer, Py_ssize_t C, Py_ssi
             free(buf)
 
 
-def softmax_forward(ndarray x, int axis, bint log_softmax):
+def softmax_forward(ndarray x not None, int axis, bint log_softmax):
     """softmax (or log_softmax) of a C-contiguous float array along `axis` (>= 0)."""
     cdef Py_ssize_t outer, C, inner
     _check_float(x, "log_softmax" if log_softmax else "softmax")
@@ -309,7 +309,7 @@ cdef void _sm_bwd(const real* g, const real* y, real* gx, Py_ssize_t outer, Py_s
             free(buf)
 
 
-def softmax_backward(ndarray g, ndarray y, int axis, bint log_softmax):
+def softmax_backward(ndarray g not None, ndarray y not None, int axis, bint log_softmax):
     """Input gradient of softmax (log_softmax) from its output y and the output's gradient g
     (both C-contiguous, same shape and dtype)."""
     cdef Py_ssize_t outer, C, inner
@@ -348,7 +348,7 @@ cdef int _check_targets(ndarray x, ndarray t, object weight, str opname) except 
     return 0
 
 
-def find_bad_target(ndarray t, Py_ssize_t C, Py_ssize_t ignore_index):
+def find_bad_target(ndarray t not None, Py_ssize_t C, Py_ssize_t ignore_index):
     """Index of the first int64 target outside [0, C) that is not ignore_index, or -1."""
     cdef const int64_t* tp = <int64_t*>t.data
     cdef Py_ssize_t i, n = t.size
@@ -433,8 +433,8 @@ cdef void _ce_fwd(const real* x, const int64_t* t, const real* w, real* out, dou
         out[0] = <real>total
 
 
-def cross_entropy_forward(ndarray x, ndarray t, object weight, Py_ssize_t ignore_index,
-                          int reduction, double label_smoothing, ndarray scratch):
+def cross_entropy_forward(ndarray x not None, ndarray t not None, object weight, Py_ssize_t ignore_index,
+                          int reduction, double label_smoothing, ndarray scratch not None):
     """Cross-entropy of (N, C) logits x against (N,) int64 class indices t.
 
     reduction: 0 none ((N,) result), 1 mean, 2 sum (0-d result).  `scratch`: a
@@ -500,9 +500,9 @@ cdef void _ce_bwd(const real* g, const real* x, const int64_t* t, const real* w,
                 _ce_brow(x + i * C, gx + i * C, C, ti, w, W, eps, scratch[i], coef)
 
 
-def cross_entropy_backward(ndarray g, ndarray x, ndarray t, object weight,
+def cross_entropy_backward(ndarray g not None, ndarray x not None, ndarray t not None, object weight,
                            Py_ssize_t ignore_index, int reduction, double label_smoothing,
-                           ndarray scratch):
+                           ndarray scratch not None):
     """Gradient of cross_entropy_forward's result with respect to the logits x, given the
     result's gradient g (0-d, or (N,) contiguous for reduction none) and the scratch
     array the forward filled."""
@@ -550,7 +550,7 @@ cdef void _nll_fwd(const real* x, const int64_t* t, const real* w, real* out, Py
         out[0] = <real>total
 
 
-def nll_forward(ndarray x, ndarray t, object weight, Py_ssize_t ignore_index, int reduction):
+def nll_forward(ndarray x not None, ndarray t not None, object weight, Py_ssize_t ignore_index, int reduction):
     """Negative log-likelihood of (N, C) log-probabilities x at (N,) int64 class indices t."""
     _check_targets(x, t, weight, "nll_loss")
     cdef Py_ssize_t N = x.shape[0], C = x.shape[1]
@@ -588,7 +588,7 @@ cdef void _nll_bwd(const real* g, const int64_t* t, const real* w, real* gx, Py_
             gx[i * C + ti] = <real>(-wt * (<double>g[i] if red == RED_NONE else g0))
 
 
-def nll_backward(ndarray g, ndarray x, ndarray t, object weight, Py_ssize_t ignore_index,
+def nll_backward(ndarray g not None, ndarray x not None, ndarray t not None, object weight, Py_ssize_t ignore_index,
                  int reduction):
     """Gradient of nll_forward's result with respect to x (x only gives shape and dtype)."""
     _check_targets(x, t, weight, "nll_loss backward")
@@ -610,7 +610,7 @@ def nll_backward(ndarray g, ndarray x, ndarray t, object weight, Py_ssize_t igno
     return gx
 
 
-def smoothed_targets(ndarray x, ndarray t, object weight, Py_ssize_t ignore_index,
+def smoothed_targets(ndarray x not None, ndarray t not None, object weight, Py_ssize_t ignore_index,
                      double label_smoothing):
     """The (N, C) matrix Q with loss_i = -sum_c Q[i, c] * log_softmax(x)[i, c] (per-row
     cross-entropy with weights and label smoothing; rows of ignored targets are 0), and
@@ -642,7 +642,7 @@ def smoothed_targets(ndarray x, ndarray t, object weight, Py_ssize_t ignore_inde
     return Q, rw
 
 
-def contig(ndarray x):
+def contig(ndarray x not None):
     """x itself when C-contiguous, else a C-contiguous copy."""
     return x if x.c_contig else x.copy()
 

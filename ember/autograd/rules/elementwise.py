@@ -7,8 +7,7 @@ import ember as E
 from ember.autograd.registry import defgrad, nondifferentiable
 from ember._core.dtypes import dtype_kind
 
-nondifferentiable("floor_divide", "nextafter", "heaviside", "floor", "ceil",
-                  "trunc", "rint", "sign", "bitwise_and", "bitwise_or", "bitwise_xor",
+nondifferentiable("floor_divide", "heaviside", "bitwise_and", "bitwise_or", "bitwise_xor",
                   "left_shift", "right_shift", "invert", "equal", "not_equal", "less",
                   "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
                   "logical_xor", "logical_not", "isnan", "isinf", "isfinite", "signbit")
@@ -157,6 +156,30 @@ def _(g, res, a, b):
 @defgrad("hypot", save_result=True)
 def _(g, res, a, b):
     return g * a / res, g * b / res
+
+
+@defgrad("floor", "ceil", "trunc", "rint", save_args=False)
+def _(g, res, a):
+    # piecewise constant: derivative 0 almost everywhere (PyTorch's and JAX's zeros)
+    return (E.zeros_like(g),)
+
+
+@defgrad("sign", save_result=True)
+def _(g, res, a):
+    if dtype_kind(a.dtype) != "c":
+        return (E.zeros_like(g),)       # real sign: piecewise constant
+    # complex sign z/|z| is not holomorphic: grad = (g - sgn^2 * conj(g)) / (2|z|), 0 at z = 0
+    r = E.absolute(a)
+    safe = E.where(r == 0, 1.0, r)
+    return (E.where(r == 0, 0.0, (g - res * res * E.conj(g)) / (2 * safe)),)
+
+
+@defgrad("nextafter")
+def _(g, res, a, b):
+    # PyTorch's rule: nextafter(a, b) is a to within one ulp, so d/da = 1 (0 where a == b,
+    # where the result is b) and d/db = 0
+    zero = E.zeros((), dtype=g.dtype)
+    return E.where(_arr(a) == _arr(b), zero, g), E.zeros_like(g)
 
 
 @defgrad("copysign")

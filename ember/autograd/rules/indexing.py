@@ -13,8 +13,9 @@ taken and none to the condition; ``clip`` passes the gradient where
 the result is ``max`` and so is the gradient's target); sorts and top-k route
 each output's gradient to the element it came from (stable order for ties).
 
-Not differentiable (declared below): round/around and spacing (piecewise
-constant, as floor/ceil/trunc/rint).  In-place functions (put_along_axis, put,
+round/around and fix are piecewise constant: their gradient is 0 (PyTorch's and
+JAX's convention, as for floor/ceil/trunc/rint).  Not differentiable (declared
+below): spacing.  In-place functions (put_along_axis, put,
 place, ufunc.at) return None and cannot record.  Set functions (unique,
 intersect1d, union1d, setdiff1d) have no rule, as in PyTorch.
 """
@@ -27,7 +28,17 @@ from ember.autograd.registry import defgrad, nondifferentiable
 from ember._api._util import normalize_axis
 from ember._core.dtypes import dtype_kind
 
-nondifferentiable("round", "around", "spacing")
+nondifferentiable("spacing")
+
+
+@defgrad("round", "around", save_args=False)
+def _(g, res, x, *args, **kwargs):
+    return (E.zeros_like(g),)
+
+
+@defgrad("fix", save_args=False)
+def _(g, res, x, *args, **kwargs):
+    return (E.zeros_like(g),)
 
 
 # ---------------------------------------------------------------- helpers
@@ -101,7 +112,7 @@ def _take_grad(g, x, indices, axis, mode):
 
 
 @defgrad("take")
-def _(g, res, x, indices, /, *, axis=None, out=None, mode="raise", dim=None):
+def _(g, res, x, /, indices, *, axis=None, out=None, mode="raise", dim=None):
     return (_take_grad(g, x, indices, axis if dim is None else dim, mode),)
 
 
@@ -111,7 +122,7 @@ def _(g, res, x, dim, index):
 
 
 @defgrad("take_along_axis")
-def _(g, res, x, indices, /, axis=-1):
+def _(g, res, x, /, indices, axis=-1):
     idx = _np(indices)
     if axis is None:
         n = x.size

@@ -19,6 +19,7 @@ import string
 import ember as E
 from ember.autograd.registry import defgrad, nondifferentiable
 from ember._core.dtypes import dtype_kind
+from ember._api._util import norm_axis_args, matrix_axes
 
 nondifferentiable("linalg.matrix_rank")
 
@@ -240,7 +241,9 @@ def _(g, res, a, b):
 
 
 @defgrad("cross", "linalg.cross")
-def _(g, res, a, b, *, axis=-1):
+def _(g, res, a, b, *, axis=-1, dim=None):
+    if dim is not None:
+        axis = dim
     a, b = _arr(a), _arr(b)
     nd = builtins.max(a.ndim, b.ndim)
     ax = axis - nd if axis >= 0 else axis
@@ -385,8 +388,8 @@ def _diag_grad(g, shape, offset, axis1, axis2, summed):
 
 
 @defgrad("linalg.diagonal", save_args=False)
-def _(g, res, x, *, offset=0):
-    return (_diag_grad(g, x.shape, offset, -2, -1, False),)
+def _(g, res, x, *, offset=0, dim1=-2, dim2=-1):
+    return (_diag_grad(g, x.shape, offset, dim1, dim2, False),)
 
 
 @defgrad("trace", save_args=False)
@@ -483,18 +486,30 @@ def _(g, res, x, *, mode="reduced"):
     q, r = res
     gq, gr = g
     m, n = x.shape[-2], x.shape[-1]
-    if m < n or (mode == "complete" and m != n):
+    if mode == "complete" and m > n:
         raise NotImplementedError(
-            f"linalg.qr: the gradient is implemented for mode='reduced' with m >= n (shape "
-            f"{tuple(x.shape)}, mode={mode!r}); PyTorch has the same limitation for "
-            f"mode='complete'")
+            f"linalg.qr: the gradient is not defined for mode='complete' with m > n (shape "
+            f"{tuple(x.shape)}): Q's extra columns are not unique (PyTorch has the same "
+            f"limitation)")
+    if m >= n:
+        return (_qr_tall_grad(q, r, gq, gr, n),)
+    # wide (m < n): A = [X | Y] with X = Q R[:, :m] square and R[:, m:] = Q^H Y
+    # (PyTorch's rule): gY = Q gV, and X's gradient sees gQ + Y gV^H
+    y = x[..., :, m:]
+    gu, gv = gr[..., :, :m], gr[..., :, m:]
+    gx = _qr_tall_grad(q, r[..., :, :m], gq + E.matmul(y, _H(gv)), gu, m)
+    return (E.concatenate([gx, E.matmul(q, gv)], axis=-1),)
+
+
+def _qr_tall_grad(q, r, gq, gr, n):
+    """Gradient of the reduced QR of an m x n matrix, m >= n."""
     # gA = (gQ + Q copyltu(M)) R^-H,  M = R gR^H - gQ^H Q,  copyltu(M) = tril(M) + tril(M, -1)^H
     M = E.matmul(r, _H(gr)) - E.matmul(_H(gq), q)
     low = _tril_mask(n, _real_dtype(M.dtype))
     strict = _tril_mask(n, low.dtype, k=-1)
     cm = M * low + _H(M * strict)
     b = gq + E.matmul(q, cm)
-    return (_rsolve(b, _H(r)),)
+    return _rsolve(b, _H(r))
 
 
 def _svd_grad(gu, gs, gvh, u, s, vh, m, n):
@@ -525,19 +540,28 @@ def _svd_grad(gu, gs, gvh, u, s, vh, m, n):
 
 
 @defgrad("linalg.svd", save_result=True)
-def _(g, res, x, *, full_matrices=True):
+def _(g, res, x, full_matrices=True, compute_uv=True, hermitian=False):
+    if not compute_uv:                  # the singular values alone, as svdvals
+        return _svdvals_grad(g, x)
     u, s, vh = res
     gu, gs, gvh = g
     m, n = x.shape[-2], x.shape[-1]
+    if m == 0 or n == 0:                # no singular values: nothing flows back
+        return (E.zeros(x.shape, dtype=gs.dtype if dtype_kind(x.dtype) != "c" else x.dtype),)
     if full_matrices and m != n:
-        raise NotImplementedError(
-            "linalg.svd: the gradient with full_matrices=True is only defined for square "
-            f"matrices (shape {tuple(x.shape)}); use full_matrices=False (as PyTorch requires)")
+        # the vectors past k = min(m, n) are an arbitrary basis of a null space: as
+        # PyTorch, the gradient is that of the reduced SVD (theirs is ignored)
+        k = min(m, n)
+        u, gu, vh, gvh = u[..., :, :k], gu[..., :, :k], vh[..., :k, :], gvh[..., :k, :]
     return (_svd_grad(gu, gs, gvh, u, s, vh, m, n),)
 
 
 @defgrad("linalg.svdvals")
 def _(g, res, x):
+    return _svdvals_grad(g, x)
+
+
+def _svdvals_grad(g, x):
     # gA = U diag(gS) V^H
     u, s, vh = E.linalg.svd(x, full_matrices=False)
     return (E.matmul(u * _row(g), vh),)
@@ -582,7 +606,7 @@ def _pinv_grad(g, p, a):
 
 
 @defgrad("linalg.pinv", save_result=True)
-def _(g, res, x, *, rtol=None, hermitian=False):
+def _(g, res, x, rcond=None, hermitian=False, *, rtol=None):
     return (_pinv_grad(g, res, x),)
 
 
@@ -744,7 +768,8 @@ def _matrix_axes_grad(g, nrm, x, a1, a2, keepdims, ord):
 
 
 @defgrad("linalg.vector_norm", save_result=True)
-def _(g, res, x, *, axis=None, keepdims=False, ord=2):
+def _(g, res, x, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "vector_norm")
     if axis is None:
         axes = tuple(range(x.ndim))
     else:
@@ -754,8 +779,10 @@ def _(g, res, x, *, axis=None, keepdims=False, ord=2):
 
 
 @defgrad("linalg.matrix_norm", save_result=True)
-def _(g, res, x, *, keepdims=False, ord="fro"):
-    return (_matrix_axes_grad(g, res, x, -2, -1, keepdims, ord),)
+def _(g, res, x, ord="fro", axis=None, keepdims=False, *, dim=None, keepdim=None):
+    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "matrix_norm")
+    a1, a2 = matrix_axes((-2, -1) if axis is None else axis, "matrix_norm")
+    return (_matrix_axes_grad(g, res, x, a1, a2, keepdims, ord),)
 
 
 @defgrad("linalg.norm", save_result=True)

@@ -173,12 +173,12 @@ def _(g, res, x, /):
 
 
 @defgrad("moveaxis", save_args=False)
-def _(g, res, x, source, destination, /):
+def _(g, res, x, /, source, destination):
     return (E.moveaxis(g, destination, source),)
 
 
 @defgrad("swapaxes", save_args=False)
-def _(g, res, x, axis1, axis2, /):
+def _(g, res, x, /, axis1, axis2):
     return (E.swapaxes(g, axis1, axis2),)
 
 
@@ -200,7 +200,7 @@ def _(g, res, x, /):
 
 
 @defgrad("rot90", save_args=False)
-def _(g, res, m, /, k=1, axes=(0, 1)):
+def _(g, res, m, k=1, axes=(0, 1)):
     return (E.rot90(g, -operator.index(k), axes=tuple(axes)),)
 
 
@@ -251,7 +251,7 @@ def _(g, res, tensors, dim=0, *, out=None, axis=None):
 
 
 @defgrad("stack", save_args=False)
-def _(g, res, arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind", dim=None):
+def _(g, res, arrays, axis=0, out=None, *, dtype=None, casting="same_kind", dim=None):
     axis = _pick(axis, dim, 0)
     ax = normalize_axis(axis, g.ndim, "stack")
     if hasattr(arrays, "shape"):
@@ -390,7 +390,7 @@ def _(g, res, x, repetitions, /):
 
 
 @defgrad("repeat")
-def _(g, res, x, repeats, /, *, axis=None, dim=None):
+def _(g, res, x, /, repeats, *, axis=None, dim=None):
     axis = _pick(axis, dim)
     shape = tuple(x.shape)
     if axis is None:
@@ -430,6 +430,8 @@ def _(g, res, *arrays, indexing="xy", sparse=False, copy=True):
 
 
 def _meshgrid_grads(g, arrays, indexing):
+    if isinstance(g, E.ndarray):        # one input: one output's gradient
+        g = (g,)
     n = len(arrays)
     out = []
     for i, (a, gi) in enumerate(zip(arrays, g)):

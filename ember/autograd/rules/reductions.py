@@ -537,8 +537,20 @@ def _quantile_grad(g, x, q, axis, method, nan, opname, scale=1.0):
     w = (1 - t) * (rk == lo).astype(np.float64) + t * (rk == hi).astype(np.float64)
     w = (w * (nv > 0).astype(np.float64)).astype(dt)       # (m, kept..., N)
     gq = E.reshape(g, (w.shape[0],) + xm.shape[:-1] + (1,))
-    gx = _from_last(E.sum(gq * w, axis=0), info)
-    return (E.reshape(gx, shape),)
+    gx = E.reshape(_from_last(E.sum(gq * w, axis=0), info), shape)
+    if not (getattr(q, "requires_grad", False) and method == "linear"):
+        return (gx,)
+    # d/dq of the linear interpolation: (n - 1) (x[ceil(h)] - x[floor(h)]), as PyTorch (0
+    # where h = q (n - 1) is a whole number)
+    hi = E.minimum(E.ceil(h), top)
+    xv = xm.astype(np.float64)
+    zero = E.zeros((), dtype=np.float64)
+
+    def at(r):
+        return E.sum(E.where(rk == r, xv, zero), axis=last + 1, keepdims=True)
+    slope = ((at(hi) - at(lo)) * top / scale).astype(dt)
+    dq = E.sum(E.reshape(gq * slope, (w.shape[0], -1)), axis=1)
+    return gx, E.reshape(dq, q.shape)
 
 
 @defgrad("median")
@@ -588,11 +600,18 @@ def _along(a, ax):
 @defgrad("diff", save_args=False)
 def _(g, res, x, n=1, axis=-1, prepend=None, append=None, *, dim=None):
     ax = axes_of(axis if dim is None else dim, x.ndim, "diff")[0]
+    if n == 0:                      # x itself (prepend/append unused, as in NumPy)
+        return g, None, None, None, None
     # diff is linear: its adjoint is (-diff of the zero-padded gradient), n times
     h = g
-    for _ in range(n):
-        h = -E.diff(h, axis=ax, prepend=0, append=0)
     p, L = _along(prepend, ax), x.shape[ax]
+    if g.shape[ax] == 0:            # n >= the joined length: an empty result, zero gradients
+        shape = list(g.shape)
+        shape[ax] = p + L + _along(append, ax)
+        h = E.zeros(tuple(shape), dtype=g.dtype)
+    else:
+        for _ in range(n):
+            h = -E.diff(h, axis=ax, prepend=0, append=0)
     gx = _slice_axis(h, ax, slice(p, p + L))
     tracked = lambda a: getattr(a, "requires_grad", False)      # noqa: E731
     gp = _slice_axis(h, ax, slice(0, p)) if tracked(prepend) else None

@@ -8,11 +8,12 @@ Every function that takes an axis accepts both ``axis=`` and ``dim=``.
 [0.0, 2.0]
 """
 from ember.nn.functional import (activation, linear, conv, pooling, loss, softmax,
-                                 normalization, sparse, dropout, attention)
+                                 normalization, sparse, dropout, attention, padding,
+                                 upsampling, fold, distance)
 
 __all__ = []
 for _m in (activation, linear, conv, pooling, loss, softmax, normalization, sparse, dropout,
-           attention):
+           attention, padding, upsampling, fold, distance):
     for _name in _m.__all__:
         globals()[_name] = getattr(_m, _name)
     __all__ += list(_m.__all__)

@@ -611,7 +611,9 @@ def prelu(input, weight):
     [[-0.5, 2.0]]
     """
     E = _E()
-    if weight.size != 1 and input.ndim >= 2:
+    if weight.size == 1:
+        weight = weight.reshape(())     # one slope: the output keeps the input's shape
+    elif input.ndim >= 2:
         if weight.size != input.shape[1]:
             raise ValueError(f"prelu: weight has {weight.size} elements but the input has "
                              f"{input.shape[1]} channels (axis 1)")

@@ -28,7 +28,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from ember._core.array import ndarray, Device
+from ember._core.array import ndarray, Device, _set_data
 from ember.nn.parameter import Parameter
 from ember._core.dtypes import dtype_kind
 
@@ -647,6 +647,9 @@ class Module:
                 if g.grad_fn is not None or g.requires_grad:
                     g = g.detach()
                     p.grad = g
+                if not g.flags.writeable:   # e.g. a broadcast gradient (create_graph)
+                    with _no_grad():
+                        p.grad = g = g.copy()
                 with _no_grad():
                     g.fill(0)
 
@@ -666,9 +669,10 @@ class Module:
 
     # ------------------------------------------------------------ dtype / device
     def _apply(self, fn, recurse=True):
-        """Replace every parameter and buffer ``t`` by ``fn(t)`` (parameters stay
-        Parameters, with the same requires_grad; their ``.grad`` is converted too).
-        A parameter shared by several modules is converted once and stays shared."""
+        """Convert every parameter and buffer ``t`` with ``fn(t)``.  As in PyTorch, a
+        parameter keeps its identity (its memory is swapped, ``p.data = fn(p)``, and
+        its ``.grad`` likewise), so optimizers built before ``to()`` keep working;
+        buffers are replaced.  A buffer shared by several modules stays shared."""
         memo = {}
         mods = self.modules() if recurse else [self]
         for m in mods:
@@ -677,23 +681,19 @@ class Module:
 
     def _apply_local(self, fn, memo):
         for key, param in self._parameters.items():
-            if param is None:
+            if param is None or id(param) in memo:
                 continue
-            if id(param) in memo:
-                self._parameters[key] = memo[id(param)]
-                continue
+            memo[id(param)] = param
             with _no_grad():
                 new = fn(param)
-            if new is param:
-                memo[id(param)] = param
-                continue
-            p = Parameter(ndarray.detach(new), param.requires_grad)
-            if param.grad is not None:
+            if new is not param:
+                _set_data(param, ndarray.detach(new))
+            g = param.grad
+            if g is not None:
                 with _no_grad():
-                    g = fn(param.grad)
-                p.grad = ndarray.detach(g) if g is not param.grad else g
-            memo[id(param)] = p
-            self._parameters[key] = p
+                    new_g = fn(g)
+                if new_g is not g:
+                    _set_data(g, ndarray.detach(new_g))
         for key, buf in self._buffers.items():
             if buf is None:
                 continue
@@ -709,7 +709,7 @@ class Module:
         """Convert parameters and buffers in place: ``to(dtype)``, ``to('cuda')``,
         ``to(device, dtype)``, ``to(array)`` (its dtype and device).  Only
         floating-point values change dtype; parameters stay the same Parameter
-        objects' successors (optimizers should be built after moving the model).
+        objects (their memory is swapped), so an optimizer built before keeps them.
 
         >>> import ember
         >>> from ember import nn

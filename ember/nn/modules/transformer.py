@@ -1,9 +1,10 @@
-"""Multi-head attention and the Transformer encoder (PyTorch's modules and numerics).
+"""Multi-head attention and the Transformer (PyTorch's modules and numerics).
 
 Parameter names and initialisation are PyTorch's (``in_proj_weight``, ``in_proj_bias``,
 ``out_proj.weight``, ``out_proj.bias``; ``self_attn.*``, ``linear1``, ``linear2``,
-``norm1``, ``norm2`` in an encoder layer; ``layers.{i}.*`` in an encoder), so a
-PyTorch ``state_dict`` loads as is.
+``norm1``, ``norm2`` in an encoder layer, plus ``multihead_attn.*`` and ``norm3`` in a
+decoder layer; ``layers.{i}.*`` in a stack; ``encoder.*`` / ``decoder.*`` in a
+Transformer), so a PyTorch ``state_dict`` loads as is.
 """
 import copy
 import math
@@ -17,6 +18,7 @@ from ember.nn.modules.linear import Linear
 from ember._core.dtypes import dtype_kind
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
            "generate_square_subsequent_mask"]
 
 
@@ -294,3 +296,201 @@ class TransformerEncoder(Module):
         if src.requires_grad:
             return True
         return any(p.requires_grad for p in self.layers[0].parameters())
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, attention over the encoder's output (`memory`), then a
+    feed-forward network, each with a residual and LayerNorm (PyTorch's module).
+
+    Arguments as PyTorch's: d_model, nhead, dim_feedforward=2048, dropout=0.1,
+    activation='relu' ('gelu' or a callable), layer_norm_eps=1e-5, batch_first=False,
+    norm_first=False, bias=True.  ``forward(tgt, memory, tgt_mask=None,
+    memory_mask=None, tgt_key_padding_mask=None, memory_key_padding_mask=None,
+    tgt_is_causal=False, memory_is_causal=False)``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> layer = nn.TransformerDecoderLayer(16, 4, dim_feedforward=32, batch_first=True)
+    >>> layer(ember.ones((2, 3, 16)), ember.ones((2, 5, 16))).shape
+    (2, 3, 16)
+    """
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        from ember.nn.modules.dropout import Dropout
+        from ember.nn.modules.normalization import LayerNorm
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, dtype=dtype)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                 batch_first=batch_first, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _activation_fn(activation) if isinstance(activation, str) \
+            else activation
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask,
+                                   tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask,
+                                    memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask,
+                                              tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask,
+                                               memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           is_causal=is_causal, need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
+                                key_padding_mask=key_padding_mask, is_causal=is_causal,
+                                need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout3(x)
+
+
+class TransformerDecoder(Module):
+    """A stack of `num_layers` deep copies of `decoder_layer`, then `norm` if given.
+
+    ``forward(tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+    memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False)``; with
+    ``tgt_is_causal=None`` a `tgt_mask` equal to the causal mask is detected as causal.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(16, 4, 32), num_layers=2)
+    >>> dec(ember.ones((3, 2, 16)), ember.ones((5, 2, 16))).shape
+    (3, 2, 16)
+    """
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        output = tgt
+        if tgt_is_causal is None:
+            batch_first = bool(self.layers) and self.layers[0].self_attn.batch_first
+            seq_len = tgt.shape[0] if tgt.ndim == 2 else tgt.shape[1 if batch_first else 0]
+            tgt_is_causal = _is_causal_mask(
+                _float_mask(tgt_mask, "tgt_mask", tgt.dtype), seq_len)
+        for mod in self.layers:
+            output = mod(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                         tgt_key_padding_mask=tgt_key_padding_mask,
+                         memory_key_padding_mask=memory_key_padding_mask,
+                         tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class Transformer(Module):
+    """The encoder-decoder Transformer of "Attention Is All You Need" (PyTorch's module).
+
+    Arguments as PyTorch's: d_model=512, nhead=8, num_encoder_layers=6,
+    num_decoder_layers=6, dim_feedforward=2048, dropout=0.1, activation='relu'
+    ('gelu' or a callable), custom_encoder=None, custom_decoder=None,
+    layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True.
+    ``forward(src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+    src_key_padding_mask=None, tgt_key_padding_mask=None, memory_key_padding_mask=None,
+    src_is_causal=None, tgt_is_causal=None, memory_is_causal=False)``.  Every weight
+    matrix is initialised with ``xavier_uniform_`` as in PyTorch.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> model = nn.Transformer(16, 4, 1, 1, dim_feedforward=32, batch_first=True)
+    >>> src, tgt = ember.ones((2, 5, 16)), ember.ones((2, 3, 16))
+    >>> mask = nn.Transformer.generate_square_subsequent_mask(3)
+    >>> model(src, tgt, tgt_mask=mask).shape
+    (2, 3, 16)
+    """
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
+                 dim_feedforward=2048, dropout=0.1, activation="relu", custom_encoder=None,
+                 custom_decoder=None, layer_norm_eps=1e-5, batch_first=False,
+                 norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        from ember.nn.modules.normalization import LayerNorm
+        kw = dict(dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
+                  layer_norm_eps=layer_norm_eps, batch_first=batch_first,
+                  norm_first=norm_first, bias=bias, dtype=dtype)
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, **kw)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, **kw)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+                src_key_padding_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        is_batched = src.ndim == 3
+        if not self.batch_first and src.shape[1] != tgt.shape[1] and is_batched:
+            raise RuntimeError(f"Transformer: the batch number of src and tgt must be equal, "
+                               f"got src {tuple(src.shape)} and tgt {tuple(tgt.shape)}")
+        if self.batch_first and src.shape[0] != tgt.shape[0] and is_batched:
+            raise RuntimeError(f"Transformer: the batch number of src and tgt must be equal, "
+                               f"got src {tuple(src.shape)} and tgt {tuple(tgt.shape)}")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError(f"Transformer: the feature number of src and tgt must be equal "
+                               f"to d_model={self.d_model}, got src {tuple(src.shape)} and "
+                               f"tgt {tuple(tgt.shape)}")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """The ``(sz, sz)`` causal mask: 0 on and below the diagonal, -inf above it.
+
+        >>> from ember import nn
+        >>> nn.Transformer.generate_square_subsequent_mask(2).tolist()
+        [[0.0, -inf], [0.0, 0.0]]
+        """
+        mask = generate_square_subsequent_mask(sz, dtype=dtype)
+        return mask if device is None else mask.to(device)
+
+    def _reset_parameters(self):
+        from ember.nn import init
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)

@@ -1,0 +1,108 @@
+"""Runs fuzz calls in a child process: ``python child.py CALLS.json FIRST PROTOCOL_FD``.
+
+Before each call it writes ``S i`` to the protocol descriptor and after it
+``E i outcome`` (``ok``, ``exc:TypeName``, ``oob:what``, or ``lenient:TypeName``
+when NumPy raises on the same call where ember succeeded), so the parent knows
+which call was running when the process died (a crash) or stopped answering (a
+hang).  The call's own prints go to /dev/null.
+"""
+import faulthandler
+import json
+import os
+import signal
+import sys
+import warnings
+
+# the repository root, so that the call sources can import tests.fuzz.values
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+_TORCH_ONLY = ("dim=", "keepdim=", "device=", "requires_grad=", "descending=", "stable=",
+               "correction=", "inplace=", "training=", "'bfloat16'")
+
+
+class _NumPyAsEmber:
+    """`ember` in a call's source, answered by NumPy (ember.linalg -> numpy.linalg)."""
+    def __getattr__(self, name):
+        import numpy
+        return getattr(numpy, name)
+
+
+def _numpy_counterpart(target):
+    import numpy
+    head, _, name = target.rpartition(".")
+    owner = {"ember": numpy, "ember.linalg": numpy.linalg, "ndarray": numpy.ndarray}.get(head)
+    if owner is None and head.startswith("ember.") and head.count(".") == 1:   # ufunc methods
+        owner = getattr(numpy, head.split(".")[1], None)
+    return owner is not None and hasattr(owner, name)
+
+
+def _against_numpy(source, ns0):
+    """The same call on NumPy arrays of the same values: 'lenient:Exc' when NumPy raises
+    where ember succeeded (informational: ember also accepts PyTorch's spellings)."""
+    if any(t in source for t in _TORCH_ONLY):
+        return "ok"
+    from tests.fuzz import values
+    ns = dict(ns0, ember=_NumPyAsEmber(),
+              A=lambda *a, **k: values.np.asarray(values.A(*a, **k)).copy())
+    def too_slow(*_):
+        raise _TwinTimeout()
+    old = signal.signal(signal.SIGALRM, too_slow)
+    signal.setitimer(signal.ITIMER_REAL, 2.0)       # NumPy itself may loop (diff(n=10**12))
+    try:
+        exec(compile(source, "<numpy twin>", "exec"), ns)     # noqa: S102
+        return "ok"
+    except _TwinTimeout:
+        return "ok"
+    except BaseException as exc:    # noqa: BLE001
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return "lenient:" + type(exc).__name__
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        values.reset()
+
+
+class _TwinTimeout(BaseException):
+    pass
+
+
+def main():
+    calls_path, first, fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    proto = os.fdopen(fd, "w", buffering=1)
+    faulthandler.enable(sys.stderr)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    sys.stdout = open(os.devnull, "w")
+    warnings.simplefilter("ignore")
+    from tests.fuzz import values
+    ns0 = {name: getattr(values, name) for name in values.__all__}
+    with open(calls_path) as f:
+        calls = json.load(f)
+    proto.write("R\n")                 # ready: imports done
+    for i, _target, source in calls[first:]:
+        proto.write(f"S {i}\n")
+        ns = dict(ns0)
+        try:
+            code = compile(source, f"<fuzz call {i}>", "exec")
+            exec(code, ns)             # noqa: S102 -- our own generated source
+            values.touch(ns.get("R"))
+            outcome = "ok"
+        except BaseException as exc:   # noqa: BLE001 -- an exception is a fine answer
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            outcome = "exc:" + type(exc).__name__
+        ns = None
+        oob = values.check_guards()
+        if oob:
+            outcome = "oob:" + oob
+        values.reset()
+        if outcome == "ok" and _numpy_counterpart(_target):
+            outcome = _against_numpy(source, ns0)
+        proto.write(f"E {i} {outcome}\n")
+    proto.write("D\n")
+
+
+if __name__ == "__main__":
+    main()
