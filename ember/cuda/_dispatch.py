@@ -31,7 +31,8 @@ _IMPLS = {}
 # touches array data without going through numpy_view, which refuses GPU arrays)
 _GENERIC_MODULES = {"ember._api.manipulation", "ember._api.indexing", "ember._api.creation",
                     "ember._api.misc", "ember._api.sorting", "ember._api.dtype_funcs",
-                    "ember._api.interop", "ember.nn.modules.rnn", "ember.lib.stride_tricks"}
+                    "ember._api.interop", "ember.nn.modules.rnn", "ember.lib.stride_tricks",
+                    "ember._api.fperr"}
 
 # ember keyword spellings CuPy does not know
 _KW_ALIASES = {"dim": "axis", "keepdim": "keepdims"}
