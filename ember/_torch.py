@@ -945,13 +945,12 @@ def _split_clash(op):
 def _nonzero_clash(op):
     @functools.wraps(op)
     def nonzero(x, /, *, as_tuple=None):
-        res = op(x)
         if as_tuple is None or as_tuple:
-            return res
+            return op(x)
         x = E.asarray(x)
         if x.ndim == 0:
             return E.zeros((builtins.int(builtins.bool(x)), 0), dtype=np.int64, device=x.device)
-        return E.stack(res, axis=1)
+        return E.stack(op(x), axis=1)
     nonzero.__doc__ = (op.__doc__ or "") + """
     ``as_tuple=False`` (PyTorch's default, here only when asked for) gives one
     (N, ndim) array of coordinates instead of NumPy's tuple."""

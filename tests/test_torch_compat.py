@@ -386,7 +386,7 @@ def test_norms_and_statistics():
 INPLACE = [
     ("add_", lambda x, m: x.add_(m.ones(x.shape, dtype=x.dtype) if m is ember else torch.ones(x.shape), alpha=2)),
     ("sub_", lambda x, m: x.sub_(0.5)),
-    ("mul_", lambda x, m: x.mul_(x)),
+    ("mul_", lambda x, m: x.mul_(x * 2)),
     ("div_", lambda x, m: x.div_(2.0)),
     ("div_floor", lambda x, m: x.div_(0.3, rounding_mode="floor")),
     ("pow_", lambda x, m: x.pow_(2)),
@@ -461,7 +461,7 @@ GRADS = [
     ("std_dim", lambda x, m: x.std(dim=1)),
     ("var_keepdim", lambda x, m: x.var(1, keepdim=True)),
     ("addmm", lambda x, m: m.addmm(x[:, :1], x, x.T, beta=0.5)),
-    ("baddbmm", lambda x, m: m.baddbmm(x[None], x[None], x.T[None], alpha=2.0)),
+    ("baddbmm", lambda x, m: m.baddbmm(x[None, :, :3], x[None], x.T[None], alpha=2.0)),
     ("norm", lambda x, m: m.norm(x, dim=1)),
     ("cdist", lambda x, m: m.cdist(x, x[:2] + 1)),
     ("clamp", lambda x, m: m.clamp(x, -0.5, 0.5)),

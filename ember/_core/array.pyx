@@ -804,6 +804,12 @@ cdef object _size_arg(tuple size, str opname):
     return parse_shape(size, opname)
 
 
+cdef object _src(ndarray self):
+    """What an in-place method computes from: a recorded copy while self is in a graph
+    (the op must not save the array it then overwrites), else self."""
+    return self.copy() if _tracking(self) else self
+
+
 cdef object _write(ndarray self, object value):
     """self[...] = value (recorded by autograd, version bumped); returns self."""
     self[...] = value
@@ -819,6 +825,21 @@ cdef object _divide(ndarray self, object other, object rounding_mode):
         return _E.trunc(_bin(OP_DIVIDE, self, other)).astype(
             _E.result_type(self, other), copy=False)
     raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+
+
+def _torch_type(ndarray x, dtype):
+    """x.type(dtype): see ndarray.type."""
+    if dtype is None:
+        tname = DTYPE_OBJS[x.tcode].name
+        tname = _TYPE_NAMES.get(tname, tname)
+        return ("ember.cuda." if on_gpu(x) else "ember.") + tname
+    if isinstance(dtype, str):
+        last = dtype.rpartition(".")[2]
+        if last in _TYPE_DTYPES:
+            if ".cuda." in dtype and not on_gpu(x):
+                return x.to("cuda", _TYPE_DTYPES[last])
+            dtype = _TYPE_DTYPES[last]
+    return x.astype(dtype, copy=False)
 
 
 class _Size(int):
@@ -839,7 +860,7 @@ class _Size(int):
             raise IndexError(f"size: dimension out of range (expected to be in range of "
                              f"[{-max(n, 1)}, {max(n, 1) - 1}], but got {d}) for an array of "
                              f"shape {shape}")
-        return shape[d]
+        return shape[d + n if d < 0 else d]      # (this module compiles without wraparound)
 
     def __reduce__(self):
         return (int, (int(self),))
@@ -1637,23 +1658,16 @@ cdef class ndarray:
     def type(self, dtype=None, non_blocking=False):
         """PyTorch's ``type``: without arguments the type name (``'ember.FloatTensor'``),
         else a copy cast to `dtype` (a dtype or such a name)."""
-        if dtype is None:
-            name = _TYPE_NAMES.get(DTYPE_OBJS[self.tcode].name, DTYPE_OBJS[self.tcode].name)
-            return f"ember.cuda.{name}" if on_gpu(self) else f"ember.{name}"
-        if isinstance(dtype, str) and dtype.rsplit(".", 1)[-1] in _TYPE_DTYPES:
-            if ".cuda." in dtype and not on_gpu(self):
-                return self.to("cuda", _TYPE_DTYPES[dtype.rsplit(".", 1)[-1]])
-            return self.astype(_TYPE_DTYPES[dtype.rsplit(".", 1)[-1]], copy=False)
-        return self.astype(dtype, copy=False)
+        return _torch_type(self, dtype)
 
-    def type_as(self, other): return self.astype((<ndarray>as_ndarray(other)).dtype, copy=False)
+    def type_as(self, other): return self.astype(DTYPE_OBJS[as_ndarray(other).tcode], copy=False)
     def ndimension(self): return self.ndim
     def t(self): return _E.t(self)
     def swapdims(self, dim0, dim1): return _ns(self).swapaxes(self, dim0, dim1)
     def movedim(self, source, destination): return _ns(self).moveaxis(self, source, destination)
-    def view_as(self, other): return self.view((<ndarray>as_ndarray(other)).shape)
-    def expand_as(self, other): return self.expand((<ndarray>as_ndarray(other)).shape)
-    def reshape_as(self, other): return self.reshape((<ndarray>as_ndarray(other)).shape)
+    def view_as(self, other): return self.view(shape_tuple(as_ndarray(other)))
+    def expand_as(self, other): return self.expand(shape_tuple(as_ndarray(other)))
+    def reshape_as(self, other): return self.reshape(shape_tuple(as_ndarray(other)))
 
     def tile(self, *dims):
         """PyTorch's ``x.tile(2, 1)`` (NumPy's ``tile``): what PyTorch's ``repeat`` does."""
@@ -1724,10 +1738,10 @@ cdef class ndarray:
     def div_(self, other, *, rounding_mode=None):
         if rounding_mode is None:
             return _inplace(OP_DIVIDE, self, other)
-        return _write(self, _divide(self, other, rounding_mode))
+        return _write(self, _divide(_src(self), other, rounding_mode))
     def pow_(self, exponent): return _inplace(OP_POWER, self, exponent)
     def neg_(self): return _write(self, _unary(OP_NEGATIVE, self, None))
-    def clamp_(self, min=None, max=None): return _write(self, _E.clamp(self, min, max))
+    def clamp_(self, min=None, max=None): return _write(self, _E.clamp(_src(self), min, max))
     def zero_(self):
         self.fill(0)
         return self
@@ -1740,7 +1754,7 @@ cdef class ndarray:
             src = src.to(self.device)
         return _write(self, src)
     def masked_fill(self, mask, value): return _E.masked_fill(self, mask, value)
-    def masked_fill_(self, mask, value): return _write(self, _E.masked_fill(self, mask, value))
+    def masked_fill_(self, mask, value): return _write(self, _E.masked_fill(_src(self), mask, value))
     def masked_select(self, mask): return _E.masked_select(self, mask)
     def uniform_(self, a=0.0, b=1.0, *, generator=None):
         """Fill with uniform samples in [a, b) (float arrays)."""
@@ -1767,13 +1781,13 @@ cdef class ndarray:
     def scatter(self, dim, index, src=None, *, value=None, reduce=None):
         return _E.scatter(self, dim, index, src, value=value, reduce=reduce)
     def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
-        return _write(self, _E.scatter(self, dim, index, src, value=value, reduce=reduce))
+        return _write(self, _E.scatter(_src(self), dim, index, src, value=value, reduce=reduce))
     def scatter_add(self, dim, index, src): return _E.scatter_add(self, dim, index, src)
-    def scatter_add_(self, dim, index, src): return _write(self, _E.scatter_add(self, dim, index, src))
+    def scatter_add_(self, dim, index, src): return _write(self, _E.scatter_add(_src(self), dim, index, src))
     def index_select(self, dim, index): return _E.index_select(self, dim, index)
     def index_add(self, dim, index, source, *, alpha=1): return _E.index_add(self, dim, index, source, alpha=alpha)
     def index_add_(self, dim, index, source, *, alpha=1):
-        return _write(self, _E.index_add(self, dim, index, source, alpha=alpha))
+        return _write(self, _E.index_add(_src(self), dim, index, source, alpha=alpha))
     def topk(self, k, dim=-1, largest=True, sorted=True): return _E.topk(self, k, dim, largest, sorted)
 
     # new arrays with this array's dtype and device (PyTorch's new_*)
