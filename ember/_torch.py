@@ -815,6 +815,16 @@ def var_mean(input, dim=None, *, correction=None, unbiased=None, keepdim=False):
 
 # ---------------------------------------------------------------- clashes: a torch-only keyword selects PyTorch
 
+def _doc(op, note):
+    """op's docstring with `note` (PyTorch's meaning) put before its examples."""
+    doc = op.__doc__ or ""
+    at = doc.find("    >>>")
+    note = "\n".join("    " + line.strip() if line.strip() else "" for line in note.splitlines())
+    if at < 0:
+        return doc + note + "\n"
+    return doc[:at] + note.strip("\n") + "\n\n" + doc[at:]
+
+
 def _values_indices(kind, values, indices):
     return getattr(return_types, kind)(values, indices)
 
@@ -844,9 +854,9 @@ def _minmax_clash(op, arg, kind):
         keep = builtins.bool(keepdim)
         return _values_indices(kind, op(x, axis=dim, keepdims=keep, **kwargs),
                                arg(x, axis=dim, keepdims=keep))
-    minmax.__doc__ = (op.__doc__ or "") + f"""
+    minmax.__doc__ = _doc(op, f"""
     PyTorch's spelling ``{kind}(x, dim=d, keepdim=False)`` returns the named tuple
-    ``(values, indices)``; ``{kind}(x, other_array)`` is elementwise (``{kind}imum``)."""
+    ``(values, indices)``; ``{kind}(x, other_array)`` is elementwise (``{kind}imum``).""")
     minmax.__module__, minmax.__qualname__ = "ember", kind
     return minmax
 
@@ -861,9 +871,9 @@ def _sort_clash(op):
                             "(PyTorch: (values, indices)), not both")
         return return_types.sort(op(x, axis=dim, descending=descending, stable=stable),
                                  E.argsort(x, axis=dim, descending=descending, stable=stable))
-    sort.__doc__ = (op.__doc__ or "") + """
+    sort.__doc__ = _doc(op, """
     With PyTorch's ``dim=`` it returns the named tuple ``(values, indices)``, as
-    ``torch.sort`` does (stable)."""
+    ``torch.sort`` does (stable).""")
     sort.__module__, sort.__qualname__ = "ember", "sort"
     return sort
 
@@ -874,9 +884,9 @@ def _var_clash(op, name):
         if "dim" in kwargs or "keepdim" in kwargs or "unbiased" in kwargs:
             kwargs = _torch_correction(kwargs, name)
         return op(x, *args, **kwargs)
-    var.__doc__ = (op.__doc__ or "") + f"""
+    var.__doc__ = _doc(op, f"""
     NumPy's default is ``ddof=0``; with PyTorch's ``dim=``, ``keepdim=`` or
-    ``unbiased=`` the default is PyTorch's ``correction=1``."""
+    ``unbiased=`` the default is PyTorch's ``correction=1``.""")
     var.__module__, var.__qualname__ = "ember", name
     return var
 
@@ -918,9 +928,9 @@ def _median_clash(op, name):
         if not keepdim:
             vals, idx = E.squeeze(vals, axis=d), E.squeeze(idx, axis=d)
         return getattr(return_types, name)(vals, idx)
-    median.__doc__ = (op.__doc__ or "") + f"""
+    median.__doc__ = _doc(op, f"""
     With PyTorch's ``dim=`` it returns ``(values, indices)`` with the lower of the two
-    middle values for even lengths, as ``torch.{name}`` does (NumPy averages them)."""
+    middle values for even lengths, as ``torch.{name}`` does (NumPy averages them).""")
     median.__module__, median.__qualname__ = "ember", name
     return median
 
@@ -934,10 +944,10 @@ def _split_clash(op):
                                 "(PyTorch: piece sizes), not both")
             return torch_split(x, indices_or_sections, dim)
         return op(x, indices_or_sections, 0 if axis is None else axis)
-    split.__doc__ = (op.__doc__ or "") + """
+    split.__doc__ = _doc(op, """
     With PyTorch's ``dim=``, an int is the size of each piece (the last may be
     shorter) and a list gives the sizes, as ``torch.split`` does; NumPy's int is the
-    number of equal sections and its list the split points."""
+    number of equal sections and its list the split points.""")
     split.__module__, split.__qualname__ = "ember", "split"
     return split
 
@@ -951,9 +961,9 @@ def _nonzero_clash(op):
         if x.ndim == 0:
             return E.zeros((builtins.int(builtins.bool(x)), 0), dtype=np.int64, device=x.device)
         return E.stack(op(x), axis=1)
-    nonzero.__doc__ = (op.__doc__ or "") + """
+    nonzero.__doc__ = _doc(op, """
     ``as_tuple=False`` (PyTorch's default, here only when asked for) gives one
-    (N, ndim) array of coordinates instead of NumPy's tuple."""
+    (N, ndim) array of coordinates instead of NumPy's tuple.""")
     nonzero.__module__, nonzero.__qualname__ = "ember", "nonzero"
     return nonzero
 
@@ -975,9 +985,9 @@ def _transpose_clash(op):
             raise TypeError(f"transpose: expected transpose(x, axes) or transpose(x, dim0, "
                             f"dim1), got {len(args)} arguments after x")
         return op(x, axes)
-    transpose.__doc__ = (op.__doc__ or "") + """
+    transpose.__doc__ = _doc(op, """
     ``transpose(x, dim0, dim1)`` with two ints (which NumPy rejects) swaps those two
-    dimensions, as ``torch.transpose`` does."""
+    dimensions, as ``torch.transpose`` does.""")
     transpose.__module__, transpose.__qualname__ = "ember", "transpose"
     return transpose
 
