@@ -78,8 +78,24 @@ _REFUSED_DTYPES = {
     "datetime64": "datetime", "timedelta64": "timedelta",
 }
 
+# PyTorch's top-level names, and PyTorch's meaning of a clashing name when a
+# torch-only keyword asks for it (README: "For PyTorch users")
+from ember import _torch, return_types                            # noqa: E402,F401
+_torch.install(_sys.modules[__name__])
 
-_LAZY_SUBMODULES = ("nn", "optim", "data", "distributed", "cuda", "amp", "fft")
+
+_LAZY_SUBMODULES = ("nn", "optim", "data", "distributed", "cuda", "amp", "fft", "utils",
+                    "accelerator", "backends")
+
+# PyTorch's activations at the top level (torch.sigmoid, torch.softmax...): the
+# nn.functional implementations, loaded on first use
+_FUNCTIONAL = ("sigmoid", "softmax", "log_softmax", "relu", "selu", "celu", "cosine_similarity",
+               "pairwise_distance", "conv1d", "conv2d", "dropout")
+
+# PyTorch's dtype names that NumPy 2 does not define (looked up lazily, so that
+# `from ember import *` never shadows the builtins float and int)
+_TORCH_DTYPES = {"float": "float32", "int": "int32", "long": "int64", "short": "int16",
+                 "cfloat": "complex64"}
 
 
 def __getattr__(name):
@@ -95,4 +111,12 @@ def __getattr__(name):
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module("ember." + name)
+    if name in _FUNCTIONAL:
+        from ember.nn import functional
+        if hasattr(functional, name):
+            return getattr(functional, name)
+    if _TORCH_DTYPES.get(name):
+        return globals()[_TORCH_DTYPES[name]]
+    if name == "manual_seed":           # PyTorch's seeding (ember.random owns the generators)
+        return random.manual_seed
     raise AttributeError(f"module 'ember' has no attribute {name!r}")

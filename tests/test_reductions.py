@@ -84,7 +84,9 @@ def test_torch_aliases_dim_keepdim():
     x = ember.asarray(a)
     assert_matches(x.sum(dim=1, keepdim=True), a.sum(axis=1, keepdims=True))
     assert_matches(ember.mean(x, dim=0), a.mean(axis=0))
-    assert_matches(x.max(dim=1), a.max(axis=1))
+    # dim= is PyTorch's keyword, so max returns PyTorch's (values, indices)
+    assert_matches(x.max(dim=1).values, a.max(axis=1))
+    assert_matches(x.max(dim=1).indices, a.argmax(axis=1))
     assert_matches(x.argmax(dim=0), a.argmax(axis=0))
     with pytest.raises(TypeError, match="either axis= or dim="):
         ember.sum(x, axis=0, dim=0)

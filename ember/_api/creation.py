@@ -44,14 +44,45 @@ def _source_device(name, args, kwargs):
 _KEEPS_DEVICE = {"asarray", "array", "tensor", "from_dlpack", "ascontiguousarray"}
 
 
+# Creation functions whose shape PyTorch also takes as separate ints (``zeros(3, 4)``)
+# or as ``size=``: NumPy's second positional is the dtype, which an int never is, so
+# both spellings keep NumPy's meaning.  (``full``'s second positional is its value.)
+_SHAPE_VARARGS = {"empty", "zeros", "ones", "full"}
+
+
+def _is_length(a):
+    return isinstance(a, (int, np.integer)) and not isinstance(a, (builtins.bool, np.bool_))
+
+
+def _shape_varargs(name, args, kwargs):
+    """args with a leading run of ints gathered into one shape tuple (PyTorch's
+    ``zeros(3, 4)``), and PyTorch's ``size=`` moved to the shape's place."""
+    size = kwargs.pop("size", None)
+    if size is not None:
+        if args or "shape" in kwargs:
+            raise TypeError(f"{name}: got the shape twice (size= and a shape argument)")
+        return (size,) + args
+    if name != "full" and len(args) > 1 and _is_length(args[0]):
+        n = 1
+        while n < len(args) and _is_length(args[n]):
+            n += 1
+        if n > 1:
+            return (tuple(args[:n]),) + args[n:]
+    return args
+
+
 def _placed(fn):
     """Give a creation function its ``device=`` argument: the body builds on the
     host, and a CUDA device routes the call to the GPU backend instead (which
     builds there directly, or copies what the body built on the host)."""
     name = fn.__name__
 
+    varargs = name in _SHAPE_VARARGS
+
     @functools.wraps(fn)
     def placed(*args, device=None, **kwargs):
+        if varargs:
+            args = _shape_varargs(name, args, kwargs)
         if device is None:
             src = _source_device(name, args, kwargs)
             d = check_device(src, name) if src is not None else _array._get_default_device()
@@ -246,9 +277,14 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, requires_grad
 def zeros(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     """An array of zeros.
 
+    The shape may also be given as separate ints (PyTorch's ``zeros(2, 3)``) or as
+    ``size=``; as in NumPy, a second positional that is not an int is the dtype.
+
     >>> import ember
     >>> ember.zeros((2, 2), dtype=ember.int32).tolist()
     [[0, 0], [0, 0]]
+    >>> ember.zeros(2, 3).shape, ember.zeros(2, ember.int8).dtype
+    ((2, 3), dtype('int8'))
     """
     if order != "C":
         _check_order(order, "zeros")
@@ -390,17 +426,20 @@ def _np_endpoint(v):
 
 @_placed
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
-             device=None, requires_grad=False):
+             steps=None, device=None, requires_grad=False):
     """`num` evenly spaced samples from start to stop (inclusive unless ``endpoint=False``).
 
     Without `dtype` the result has the default float dtype (complex endpoints:
     the default complex dtype); an integer `dtype` rounds towards -inf, as
     NumPy does.  `start`/`stop` may be arrays: the samples then run along `axis`.
+    ``steps=`` is PyTorch's name for `num`.
 
     >>> import ember
-    >>> ember.linspace(0, 1, 5).tolist()
-    [0.0, 0.25, 0.5, 0.75, 1.0]
+    >>> ember.linspace(0, 1, 5).tolist(), ember.linspace(0, 1, steps=3).tolist()
+    ([0.0, 0.25, 0.5, 0.75, 1.0], [0.0, 0.5, 1.0])
     """
+    if steps is not None:
+        num = steps
     try:
         num = operator.index(num)
     except TypeError:
@@ -418,16 +457,19 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 @_placed
-def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, *, device=None,
-             requires_grad=False):
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, *, steps=None,
+             device=None, requires_grad=False):
     """`num` samples evenly spaced on a log scale, ``base ** linspace(start, stop)``.
 
-    Without `dtype` the result has the default float dtype.
+    Without `dtype` the result has the default float dtype; ``steps=`` is PyTorch's
+    name for `num`.
 
     >>> import ember
     >>> ember.logspace(0, 2, 3).tolist()
     [1.0, 10.0, 100.0]
     """
+    if steps is not None:
+        num = steps
     a, b = _np_endpoint(start), _np_endpoint(stop)
     if dtype is None:
         is_complex = builtins.any(np.iscomplexobj(v) for v in (a, b, base))

@@ -33,7 +33,8 @@ float16, float32, float64 = np.float16, np.float32, np.float64
 complex64, complex128 = np.complex64, np.complex128
 half, single, double, float_ = np.float16, np.float32, np.float64, np.float64
 int_, intp, uint = np.int64, np.intp, np.uint64
-cfloat, cdouble = np.complex128, np.complex128
+cdouble = np.complex128
+cfloat = np.complex64       # PyTorch's cfloat (NumPy 2 has no such name; NumPy 1's meant complex128)
 # NumPy 2's C-named aliases: NumPy's objects, so ``ember.ubyte is numpy.ubyte``.
 # longdouble / clongdouble (extended precision) are refused (ember.__getattr__).
 byte, ubyte, short, ushort = np.byte, np.ubyte, np.short, np.ushort

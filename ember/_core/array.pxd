@@ -18,6 +18,7 @@ cdef class ndarray:
     cdef Py_ssize_t shape[MAXDIM]
     cdef Py_ssize_t strides[MAXDIM]  # in bytes, may be negative or zero
     cdef object _shape_tuple         # cached .shape
+    cdef object _size_obj            # cached .size (an int that PyTorch code can call)
     # slots the autograd engine uses
     cdef bint _requires_grad
     cdef public object grad

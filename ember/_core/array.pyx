@@ -107,7 +107,16 @@ cdef void set_elementwise_hooks(binary_hook_t b, unary_hook_t u) noexcept:
 
 @cython.final
 cdef class Device:
-    """A device: ``Device('cpu')`` or ``Device('cuda', 0)``; compares equal to its string."""
+    """A device: ``Device('cpu')`` or ``Device('cuda', 0)`` (``ember.device`` too).
+
+    It compares equal to the string that spells it, and hashes as that string:
+    ``Device('cuda', 0) == 'cuda:0'``; ``Device('cuda')`` (the current CUDA device,
+    unresolved) is not ``Device('cuda', 0)``, as in PyTorch.
+
+    >>> import ember
+    >>> ember.device("cuda:1") == "cuda:1", hash(ember.device("cpu")) == hash("cpu")
+    (True, True)
+    """
     cdef readonly str type
     cdef readonly object index
 
@@ -115,6 +124,8 @@ cdef class Device:
         if isinstance(type, Device):
             self.type, self.index = (<Device>type).type, (<Device>type).index
             return
+        if isinstance(type, int) and not isinstance(type, bool) and index is None:
+            type, index = "cuda", type          # PyTorch: a bare int names a CUDA device
         if not isinstance(type, str):
             raise TypeError(f"device must be a string or ember.Device, got {type!r}")
         if ":" in type:
@@ -125,22 +136,36 @@ cdef class Device:
         self.type = type
         self.index = index
 
+    cdef str _key(self):
+        # what equality and hashing compare: 'cpu' (any index), 'cuda' (the current
+        # device, unresolved) or 'cuda:N'; a string compares equal to the one it spells
+        if self.type == "cpu":
+            return "cpu"
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
     def __eq__(self, other):
         if isinstance(other, str):
-            try:
-                other = Device(other)
-            except (ValueError, TypeError):
-                return False
+            return self._key() == other
         if not isinstance(other, Device):
             return NotImplemented
-        o = <Device>other
-        if self.type != o.type:
-            return False
-        return self.index == o.index or self.type == "cpu" or (
-            (self.index or 0) == (o.index or 0))
+        return self._key() == (<Device>other)._key()
 
     def __hash__(self):
-        return hash((self.type, self.index if self.type != "cpu" else None))
+        # equal objects hash equal, strings included: hash(Device('cpu')) == hash('cpu')
+        return hash(self._key())
+
+    def __enter__(self):
+        """``with ember.device('cuda'):`` makes this the default device of creation
+        functions inside the block (PyTorch's device context)."""
+        _DEVICE_CONTEXTS.append(_swap_default_device(check_device(self, "device")))
+        return self
+
+    def __exit__(self, *exc):
+        _swap_default_device(_DEVICE_CONTEXTS.pop())
+        return False
+
+    def __reduce__(self):
+        return (Device, (self.type, self.index))
 
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
@@ -151,6 +176,7 @@ cdef class Device:
 
 
 CPU = Device("cpu")
+cdef list _DEVICE_CONTEXTS = []     # default devices that ``with ember.device(...)`` replaced
 
 # The GPU backend (ember.cuda._runtime), set when it initialises; None until then.
 # Every GPU array is made by it, so while it is None no array lives on a GPU.
@@ -398,6 +424,7 @@ cdef void update_flags(ndarray x) noexcept:
     x.c_contig = is_c_contiguous(x.ndim, x.shape, x.strides, x.itemsize)
     x.data = x.storage.ptr + x.offset
     x._shape_tuple = None
+    x._size_obj = None
 
 
 cdef object shape_tuple(ndarray x):
@@ -1039,6 +1066,89 @@ cdef inline object _inplace(int op, ndarray a, object b):
     return a
 
 
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
+               "complex128": "ComplexDoubleTensor"}
+_TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
+
+
+cdef object _size_arg(tuple size, str opname):
+    """PyTorch's ``*size``: separate ints or one sequence."""
+    if len(size) == 1 and not isinstance(size[0], int):
+        return parse_shape(size[0], opname)
+    return parse_shape(size, opname)
+
+
+cdef object _src(ndarray self):
+    """What an in-place method computes from: a recorded copy while self is in a graph
+    (the op must not save the array it then overwrites), else self."""
+    return self.copy() if _tracking(self) else self
+
+
+cdef object _write(ndarray self, object value):
+    """self[...] = value (recorded by autograd, version bumped); returns self."""
+    self[...] = value
+    return self
+
+
+cdef object _divide(ndarray self, object other, object rounding_mode):
+    if rounding_mode is None:
+        return _bin(OP_DIVIDE, self, other)
+    if rounding_mode == "floor":
+        return _bin(OP_FLOOR_DIVIDE, self, other)
+    if rounding_mode == "trunc":
+        return _E.trunc(_bin(OP_DIVIDE, self, other)).astype(
+            _E.result_type(self, other), copy=False)
+    raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+
+
+def _torch_type(ndarray x, dtype):
+    """x.type(dtype): see ndarray.type."""
+    if dtype is None:
+        tname = DTYPE_OBJS[x.tcode].name
+        tname = _TYPE_NAMES.get(tname, tname)
+        return ("ember.cuda." if on_gpu(x) else "ember.") + tname
+    if isinstance(dtype, str):
+        last = dtype.rpartition(".")[2]
+        if last in _TYPE_DTYPES:
+            if ".cuda." in dtype and not on_gpu(x):
+                return x.to("cuda", _TYPE_DTYPES[last])
+            dtype = _TYPE_DTYPES[last]
+    return x.astype(dtype, copy=False)
+
+
+class _Size(int):
+    """``x.size``: the element count (a Python int for everything NumPy does with it),
+    also callable as PyTorch's ``size``: ``x.size()`` is the shape, ``x.size(d)``
+    (``x.size(dim=d)``) one length.  Pickles, copies and hashes as a plain int."""
+
+    def __call__(self, dim=None):
+        shape = self._shape
+        if dim is None:
+            return shape
+        try:
+            d = _operator.index(dim)
+        except TypeError:
+            raise TypeError(f"size: dim must be an int, got {type(dim).__name__}") from None
+        n = len(shape)
+        if not -max(n, 1) <= d < max(n, 1) or n == 0:
+            raise IndexError(f"size: dimension out of range (expected to be in range of "
+                             f"[{-max(n, 1)}, {max(n, 1) - 1}], but got {d}) for an array of "
+                             f"shape {shape}")
+        return shape[d + n if d < 0 else d]      # (this module compiles without wraparound)
+
+    def __reduce__(self):
+        return (int, (int(self),))
+
+    def __copy__(self):
+        return int(self)
+
+    def __deepcopy__(self, memo):
+        return int(self)
+
+
 @cython.freelist(256)
 cdef class ndarray:
     """ember's n-dimensional array (alias ``ember.Tensor``).
@@ -1068,8 +1178,18 @@ cdef class ndarray:
 
     @property
     def size(self):
-        """The number of elements (NumPy's meaning; ``numel()`` is PyTorch's)."""
-        return self.size
+        """The number of elements, NumPy's int, which PyTorch code may also call:
+        ``x.size()`` is the shape, ``x.size(d)`` the length of dimension d.
+
+        >>> import ember
+        >>> x = ember.zeros((2, 3))
+        >>> x.size, x.size(), x.size(-1), isinstance(x.size, int)
+        (6, (2, 3), 3, True)
+        """
+        if self._size_obj is None:
+            self._size_obj = _Size(self.size)
+            self._size_obj._shape = shape_tuple(self)
+        return self._size_obj
 
     @property
     def dtype(self):
@@ -1704,8 +1824,18 @@ cdef class ndarray:
             args = args[0]
         return _E.reshape(self, args, copy=False)
 
-    def transpose(self, *axes):
-        """NumPy's transpose: reverse the axes, or permute them as given."""
+    def transpose(self, *axes, dim0=None, dim1=None):
+        """NumPy's transpose: reverse the axes, or permute them as given.  PyTorch's
+        ``transpose(dim0, dim1)`` swaps two dimensions when NumPy's reading cannot
+        apply (the array is not 2-d, or ``dim0=``/``dim1=`` are given); on a 2-d array
+        ``x.transpose(0, 1)`` is NumPy's (the identity): use ``swapdims``/``x.T``."""
+        if dim0 is not None or dim1 is not None:
+            if dim0 is None or dim1 is None or axes:
+                raise TypeError("transpose: PyTorch's form takes both dim0= and dim1=")
+            return _ns(self).swapaxes(self, dim0, dim1)
+        if len(axes) == 2 and self.ndim != 2 and isinstance(axes[0], int) \
+                and isinstance(axes[1], int):
+            return _ns(self).swapaxes(self, axes[0], axes[1])
         if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
             axes = axes[0]
         if not axes:
@@ -1720,7 +1850,13 @@ cdef class ndarray:
     def swapaxes(self, axis1, axis2): return _ns(self).swapaxes(self, axis1, axis2)
     def squeeze(self, axis=None, *, dim=None): return _ns(self).squeeze(self, axis if dim is None else dim)
     def unsqueeze(self, dim): return _ns(self).expand_dims(self, dim)
-    def flatten(self, order="C"): return _ns(self).reshape(self, (-1,), order=order, copy=True)
+    def flatten(self, order="C", end_dim=-1, *, start_dim=None):
+        """NumPy's flatten (a copy, ``order`` 'C' or 'F'); PyTorch's ``flatten(start_dim,
+        end_dim)`` when given ints (which NumPy rejects) or ``start_dim=``."""
+        if start_dim is not None or isinstance(order, int) or end_dim != -1:
+            s = start_dim if start_dim is not None else (order if isinstance(order, int) else 0)
+            return _E.flatten(self, s, end_dim)
+        return _ns(self).reshape(self, (-1,), order=order, copy=True)
     def ravel(self, order="C"): return _ns(self).ravel(self, order=order)
     def expand(self, *shape):
         if len(shape) == 1 and not isinstance(shape[0], int):
@@ -1734,14 +1870,18 @@ cdef class ndarray:
     def round(self, decimals=0): return _ns(self).round(self, decimals=decimals)
     def conj(self): return _ns(self).conj(self)
     def conjugate(self): return _ns(self).conj(self)
-    def nonzero(self): return _E.nonzero(self)
+    def nonzero(self, *, as_tuple=None): return _E.nonzero(self, as_tuple=as_tuple)
     def diagonal(self, offset=0, axis1=0, axis2=1): return _ns(self).diagonal(self, offset=offset, axis1=axis1, axis2=axis2)
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None): return _ns(self).trace(self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype)
     def dot(self, other): return _E.dot(self, other)
-    def argsort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True):
-        return _E.argsort(self, axis=axis, descending=descending, stable=stable)
-    def sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True):
-        """Sort in place along `axis` (NumPy's method semantics)."""
+    def argsort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True, dim=None):
+        return _E.argsort(self, axis=axis if dim is None else dim, descending=descending,
+                          stable=stable)
+    def sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True, dim=None):
+        """Sort in place along `axis` (NumPy's method semantics).  With PyTorch's
+        ``dim=``: a sorted copy and the indices, as the named tuple ``(values, indices)``."""
+        if dim is not None:
+            return _E.sort(self, dim=dim, descending=descending, stable=stable)
         check_writeable(self, "sort")
         if _tracking(self):
             # sort a copy: the sort node must not save the array it then overwrites
@@ -1767,16 +1907,30 @@ cdef class ndarray:
     def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
         return _ns(self).mean(self, axis=axis if dim is None else dim, dtype=dtype, out=out,
                        keepdims=keepdims if keepdim is None else keepdim)
-    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, dim=None, keepdim=None):
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, dim=None, keepdim=None, unbiased=None):
+        if dim is not None or keepdim is not None or unbiased is not None:
+            return _E.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, correction=correction,
+                          dim=dim, keepdim=keepdim, unbiased=unbiased)
         return _ns(self).var(self, axis=axis if dim is None else dim, dtype=dtype, out=out, ddof=ddof,
                       keepdims=keepdims if keepdim is None else keepdim, correction=correction)
-    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, dim=None, keepdim=None):
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, dim=None, keepdim=None, unbiased=None):
+        if dim is not None or keepdim is not None or unbiased is not None:
+            return _E.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, correction=correction,
+                          dim=dim, keepdim=keepdim, unbiased=unbiased)
         return _ns(self).std(self, axis=axis if dim is None else dim, dtype=dtype, out=out, ddof=ddof,
                       keepdims=keepdims if keepdim is None else keepdim, correction=correction)
     def min(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        """NumPy's ``min``; PyTorch's ``min(dim=d)`` (or with ``keepdim=``) returns the
+        named tuple ``(values, indices)``, and ``min(other_array)`` is elementwise."""
+        if dim is not None or keepdim is not None or isinstance(axis, ndarray):
+            return _E.min(self, *(() if axis is None else (axis,)), dim=dim, keepdim=keepdim)
         return _ns(self).min(self, axis=axis if dim is None else dim, out=out,
                       keepdims=keepdims if keepdim is None else keepdim)
     def max(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        """NumPy's ``max``; PyTorch's ``max(dim=d)`` (or with ``keepdim=``) returns the
+        named tuple ``(values, indices)``, and ``max(other_array)`` is elementwise."""
+        if dim is not None or keepdim is not None or isinstance(axis, ndarray):
+            return _E.max(self, *(() if axis is None else (axis,)), dim=dim, keepdim=keepdim)
         return _ns(self).max(self, axis=axis if dim is None else dim, out=out,
                       keepdims=keepdims if keepdim is None else keepdim)
     def argmin(self, axis=None, out=None, *, keepdims=False, dim=None, keepdim=None):
@@ -1795,3 +1949,165 @@ cdef class ndarray:
         return _ns(self).cumsum(self, axis=axis if dim is None else dim, dtype=dtype, out=out)
     def cumprod(self, axis=None, dtype=None, out=None, *, dim=None):
         return _ns(self).cumprod(self, axis=axis if dim is None else dim, dtype=dtype, out=out)
+
+    # ------------------------------------------------------------ PyTorch's Tensor methods
+    # (names NumPy's ndarray does not have; each forwards to the ember function of the
+    # same meaning, so gradients and the GPU path are that function's)
+    def long(self): return self.astype(DTYPE_OBJS[T_INT64])
+    def int(self): return self.astype(_np.dtype(_np.int32))
+    def short(self): return self.astype(_np.dtype(_np.int16))
+    def char(self): return self.astype(_np.dtype(_np.int8))
+    def byte(self): return self.astype(_np.dtype(_np.uint8))
+    def bool(self): return self.astype(DTYPE_OBJS[T_BOOL])
+
+    def type(self, dtype=None, non_blocking=False):
+        """PyTorch's ``type``: without arguments the type name (``'ember.FloatTensor'``),
+        else a copy cast to `dtype` (a dtype or such a name)."""
+        return _torch_type(self, dtype)
+
+    def type_as(self, other): return self.astype(DTYPE_OBJS[as_ndarray(other).tcode], copy=False)
+    def ndimension(self): return self.ndim
+    def t(self): return _E.t(self)
+    def swapdims(self, dim0, dim1): return _ns(self).swapaxes(self, dim0, dim1)
+    def movedim(self, source, destination): return _ns(self).moveaxis(self, source, destination)
+    def view_as(self, other): return self.view(shape_tuple(as_ndarray(other)))
+    def expand_as(self, other): return self.expand(shape_tuple(as_ndarray(other)))
+    def reshape_as(self, other): return self.reshape(shape_tuple(as_ndarray(other)))
+
+    def tile(self, *dims):
+        """PyTorch's ``x.tile(2, 1)`` (NumPy's ``tile``): what PyTorch's ``repeat`` does."""
+        if len(dims) == 1 and not isinstance(dims[0], int):
+            dims = dims[0]
+        return _ns(self).tile(self, tuple(dims))
+
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        return _E.repeat(self, repeats, axis=dim)
+
+    def flip(self, *dims):
+        if len(dims) == 1 and not isinstance(dims[0], int):
+            dims = dims[0]
+        return _ns(self).flip(self, axis=tuple(dims))
+
+    def roll(self, shifts, dims=None): return _ns(self).roll(self, shifts, axis=dims)
+    def tril(self, diagonal=0): return _ns(self).tril(self, diagonal)
+    def triu(self, diagonal=0): return _ns(self).triu(self, diagonal)
+
+    # comparisons and arithmetic under their PyTorch names
+    def eq(self, other): return _bin(OP_EQUAL, self, other)
+    def ne(self, other): return _bin(OP_NOT_EQUAL, self, other)
+    def lt(self, other): return _bin(OP_LESS, self, other)
+    def le(self, other): return _bin(OP_LESS_EQUAL, self, other)
+    def gt(self, other): return _bin(OP_GREATER, self, other)
+    def ge(self, other): return _bin(OP_GREATER_EQUAL, self, other)
+    def equal(self, other):
+        """True when `other` has this shape and the same elements (PyTorch's ``equal``)."""
+        return bool(_E.array_equal(self, other))
+    def add(self, other, *, alpha=1): return _bin(OP_ADD, self, other if alpha == 1 else other * alpha)
+    def sub(self, other, *, alpha=1): return _bin(OP_SUBTRACT, self, other if alpha == 1 else other * alpha)
+    def mul(self, other): return _bin(OP_MULTIPLY, self, other)
+    def div(self, other, *, rounding_mode=None): return _divide(self, other, rounding_mode)
+    def pow(self, exponent): return _bin(OP_POWER, self, exponent)
+    def neg(self): return _unary(OP_NEGATIVE, self, None)
+    def abs(self): return _unary(OP_ABSOLUTE, self, None)
+    def exp(self): return _ns(self).exp(self)
+    def log(self): return _ns(self).log(self)
+    def sqrt(self): return _ns(self).sqrt(self)
+    def rsqrt(self): return _E.rsqrt(self)
+    def square(self): return _ns(self).square(self)
+    def sin(self): return _ns(self).sin(self)
+    def cos(self): return _ns(self).cos(self)
+    def tanh(self): return _ns(self).tanh(self)
+    def sigmoid(self): return _E.sigmoid(self)
+    def relu(self): return _E.relu(self)
+    def softmax(self, dim, dtype=None): return _E.softmax(self, dim, dtype=dtype)
+    def log_softmax(self, dim, dtype=None): return _E.log_softmax(self, dim, dtype=dtype)
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return _E.logsumexp(self, axis=axis if dim is None else dim,
+                            keepdims=keepdim if keepdims is None else keepdims)
+    def clamp(self, min=None, max=None): return _E.clamp(self, min, max)
+    def clamp_min(self, min): return _E.clip(self, min, None)
+    def clamp_max(self, max): return _E.clip(self, None, max)
+    def where(self, condition, other): return _E.where(condition, self, other)
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        return _E.norm(self, p, dim, keepdim, dtype)
+    def mm(self, mat2): return _E.mm(self, mat2)
+    def bmm(self, mat2): return _E.bmm(self, mat2)
+    def mv(self, vec): return _E.mv(self, vec)
+    def matmul(self, other): return _E.matmul(self, other)
+
+    # in place (PyTorch's trailing underscore): the result is written into self and self
+    # is returned; autograd records it as PyTorch does (a leaf that requires grad refuses)
+    def add_(self, other, *, alpha=1): return _inplace(OP_ADD, self, other if alpha == 1 else other * alpha)
+    def sub_(self, other, *, alpha=1): return _inplace(OP_SUBTRACT, self, other if alpha == 1 else other * alpha)
+    def mul_(self, other): return _inplace(OP_MULTIPLY, self, other)
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return _inplace(OP_DIVIDE, self, other)
+        return _write(self, _divide(_src(self), other, rounding_mode))
+    def pow_(self, exponent): return _inplace(OP_POWER, self, exponent)
+    def neg_(self): return _write(self, _unary(OP_NEGATIVE, self, None))
+    def clamp_(self, min=None, max=None): return _write(self, _E.clamp(_src(self), min, max))
+    def zero_(self):
+        self.fill(0)
+        return self
+    def fill_(self, value):
+        self.fill(value)
+        return self
+    def copy_(self, src, non_blocking=False):
+        """Copy `src` (broadcast, cast, from any device) into self; returns self."""
+        if isinstance(src, ndarray) and (<ndarray>src).storage.device_index != self.storage.device_index:
+            src = src.to(self.device)
+        return _write(self, src)
+    def masked_fill(self, mask, value): return _E.masked_fill(self, mask, value)
+    def masked_fill_(self, mask, value): return _write(self, _E.masked_fill(_src(self), mask, value))
+    def masked_select(self, mask): return _E.masked_select(self, mask)
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        """Fill with uniform samples in [a, b) (float arrays)."""
+        return _write(self, _E.rand(shape_tuple(self), dtype=self.dtype, device=self.device,
+                                    generator=generator) * (b - a) + a)
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """Fill with normal samples (float arrays)."""
+        return _write(self, _E.randn(shape_tuple(self), dtype=self.dtype, device=self.device,
+                                     generator=generator) * std + mean)
+
+    # indexing under PyTorch's names (dim first, as in PyTorch)
+    def narrow(self, dim, start, length): return _E.narrow(self, dim, start, length)
+    def select(self, dim, index):
+        """The slice at `index` along `dim` (a view; PyTorch's ``select``)."""
+        cdef int d = normalize_axis(dim, self.ndim, "select")
+        return self[(slice(None),) * d + (index,)]
+    def split(self, split_size, dim=0):
+        """PyTorch's ``split``: pieces of `split_size` along `dim` (the last may be
+        shorter), or of the sizes in a list (NumPy arrays have no ``split`` method)."""
+        return _E._torch.torch_split(self, split_size, dim)
+    def chunk(self, chunks, dim=0): return _E.chunk(self, chunks, dim)
+    def unbind(self, dim=0): return _E.unbind(self, dim)
+    def gather(self, dim, index): return _E.gather(self, dim, index)
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        return _E.scatter(self, dim, index, src, value=value, reduce=reduce)
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        return _write(self, _E.scatter(_src(self), dim, index, src, value=value, reduce=reduce))
+    def scatter_add(self, dim, index, src): return _E.scatter_add(self, dim, index, src)
+    def scatter_add_(self, dim, index, src): return _write(self, _E.scatter_add(_src(self), dim, index, src))
+    def index_select(self, dim, index): return _E.index_select(self, dim, index)
+    def index_add(self, dim, index, source, *, alpha=1): return _E.index_add(self, dim, index, source, alpha=alpha)
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return _write(self, _E.index_add(_src(self), dim, index, source, alpha=alpha))
+    def topk(self, k, dim=-1, largest=True, sorted=True): return _E.topk(self, k, dim, largest, sorted)
+
+    # new arrays with this array's dtype and device (PyTorch's new_*)
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        return _E.zeros(_size_arg(size, "new_zeros"), dtype=self.dtype if dtype is None else dtype,
+                        device=self.device if device is None else device, requires_grad=requires_grad)
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        return _E.ones(_size_arg(size, "new_ones"), dtype=self.dtype if dtype is None else dtype,
+                       device=self.device if device is None else device, requires_grad=requires_grad)
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        return _E.empty(_size_arg(size, "new_empty"), dtype=self.dtype if dtype is None else dtype,
+                        device=self.device if device is None else device, requires_grad=requires_grad)
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        return _E.full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
+                       device=self.device if device is None else device, requires_grad=requires_grad)
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        return _E.tensor(data, dtype=self.dtype if dtype is None else dtype,
+                         device=self.device if device is None else device, requires_grad=requires_grad)

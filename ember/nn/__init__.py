@@ -12,3 +12,11 @@ from ember.nn.modules import __all__ as _modules_all
 from ember.nn import functional, init, utils
 
 __all__ = ["Parameter", "functional", "init", "utils"] + list(_modules_all)
+
+
+def __getattr__(name):
+    # ember.nn.parallel (DistributedDataParallel) loads on first use, as after `import torch`
+    if name == "parallel":
+        import importlib
+        return importlib.import_module("ember.nn.parallel")
+    raise AttributeError(f"module 'ember.nn' has no attribute {name!r}")
