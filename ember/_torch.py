@@ -28,7 +28,8 @@ __all__ = ["is_tensor", "numel", "from_numpy", "as_tensor", "rand", "randn", "ra
            "clamp_max", "chunk", "narrow", "gather", "scatter", "masked_select", "unbind", "t",
            "swapdims", "movedim", "is_floating_point", "is_complex", "clone", "norm", "dist",
            "cdist", "rsqrt", "lerp", "broadcast_tensors", "std_mean", "var_mean", "device",
-           "Size", "set_default_device", "get_default_device", "repeat_interleave"]
+           "Size", "set_default_device", "get_default_device", "repeat_interleave",
+           "take_along_dim", "tensor_split"]
 
 E = sys.modules["ember"]        # the namespace (this module loads while it initialises)
 
@@ -1009,6 +1010,52 @@ def _cross_dim(op):
     return cross
 
 
+def _dim_alias(op, name):
+    """op with PyTorch's ``dim=``/``keepdim=`` spelling of its ``axis=``/``keepdims=``."""
+    @functools.wraps(op)
+    def aliased(*args, dim=None, keepdim=None, **kwargs):
+        if dim is not None:
+            if kwargs.get("axis") is not None:
+                raise TypeError(f"{name}: pass either axis= or dim=, not both")
+            kwargs["axis"] = dim
+        if keepdim is not None:
+            kwargs["keepdims"] = keepdim
+        return op(*args, **kwargs)
+    aliased.__module__, aliased.__qualname__ = "ember", name
+    return aliased
+
+
+# functions that take axis= but had no dim= (DESIGN: dim=/keepdim= are accepted everywhere)
+_DIM_ALIASED = ("take_along_axis", "put_along_axis", "compress", "array_split", "vecdot",
+                "nanquantile", "nanpercentile", "unique", "partition", "argpartition",
+                "scatter_add")
+
+
+def take_along_dim(input, indices, dim=None):
+    """PyTorch's ``take_along_dim``: ``take_along_axis`` (of the flattened arrays when
+    `dim` is None).
+
+    >>> import ember
+    >>> x = ember.asarray([[10, 30, 20]])
+    >>> ember.take_along_dim(x, ember.argsort(x, axis=1), dim=1).tolist()
+    [[10, 20, 30]]
+    """
+    if dim is None:
+        return E.take_along_axis(E.asarray(input).reshape(-1), E.asarray(indices).reshape(-1),
+                                 axis=0)
+    return E.take_along_axis(input, indices, axis=dim)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """PyTorch's ``tensor_split``: NumPy's ``array_split`` along `dim` (views).
+
+    >>> import ember
+    >>> [p.shape for p in ember.tensor_split(ember.arange(5), 2)]
+    [(3,), (2,)]
+    """
+    return tuple(E.array_split(input, indices_or_sections, axis=dim))
+
+
 def install(ns):
     """Put the PyTorch names on `ns` (the ember module), after autograd's install."""
     for name in __all__:
@@ -1025,3 +1072,5 @@ def install(ns):
     ns.transpose = _transpose_clash(ns.transpose)
     ns.topk = _topk_named(ns.topk)
     ns.cross = _cross_dim(ns.cross)
+    for name in _DIM_ALIASED:
+        setattr(ns, name, _dim_alias(getattr(ns, name), name))

@@ -145,7 +145,7 @@ def _ctypes_arg(a):
         return ctypes.c_float(float(a))
     if t is float or t is np.float64:
         return ctypes.c_double(float(a))
-    if t is int or t is np.int64:
+    if t is int or t is np.int64 or (isinstance(a, int) and not isinstance(a, bool)):
         return ctypes.c_longlong(int(a))
     if t is np.uint64:
         return ctypes.c_ulonglong(int(a))

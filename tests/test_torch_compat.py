@@ -686,3 +686,32 @@ def test_normal_bernoulli_multinomial():
     assert sorted(s.tolist()) == [0, 1, 3]
     with pytest.raises(ValueError, match="without replacement"):
         ember.multinomial(ember.asarray([1.0, 0.0]), 2)
+
+
+def test_dim_keepdim_accepted_where_axis_is():
+    x, t = both(A)
+    i, ti = both(np.argsort(A, axis=1))
+    same(ember.take_along_axis(x, i, dim=1), torch.take_along_dim(t, ti, dim=1))
+    same(ember.take_along_dim(x, i, dim=1), torch.take_along_dim(t, ti, dim=1))
+    same(ember.take_along_dim(x, i[:1, :2]), torch.take_along_dim(t, ti[:1, :2]))
+    same(ember.tensor_split(x, 3, dim=1), torch.tensor_split(t, 3, dim=1))
+    same(tuple(ember.array_split(x, 3, dim=1)), torch.tensor_split(t, 3, dim=1))
+    same(ember.nanquantile(x, 0.25, dim=1, keepdim=True),
+         torch.nanquantile(t, 0.25, dim=1, keepdim=True))
+    same(ember.vecdot(x, x, dim=0), torch.linalg.vecdot(t, t, dim=0), rtol=1e-5)
+    same(ember.scatter_add(x, dim=0, index=ember.asarray(I3), src=x),
+         torch.scatter_add(t, dim=0, index=torch.tensor(I3), src=t))
+    u, tu = both(np.array([[1, 2], [1, 2], [0, 5]]))
+    same(ember.unique(u, dim=0), torch.unique(tu, dim=0))
+    with pytest.raises(TypeError, match="either axis= or dim="):
+        ember.take_along_axis(x, i, axis=1, dim=1)
+
+
+def test_size_is_a_weak_python_int_in_arithmetic():
+    # NumPy's x.size is a Python int: weak in promotion (float32 stays float32)
+    x = ember.ones((2, 3), dtype=ember.float32)
+    n = np.ones((2, 3), np.float32)
+    for got, want in [(x / x.size, n / n.size), (x.size * x, n.size * n), (x ** x.size, n ** n.size),
+                      (x.sum() / x.size, n.sum() / n.size), (ember.arange(3) + x.size, np.arange(3) + n.size)]:
+        assert got.dtype == want.dtype and np.allclose(np.asarray(got), want)
+    assert ember.asarray(x.size).dtype == ember.int64 and ember.asarray([x.size]).tolist() == [6]

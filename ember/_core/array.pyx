@@ -695,7 +695,7 @@ cdef object numpy_view(ndarray x):
 cdef inline bint _is_python_scalar(object o):
     # exact types: NumPy scalars (np.float64 subclasses float) keep their dtype
     cdef type t = type(o)
-    return t is float or t is int or t is bool or t is complex
+    return t is float or t is int or t is bool or t is complex or t is _SIZE_T
 
 
 cdef object _first_leaf(object obj):
@@ -1147,6 +1147,9 @@ class _Size(int):
 
     def __deepcopy__(self, memo):
         return int(self)
+
+
+cdef object _SIZE_T = _Size
 
 
 @cython.freelist(256)

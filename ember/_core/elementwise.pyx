@@ -457,10 +457,13 @@ cdef inline bint _int_like(ndarray x):
     return x is None or KIND[x.tcode] == b'b' or KIND[x.tcode] == b'i' or KIND[x.tcode] == b'u'
 
 
+cdef object _SIZE = _array_mod._Size      # x.size: an int, weak like one
+
+
 cdef inline bint _is_scalar(object o):
     """A Python scalar (weak in promotion); NumPy scalars are arrays here, as in NumPy 2."""
     cdef type t = type(o)
-    return t is float or t is int or t is bool or t is complex
+    return t is float or t is int or t is bool or t is complex or t is _SIZE
 
 # ---------------------------------------------------------------- casting / copying
 
@@ -632,7 +635,8 @@ cdef int _resolve_binary(int op, ndarray x, ndarray y, object scalar, int* tloop
         tp = T_FLOAT64              # int array vs Python float: compare exactly, as NumPy does
     tloop = _loop_dtype(op, tp, OPNAMES[op])
     if OPCLASS[op] == b'f' and KIND[tloop] == b'f' and _int_like(x) and _int_like(y) \
-            and (scalar is None or type(scalar) is int or type(scalar) is bool):
+            and (scalar is None or type(scalar) is int or type(scalar) is bool
+                 or type(scalar) is _SIZE):
         tloop = default_float       # e.g. uint64 / int64 promote to float64; integers -> default float
     tloop_out[0] = tloop
     tout_out[0] = _out_dtype(op, tloop)

@@ -32,6 +32,11 @@ _THREADS = 256
 _SCALARS = (bool, int, float, complex)
 
 
+
+def _py_int(v):
+    """A Python int (an array's .size too), not a bool."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
 def _device_of(*vals):
     for v in vals:
         if isinstance(v, ndarray) and v.is_cuda:
@@ -249,8 +254,8 @@ def _same_errors_as_host(name, operands):
         if name == "power" and expo is not None and (
                 (isinstance(expo, ndarray) and dtype_kind(expo.dtype) in "iu" and
                  isinstance(base, ndarray) and dtype_kind(base.dtype) in "iub") or
-                (type(expo) is int and isinstance(base, ndarray) and dtype_kind(base.dtype) in "iub")):
-            if type(expo) is int:
+                (_py_int(expo) and isinstance(base, ndarray) and dtype_kind(base.dtype) in "iub")):
+            if _py_int(expo):
                 if expo < 0:
                     raise ValueError("Integers to negative integer powers are not allowed.")
             elif expo.size and _checks.checks_enabled():    # NumPy's error, without a wait

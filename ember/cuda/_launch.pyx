@@ -124,6 +124,8 @@ def launch(str name not None, size_t func, grid, block, unsigned shmem, size_t s
             slots[i] = <int64_t><uint64_t>int(a) if a >= 0 else <int64_t>int(a)
         elif t is _np.ndarray and a.size == 1 and a.dtype.fields is not None:
             params[i] = <void*><size_t>a.ctypes.data
+        elif isinstance(a, int):       # int subclasses (an array's .size): 64-bit, as int
+            slots[i] = <int64_t><uint64_t>int(a) if a >= 0 else <int64_t>int(a)
         else:
             raise TypeError(f"{name}: kernel argument {i} has unsupported type {t.__name__}")
     _dims(grid, g)
