@@ -7,6 +7,12 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# Child processes the tests start (`python -c`, multiprocessing's spawn) run with the
+# repository root as their current directory, which Python puts first on sys.path for
+# -c: they would import the source folder ember/ (no compiled modules) instead of the
+# installed ember.  PYTHONSAFEPATH (Python 3.11+) leaves the current directory out.
+os.environ.setdefault("PYTHONSAFEPATH", "1")
+
 import ember  # noqa: E402
 
 if os.environ.get("EMBER_CUDA_EMULATION") == "1":

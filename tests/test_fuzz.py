@@ -12,7 +12,9 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fuzz runner uses
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+    # appended, not prepended: the root also holds the source folder ember/, which must
+    # not shadow the installed ember here or in the processes this one spawns
+    sys.path.append(ROOT)
 
 from tests.fuzz import generate, runner, values  # noqa: E402
 

@@ -13,8 +13,9 @@ import signal
 import sys
 import warnings
 
-# the repository root, so that the call sources can import tests.fuzz.values
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+# the repository root, so that the call sources can import tests.fuzz.values; appended,
+# so that the installed ember comes first (the root also holds the source folder ember/)
+sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 _TORCH_ONLY = ("dim=", "keepdim=", "device=", "requires_grad=", "descending=", "stable=",

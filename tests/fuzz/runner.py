@@ -54,7 +54,6 @@ def run_batch(calls, timeout=10.0, mem_bytes=1 << 30, startup_timeout=300.0):
     index_of = {c[0]: k for k, c in enumerate(calls)}
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                MKL_NUM_THREADS="1", PYTHONFAULTHANDLER="1")
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory(prefix="ember-fuzz-") as tmp:
         path = os.path.join(tmp, "calls.json")
         with open(path, "w") as f:
