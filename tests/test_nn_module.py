@@ -541,3 +541,20 @@ def test_load_state_dict_assign():
     m.requires_grad_(False)
     m.load_state_dict({"weight": w, "bias": ember.zeros(2)}, assign=True)
     assert not m.weight.requires_grad
+
+
+def test_parameter_data_swap_keeps_the_read_only_flag():
+    """``p.data = t`` views t's memory: a read-only t stays protected through p."""
+    import ember
+    p = ember.nn.Parameter(ember.zeros(3))
+    src = ember.broadcast_to(ember.asarray([1.0]), (3,))         # read-only, as NumPy's
+    p.data = src
+    assert not p.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        with ember.no_grad():
+            p[0] = 5.0
+    p.data = ember.ones(3)
+    assert p.flags.writeable
+    with ember.no_grad():
+        p[0] = 5.0
+    assert p.tolist() == [5.0, 1.0, 1.0]

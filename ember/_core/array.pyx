@@ -548,23 +548,18 @@ def _alias_as(ndarray base not None, type cls not None):
     if not issubclass(cls, ndarray):
         raise TypeError(f"_alias_as: {cls.__name__} is not a subclass of ember.ndarray")
     cdef ndarray x = <ndarray>ndarray.__new__(cls)
-    cdef int i
-    for i in range(base.ndim):
-        x.shape[i] = base.shape[i]
-        x.strides[i] = base.strides[i]
-    x.ndim = base.ndim
-    x.tcode = base.tcode
-    x.itemsize = base.itemsize
-    x.storage = base.storage
-    x.offset = base.offset
-    x.readonly = base.readonly
-    update_flags(x)
+    _view_all_of(x, base)
     return x
 
 
-def _set_data(ndarray x, ndarray src):
+def _set_data(ndarray x not None, ndarray src not None):
     """Make `x` view `src`'s memory (storage, offset, shape, strides, dtype) in place,
     keeping x's identity and autograd slots (PyTorch's ``p.data = t``)."""
+    _view_all_of(x, src)
+
+
+cdef void _view_all_of(ndarray x, ndarray src) noexcept:
+    """x's layout, memory and read-only flag become src's (x keeps its identity)."""
     cdef int i
     for i in range(src.ndim):
         x.shape[i] = src.shape[i]
@@ -574,6 +569,8 @@ def _set_data(ndarray x, ndarray src):
     x.itemsize = src.itemsize
     x.storage = src.storage
     x.offset = src.offset
+    x.readonly = src.readonly
+    x.owns_storage = False          # a view of src's memory, whoever made it
     update_flags(x)
 
 
