@@ -12,7 +12,7 @@ import numpy as np
 from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._core.dtypes import default_float_dtype, dtype_kind, is_half_dtype
-from ember._api._util import as_array, normalize_axis, shape_str
+from ember._api._util import as_array, normalize_axis, shape_str, into_out as _into_out
 
 NORMS = ("backward", "ortho", "forward")
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -157,23 +157,17 @@ def unique(axes):
 
 
 def into_out(res, out, op):
-    """res written into out (NumPy's ``out=``), checked: shape equal, dtype a same-kind
-    cast of res's, the same device; not for results that need a gradient."""
-    if out is None:
-        return res
-    if not isinstance(out, ndarray):
-        raise TypeError(f"fft.{op}: out must be an ember array, got {type(out).__name__}")
-    if out.shape != res.shape:
-        raise ValueError(f"fft.{op}: out has shape {shape_str(out.shape)}, expected "
-                         f"{shape_str(res.shape)}")
-    if not np.can_cast(res.dtype, out.dtype, "same_kind"):
-        raise TypeError(f"fft.{op}: cannot write the {res.dtype} result into out of dtype "
-                        f"{out.dtype}")
-    if out.device != res.device:
-        raise RuntimeError(f"fft.{op}: out is on {out.device}, the result on {res.device}")
-    if res.requires_grad and _array._is_grad_enabled():
-        raise RuntimeError(f"fft.{op}: out= is not supported when an input requires grad "
-                           f"(autograd records new arrays); drop out= or call it under "
-                           f"ember.no_grad()")
-    out[...] = res
-    return out
+    """res written into out (NumPy's ``out=``) by ``_util.into_out``, after the checks the
+    transforms add: dtype a same-kind cast of res's, the same device; not for results
+    that need a gradient."""
+    if isinstance(out, ndarray) and out.shape == res.shape:
+        if not np.can_cast(res.dtype, out.dtype, "same_kind"):
+            raise TypeError(f"fft.{op}: cannot write the {res.dtype} result into out of "
+                            f"dtype {out.dtype}")
+        if out.device != res.device:
+            raise RuntimeError(f"fft.{op}: out is on {out.device}, the result on {res.device}")
+        if res.requires_grad and _array._is_grad_enabled():
+            raise RuntimeError(f"fft.{op}: out= is not supported when an input requires grad "
+                               f"(autograd records new arrays); drop out= or call it under "
+                               f"ember.no_grad()")
+    return _into_out(res, out, f"fft.{op}")
