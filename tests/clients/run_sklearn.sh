@@ -15,7 +15,7 @@ while read -r f; do [[ -n $f && $f != \#* ]] && files+=("$site/$f"); done < "$he
 start=$SECONDS
 ( cd "$work" && SCIPY_ARRAY_API=1 EMBER_CLIENT_XFAILS="$here/sklearn-xfails.txt" PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" \
     PYTHONDONTWRITEBYTECODE=1 python -m pytest -c "$here/clients.ini" --rootdir "$site" \
-    -p sklearn_ember -p client_xfails -k ember -q -rfE -n "${CLIENT_WORKERS:-2}" "${files[@]}" "$@" )
+    -p sklearn_ember -p client_xfails -q -rfE -n "${CLIENT_WORKERS:-2}" "${files[@]}" "$@" )
 status=$?
 echo "== scikit-learn array-API tests on ember: $((SECONDS - start)) s"
 exit $status
