@@ -52,10 +52,15 @@ def test_unique_functions_sorted(name):
         np.testing.assert_array_equal(np.asarray(rebuilt), a)
 
 
-def test_unique_values_keyword_and_result_names():
-    r = ember.unique_all(x=ember.asarray([3, 1, 3]))
+def test_unique_values_positional_only_and_result_names():
+    r = ember.unique_all(ember.asarray([3, 1, 3]))
     assert r._fields == ("values", "indices", "inverse_indices", "counts")
-    assert ember.unique_values(x=ember.asarray([3, 1])).tolist() == [1, 3]
+    assert ember.unique_values(ember.asarray([3, 1])).tolist() == [1, 3]
+    for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values"):
+        with pytest.raises(TypeError):          # x is positional-only, as in NumPy 2
+            getattr(np, name)(x=np.asarray([3, 1]))
+        with pytest.raises(TypeError):
+            getattr(ember, name)(x=ember.asarray([3, 1]))
 
 
 # ---------------------------------------------------------------- vecdot keeps the promoted dtype

@@ -5,6 +5,7 @@ import numpy as np
 
 from ember._core import array as _array
 from ember._core.array import ndarray
+from ember._core.dtypes import dtype_kind
 
 wrap = _array._wrap          # NumPy array / array-like -> ember array (zero-copy when possible)
 numpy_view = _array._numpy   # ember array -> NumPy view of the same memory (no copy)
@@ -92,5 +93,43 @@ def into_out(res, out, opname):
     if out.shape != res.shape:
         raise ValueError(f"{opname}: output array has shape {shape_str(out.shape)}, expected "
                          f"{shape_str(res.shape)}")
+    if not can_cast_same_kind(res.dtype, out.dtype):
+        raise TypeError(f"{opname}: cannot cast the result from {res.dtype} to the output's "
+                        f"dtype {out.dtype} with casting rule 'same_kind'")
     out[...] = res
     return out
+
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def can_cast_same_kind(src, dst):
+    """NumPy's ``can_cast(src, dst, "same_kind")``, with bfloat16 a floating dtype.
+
+    >>> import ember
+    >>> from ember._api._util import can_cast_same_kind
+    >>> can_cast_same_kind(ember.float64, ember.float16), can_cast_same_kind(ember.float32, ember.int64)
+    (True, False)
+    """
+    ks, kd = dtype_kind(src), dtype_kind(dst)
+    if ks == kd:
+        return True
+    if {ks, kd} == {"u", "i"}:          # unsigned to a wider signed type only
+        return bool(np.can_cast(src, dst, "same_kind"))
+    return _KIND_RANK.get(ks, 9) <= _KIND_RANK.get(kd, -1)
+
+
+def check_order(order, opname, allowed="CFAK"):
+    """NumPy's check of an ``order=`` argument: a str, one of `allowed` (or None).
+
+    >>> from ember._api._util import check_order
+    >>> check_order("K", "copy") is None
+    True
+    """
+    if order is None:
+        return
+    if not isinstance(order, str):
+        raise TypeError(f"{opname}: order must be str, not {type(order).__name__}")
+    if order.upper() not in allowed or len(order) != 1:
+        raise ValueError(f"{opname}: order must be one of {', '.join(map(repr, allowed))} "
+                         f"(got {order!r})")

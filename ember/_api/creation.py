@@ -15,7 +15,7 @@ import numpy as np
 from ember._core import array as _array
 from ember._core.array import ndarray, check_device
 from ember._core.dtypes import _code, default_float_dtype, default_complex_dtype, dtype_from_code
-from ember._api._util import wrap, numpy_view, empty_raw, as_array, normalize_axis
+from ember._api._util import wrap, numpy_view, empty_raw, as_array, normalize_axis, check_order
 from ember._core.dtypes import dtype_kind
 from ember._api._dlpack_bf16 import import_bfloat16
 
@@ -176,7 +176,8 @@ def _to_order(x, order, copy, opname):
 
 
 @_placed
-def array(obj, dtype=None, *, copy=True, order="K", device=None, requires_grad=False, ndmin=0):
+def array(object, dtype=None, *, copy=True, order="K", device=None, requires_grad=False,
+          ndmin=0):
     """Like ``asarray`` but copies by default (NumPy's ``array``).
 
     ``copy=True`` always copies, ``copy=None`` only when needed and
@@ -186,7 +187,8 @@ def array(obj, dtype=None, *, copy=True, order="K", device=None, requires_grad=F
     >>> ember.array([[1, 2], [3, 4]]).shape
     (2, 2)
     """
-    x = asarray(obj, dtype=dtype, order=order, device=device, copy=copy, requires_grad=False)
+    x = asarray(object, dtype=dtype, order=order, device=device, copy=copy,
+                requires_grad=False)
     if ndmin > x.ndim:
         x = x.reshape((1,) * (ndmin - x.ndim) + x.shape)
     return _finish(x, requires_grad)
@@ -305,7 +307,8 @@ def ones(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     return _finish(x, requires_grad)
 
 
-def _like(x, dtype, shape):
+def _like(x, dtype, shape, order="K", opname="*_like"):
+    check_order(order, opname)
     x = as_array(x)
     return (x.shape if shape is None else shape), (x.dtype if dtype is None else dtype)
 
@@ -319,7 +322,7 @@ def empty_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=No
     >>> ember.empty_like(ember.zeros((2, 3), dtype=ember.int8)).dtype
     dtype('int8')
     """
-    s, d = _like(x, dtype, shape)
+    s, d = _like(x, dtype, shape, order, "empty_like")
     return empty(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
@@ -332,7 +335,7 @@ def zeros_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=No
     >>> ember.zeros_like(ember.ones((2,))).tolist()
     [0.0, 0.0]
     """
-    s, d = _like(x, dtype, shape)
+    s, d = _like(x, dtype, shape, order, "zeros_like")
     return zeros(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
@@ -345,7 +348,7 @@ def ones_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=Non
     >>> ember.ones_like(ember.zeros((2,), dtype=ember.int64)).tolist()
     [1, 1]
     """
-    s, d = _like(x, dtype, shape)
+    s, d = _like(x, dtype, shape, order, "ones_like")
     return ones(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
@@ -358,7 +361,7 @@ def full_like(x, /, fill_value, dtype=None, order="K", subok=True, shape=None, *
     >>> ember.full_like(ember.zeros((2,), dtype=ember.int32), 3).tolist()
     [3, 3]
     """
-    s, d = _like(x, dtype, shape)
+    s, d = _like(x, dtype, shape, order, "full_like")
     return full(s, fill_value, dtype=d, device=device, requires_grad=requires_grad)
 
 
@@ -616,27 +619,28 @@ def frombuffer(buffer, dtype=float, count=-1, offset=0):
     return wrap(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
 
 
-def ascontiguousarray(x, dtype=None):
+def ascontiguousarray(a, dtype=None):
     """x as a C-contiguous array (no copy when it already is, with that dtype).
 
     >>> import ember
     >>> ember.ascontiguousarray(ember.ones((2, 3)).T).is_contiguous()
     True
     """
-    x = as_array(x)
+    x = as_array(a)
     if dtype is not None and np.dtype(dtype) != x.dtype:
         return x.astype(dtype)
     return x if x.is_contiguous() else x.copy()
 
 
-def copy(x, *, order="C"):
-    """A copy of x in fresh memory.
+def copy(a, order="K", subok=False):
+    """A copy of `a` in fresh memory (C order; `order` is checked as NumPy checks it).
 
     >>> import ember
     >>> a = ember.ones(2); b = ember.copy(a); b[0] = 5; a.tolist()
     [1.0, 1.0]
     """
-    return as_array(x).copy()
+    check_order(order, "copy")
+    return as_array(a).copy()
 
 
 def diag(v, k=0):

@@ -7,13 +7,14 @@ work like NumPy's.  The Array API spellings (``acos``, ``pow``,
 ``bitwise_invert``...) are aliases of the same objects.
 """
 import builtins
+import operator
 
 import numpy as np
 
 from ember._core import elementwise as _ew
 from ember._core.array import ndarray
 from ember._core.dtypes import default_float_dtype
-from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str
+from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str, into_out
 from ember._core.dtypes import dtype_kind
 
 __all__ = ["ufunc", "where", "clip", "round", "around", "real", "imag", "conj", "conjugate",
@@ -60,6 +61,7 @@ class ufunc(_ew.UfuncBase):
         if kwargs:
             raise TypeError(f"{self.__name__}: unexpected keyword arguments {sorted(kwargs)}")
         if dtype is not None:
+            self._check_dtype_signature(args, dtype)
             args = tuple(as_array(a).astype(dtype, copy=False) for a in args)
         if where is not True:
             return self._call_where(args, out, where)
@@ -78,6 +80,27 @@ class ufunc(_ew.UfuncBase):
             if self.nin == 2:
                 return _ew.call_binary(self._op, args[0], args[1], out)
             return _ew.call_unary(self._op, args[0], out)
+
+    def _check_dtype_signature(self, args, dtype):
+        """dtype= names the loop: refuse what NumPy's type resolution refuses (no loop for
+        that dtype, or inputs that do not cast to it under 'same_kind')."""
+        from ember._core.dtypes import _code, dtype_from_code
+        dt = dtype_from_code(_code(dtype))
+        probes = []
+        for a in args:
+            if isinstance(a, (builtins.bool, int, float, complex)) and not isinstance(a, np.generic):
+                probes.append(a)            # Python scalars stay weak, as in NumPy
+            else:
+                probes.append(np.empty(0, as_array(a).dtype))
+        if "bfloat16" in [str(dt)] + [str(p.dtype) for p in probes if isinstance(p, np.ndarray)]:
+            return                          # NumPy has no bfloat16 loops to consult
+        try:
+            self._np(*probes, dtype=dt)
+        except TypeError as e:
+            kinds = ", ".join(str(p.dtype) if isinstance(p, np.ndarray) else type(p).__name__
+                              for p in probes)
+            raise TypeError(f"{self.__name__}: no loop for dtype={dt} with input dtype(s) "
+                            f"{kinds} ({e})") from None
 
     def _call_where(self, args, out, where):
         res = self(*args)
@@ -127,7 +150,7 @@ class ufunc(_ew.UfuncBase):
         kw = {} if initial is np._NoValue else {"initial": initial}
         res = self._np.reduce(numpy_view(as_array(array)), axis=axis, dtype=dtype,
                               keepdims=keepdims, where=where, **kw)
-        return _result(res, out)
+        return _result(res, out, self.__name__)
 
     def accumulate(self, array, axis=0, dtype=None, out=None):
         """Running application along `axis` (``ember.add.accumulate`` is a cumsum).
@@ -143,7 +166,7 @@ class ufunc(_ew.UfuncBase):
             return fn(array, axis=axis, dtype=dtype, out=out)
         self._refuse_autograd("accumulate", array)
         res = self._np.accumulate(numpy_view(as_array(array)), axis=axis, dtype=dtype)
-        return _result(res, out)
+        return _result(res, out, self.__name__)
 
     def reduceat(self, array, indices, axis=0, dtype=None, out=None):
         """Reductions over slices ``array[indices[i]:indices[i+1]]`` along `axis` (NumPy's
@@ -167,9 +190,9 @@ class ufunc(_ew.UfuncBase):
         except IndexError as e:
             raise IndexError(f"{self.__name__}.reduceat: {e} (array shape {a.shape}, "
                              f"axis {axis})") from None
-        return _result(res, out)
+        return _result(res, out, self.__name__)
 
-    def outer(self, a, b, **kwargs):
+    def outer(self, a, b, /, **kwargs):
         """The op applied to every pair (a[i...], b[j...]): result shape a.shape + b.shape.
 
         >>> import ember
@@ -180,7 +203,7 @@ class ufunc(_ew.UfuncBase):
         a, b = as_array(a), as_array(b)
         return self(a.reshape(a.shape + (1,) * b.ndim), b, **kwargs)
 
-    def at(self, a, indices, b=None):
+    def at(self, a, indices, b=None, /):
         """Unbuffered in-place ``a[indices] op= b``: repeated indices accumulate.
 
         >>> import ember
@@ -199,6 +222,9 @@ class ufunc(_ew.UfuncBase):
                 raise TypeError(f"{self.__name__}.at: needs a second operand")
             self._np.at(view, idx, numpy_view(as_array(b)) if isinstance(b, ndarray) else b)
         else:
+            if b is not None:
+                raise ValueError(f"{self.__name__}.at: second operand provided when the ufunc "
+                                 f"is unary")
             self._np.at(view, idx)
         a._bump_version()
 
@@ -230,10 +256,18 @@ def _np_index(key):
     return key
 
 
-def _result(res, out):
+def _result(res, out, opname="ufunc"):
     res = np.asarray(res)
     if out is None:
         return wrap(res) if res.ndim else wrap(res.reshape(()))
+    if not isinstance(out, ndarray):
+        raise TypeError(f"{opname}: out must be an ember array, got {type(out).__name__}")
+    if out.shape != res.shape:
+        raise ValueError(f"{opname}: output array has shape {shape_str(out.shape)}, but the "
+                         f"result has shape {shape_str(res.shape)}")
+    if not np.can_cast(res.dtype, out.dtype, "same_kind"):
+        raise TypeError(f"{opname}: cannot cast the result from {res.dtype} to the output's "
+                        f"dtype {out.dtype} with casting rule 'same_kind'")
     numpy_view(out)[...] = res
     out._bump_version()
     return out
@@ -315,23 +349,23 @@ def clip(x, /, min=None, max=None, *, out=None, a_min=np._NoValue, a_max=np._NoV
     >>> ember.clip(ember.asarray([-2, 0, 5]), 0, 3).tolist()
     [0, 0, 3]
     """
+    if (a_min is np._NoValue) != (a_max is np._NoValue):
+        raise TypeError("clip: NumPy's a_min and a_max are given together (or use min=/max=)")
     if a_min is not np._NoValue:
-        min = a_min
-    if a_max is not np._NoValue:
-        max = a_max
+        min, max = a_min, a_max
     x = as_array(x)
     if dtype_kind(x.dtype) in "iu":
         min = _int_bound(min, x.dtype, True)
         max = _int_bound(max, x.dtype, False)
     res = x
     if min is None and max is None:
-        return x.copy() if out is None else _assign_out(out, x)
+        return x.copy() if out is None else _assign_out(out, x, "clip")
     if min is not None:
         res = _ew.call_binary(_ew._op_index("maximum"), res, min, None)
     if max is not None:
         res = _ew.call_binary(_ew._op_index("minimum"), res, max, None)
     if out is not None:
-        return _assign_out(out, res)
+        return _assign_out(out, res, "clip")
     return res
 
 
@@ -345,9 +379,13 @@ def _int_bound(b, dt, lower):
     return None if b > info.max else builtins.max(b, int(info.min))
 
 
-def _assign_out(out, value):
-    out[...] = value
-    return out
+def _assign_out(out, value, opname):
+    """value written into out= as a ufunc does: value broadcasts to out's shape, and
+    casts under 'same_kind'."""
+    value = as_array(value)
+    if isinstance(out, ndarray) and out.shape != value.shape:
+        value = _broadcast_to(value, out.shape)     # ValueError when it cannot
+    return into_out(value, out, opname)
 
 
 def round(x, /, decimals=0, out=None):
@@ -362,11 +400,12 @@ def round(x, /, decimals=0, out=None):
     [0.0, 2.0, 3.0]
     """
     x = as_array(x)
+    decimals = operator.index(decimals)
     if dtype_kind(x.dtype) in "biu" and decimals >= 0:
-        return x.copy() if out is None else _assign_out(out, x)
+        return x.copy() if out is None else _assign_out(out, x, "round")
     if decimals == 0 and dtype_kind(x.dtype) == "f":
         return _ew.call_unary(_ew._op_index("rint"), x, out)
-    return _result(np.round(numpy_view(x), decimals), out)
+    return _result(np.round(numpy_view(x), decimals), out, "round")
 
 
 around = round
@@ -408,8 +447,8 @@ def conj(x, /, out=None):
     """
     x = as_array(x)
     if dtype_kind(x.dtype) != "c":
-        return x.copy() if out is None else _assign_out(out, x)
-    return _result(np.conjugate(numpy_view(x)), out)
+        return x.copy() if out is None else _assign_out(out, x, "conjugate")
+    return _result(np.conjugate(numpy_view(x)), out, "conjugate")
 
 
 conjugate = conj

@@ -197,14 +197,14 @@ def compress(condition, x, axis=None):
     return _copy_of(np.compress(c, numpy_view(as_array(x)), axis=axis))
 
 
-def extract(condition, x):
-    """Elements of x where condition is true (flattened).
+def extract(condition, arr):
+    """Elements of `arr` where condition is true (flattened).
 
     >>> import ember
     >>> ember.extract(ember.asarray([True, False]), ember.asarray([1, 2])).tolist()
     [1]
     """
-    return _copy_of(np.extract(numpy_view(as_array(condition)), numpy_view(as_array(x))))
+    return _copy_of(np.extract(numpy_view(as_array(condition)), numpy_view(as_array(arr))))
 
 
 def _inplace_target(x, opname):

@@ -5,6 +5,7 @@ NumPy's matmul writes into it through a zero-copy view, so ``a @ b`` costs
 what NumPy's does and the memory comes from ember's allocator.
 """
 import builtins
+import operator
 
 import numpy as np
 
@@ -234,6 +235,9 @@ def diagonal(x, /, offset=0, axis1=0, axis2=1):
     [0, 4, 8]
     """
     x = as_array(x)
+    offset = operator.index(offset)
+    if not -2**31 <= offset < 2**31:      # NumPy takes the offset as a C int
+        raise OverflowError(f"diagonal: offset {offset} does not fit in a C int")
     if x.ndim < 2:
         raise ValueError(f"diagonal: input must have at least 2 dimensions, got shape {x.shape}")
     a1 = normalize_axis(axis1, x.ndim, "diagonal")

@@ -53,6 +53,8 @@ def _keep(res, ndim, axes):
 
 
 def _finish(res, ndim, axes, keepdims, out, opname):
+    if keepdims is None:        # NumPy reads keepdims as an integer: None is an error
+        raise TypeError(f"{opname}: keepdims must be True or False, not None")
     if keepdims:
         res = _keep(res, ndim, axes)
     return into_out(res, out, opname)
@@ -105,7 +107,7 @@ def sum(x, /, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keep
     >>> x.sum().item(), ember.sum(x, axis=0).tolist(), x.sum(dim=1, keepdim=True).shape
     (15, [3, 5, 7], (2, 1))
     """
-    if axis is None and dim is None and dtype is None and out is None and not keepdims \
+    if axis is None and dim is None and dtype is None and out is None and keepdims is False \
             and not keepdim and initial is None and where is None and isinstance(x, ndarray):
         res = _R.sum_all_fast(x)
         if res is not None:

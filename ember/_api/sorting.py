@@ -40,6 +40,27 @@ def _stable_argsort(v, axis, descending):
     return (n - 1) - idx
 
 
+def check_sort_arguments(x, axis, kind, order, opname):
+    """NumPy's checks of sort's `kind` and `order` (ember arrays have no fields), and of
+    the axis of a 0-d array (only axis=None sorts one).
+
+    >>> import ember
+    >>> from ember._api.sorting import check_sort_arguments
+    >>> check_sort_arguments(ember.ones(3), -1, "stable", None, "sort") is None
+    True
+    """
+    if kind is not None:
+        if not isinstance(kind, str):
+            raise TypeError(f"{opname}: sort kind must be str, not {type(kind).__name__}")
+        if kind[:1].lower() not in ("q", "h", "s", "m"):
+            raise ValueError(f"{opname}: sort kind must be one of 'quick', 'heap', or 'stable' "
+                             f"(got {kind!r})")
+    if order is not None:
+        raise ValueError(f"{opname}: cannot specify order when the array has no fields")
+    if axis is not None and getattr(x, "ndim", 1) == 0:
+        normalize_axis(axis, 0, opname)         # raises NumPy's AxisError
+
+
 def argsort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
     """Indices that sort x along `axis` (stable; ``descending=True`` too).
 
@@ -48,6 +69,8 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None
     [1, 2, 0]
     """
     x = as_array(x)
+    if dim is None:
+        check_sort_arguments(x, axis, kind, None, "argsort")
     axis = pick_axis(axis if dim is None else None, dim, "argsort") if dim is not None else axis
     v = numpy_view(x)
     if axis is None:
@@ -67,6 +90,8 @@ def sort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
     [3, 2, 1]
     """
     x = as_array(x)
+    if dim is None:
+        check_sort_arguments(x, axis, kind, None, "sort")
     axis = pick_axis(axis if dim is None else None, dim, "sort") if dim is not None else axis
     v = numpy_view(x)
     if axis is None:
@@ -138,7 +163,7 @@ def _unique_sorted(x, index=False, inverse=False, counts=False):
     return [_ember(a) for a in r]
 
 
-def unique_values(x):
+def unique_values(x, /):
     """Array API: the unique elements, sorted (NaNs are distinct, last).
 
     >>> import ember
@@ -148,7 +173,7 @@ def unique_values(x):
     return _unique_sorted(x)[0]
 
 
-def unique_counts(x):
+def unique_counts(x, /):
     """Array API: the sorted unique elements and how often each occurs.
 
     >>> import ember
@@ -158,7 +183,7 @@ def unique_counts(x):
     return UniqueCountsResult(*_unique_sorted(x, counts=True))
 
 
-def unique_inverse(x):
+def unique_inverse(x, /):
     """Array API: the sorted unique elements and the indices that rebuild x (x's shape).
 
     >>> import ember
@@ -168,7 +193,7 @@ def unique_inverse(x):
     return UniqueInverseResult(*_unique_sorted(x, inverse=True))
 
 
-def unique_all(x):
+def unique_all(x, /):
     """Array API: sorted unique values, first indices, inverse indices and counts.
 
     >>> import ember
@@ -293,11 +318,12 @@ def union1d(a, b):
     return _ember(np.union1d(numpy_view(as_array(a)), numpy_view(as_array(b))))
 
 
-def setdiff1d(a, b, assume_unique=False):
+def setdiff1d(ar1, ar2, assume_unique=False):
     """Sorted unique values of a that are not in b.
 
     >>> import ember
     >>> ember.setdiff1d(ember.asarray([1, 2]), ember.asarray([2, 3])).tolist()
     [1]
     """
+    a, b = ar1, ar2
     return _ember(np.setdiff1d(numpy_view(as_array(a)), numpy_view(as_array(b)), assume_unique))

@@ -1294,7 +1294,7 @@ cdef class ndarray:
         cdef Py_ssize_t st[MAXDIM]
         cdef int i
         if self.ndim < 2:
-            raise ValueError(f"mT: array must have at least 2 dimensions, got shape {self.shape}")
+            raise ValueError(f"mT: array must have at least 2 dimensions, got shape {shape_tuple(self)}")
         if _tracking(self):
             return _E.matrix_transpose(self)
         for i in range(self.ndim):
@@ -1501,18 +1501,18 @@ cdef class ndarray:
             return host_values(self).item(*args)
         if self.size != 1:
             raise ValueError(f"item: can only convert an array of size 1 to a Python scalar, "
-                             f"got shape {self.shape}")
+                             f"got shape {shape_tuple(self)}")
         return host_values(self).item()
 
     def __bool__(self):
         if self.size != 1:
             raise ValueError(f"The truth value of an array with more than one element is "
-                             f"ambiguous (shape {self.shape}). Use a.any() or a.all()")
+                             f"ambiguous (shape {shape_tuple(self)}). Use a.any() or a.all()")
         return bool(host_values(self).item())
 
     def __int__(self):
         if self.size != 1:
-            raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {self.shape}")
+            raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {shape_tuple(self)}")
         v = host_values(self).item()
         if isinstance(v, complex):
             raise TypeError("int: cannot convert a complex array to int; take .real first")
@@ -1520,7 +1520,7 @@ cdef class ndarray:
 
     def __float__(self):
         if self.size != 1:
-            raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {self.shape}")
+            raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {shape_tuple(self)}")
         v = host_values(self).item()
         if isinstance(v, complex):
             raise TypeError("float: cannot convert a complex array to float; take .real first")
@@ -1528,13 +1528,13 @@ cdef class ndarray:
 
     def __complex__(self):
         if self.size != 1:
-            raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {self.shape}")
+            raise TypeError(f"only arrays of size 1 can be converted to Python scalars, got shape {shape_tuple(self)}")
         return complex(host_values(self).item())
 
     def __index__(self):
         if self.ndim != 0 or not (KIND[self.tcode] == b'i' or KIND[self.tcode] == b'u' or self.tcode == T_BOOL):
             raise TypeError(f"only integer 0-d arrays can be used as an index, got "
-                            f"{DTYPE_OBJS[self.tcode]} array of shape {self.shape}")
+                            f"{DTYPE_OBJS[self.tcode]} array of shape {shape_tuple(self)}")
         return int(host_values(self).item())
 
     def __len__(self):
@@ -1754,6 +1754,10 @@ cdef class ndarray:
         """Set every element to `value`, in place."""
         if self.readonly:
             raise ValueError("fill: assignment destination is read-only")
+        if isinstance(value, (list, tuple)) or (isinstance(value, (ndarray, _np.ndarray))
+                                                and value.ndim != 0):
+            raise ValueError(f"fill: the value must be a scalar (a 0-d array at most), got "
+                             f"{type(value).__name__} of shape {_np.shape(value)}")
         if ember_grad_mode and (self._requires_grad or _tracked_value(value)):
             _E._ag_setitem(self, Ellipsis, value)
             return
@@ -1875,20 +1879,25 @@ cdef class ndarray:
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None): return _ns(self).trace(self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype)
     def dot(self, other): return _E.dot(self, other)
     def argsort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True, dim=None):
+        if order is not None:
+            raise ValueError("argsort: cannot specify order when the array has no fields")
         return _E.argsort(self, axis=axis if dim is None else dim, descending=descending,
-                          stable=stable)
+                          stable=stable, kind=kind)
     def sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True, dim=None):
         """Sort in place along `axis` (NumPy's method semantics).  With PyTorch's
         ``dim=``: a sorted copy and the indices, as the named tuple ``(values, indices)``."""
         if dim is not None:
             return _E.sort(self, dim=dim, descending=descending, stable=stable)
+        if order is not None:
+            raise ValueError("sort: cannot specify order when the array has no fields")
         check_writeable(self, "sort")
         if _tracking(self):
             # sort a copy: the sort node must not save the array it then overwrites
-            res = _E.sort(self.copy(), axis=axis, descending=descending, stable=stable)
+            res = _E.sort(self.copy(), axis=axis, descending=descending, stable=stable,
+                          kind=kind)
             _E._ag_setitem(self, Ellipsis, res)
             return
-        res = _E.sort(self, axis=axis, descending=descending, stable=stable)
+        res = _E.sort(self, axis=axis, descending=descending, stable=stable, kind=kind)
         if _tracking(self):
             _E._ag_setitem(self, Ellipsis, res)
             return

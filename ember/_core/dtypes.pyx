@@ -108,6 +108,11 @@ cdef int code_of(object dtype) except -1:
         return code_of({"float": float, "complex": complex, "int": int, "bool": bool}[dtype])
     if dtype is str or dtype is bytes or dtype is object:
         raise TypeError(unsupported_dtype_message(_np.dtype(dtype)))
+    if isinstance(dtype, _np.ndarray) or (not isinstance(dtype, (type, _np.generic))
+                                          and hasattr(dtype, "__array_namespace__")):
+        # NumPy's dtype() would read an ember array's .dtype attribute; NumPy refuses arrays
+        raise TypeError(f"Cannot construct a dtype from an array (got a "
+                        f"{type(dtype).__name__}; pass its .dtype)")
     try:
         dt = _np.dtype(dtype)
     except TypeError:

@@ -65,7 +65,7 @@ def _conversion(fn, name):
     """asarray / array / tensor of an array in a graph: the same object, or a recorded
     cast/copy of it (a new leaf when requires_grad=True is asked for, as in PyTorch)."""
     @functools.wraps(fn)
-    def convert(obj, *args, **kwargs):
+    def convert(obj, /, *args, **kwargs):
         if not (isinstance(obj, ndarray) and obj.requires_grad and _array._is_grad_enabled()):
             return fn(obj, *args, **kwargs)
         prev = _array._set_grad_enabled(False)

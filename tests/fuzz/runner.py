@@ -165,10 +165,14 @@ def campaign(seed=0, calls=30000, start=0, batch=1000, jobs=1, timeout=10.0,
             problems.append(entry)
     rep = summarize(seed, start, all_calls, outcomes, problems, time.perf_counter() - t0)
     rep["lenient_examples"] = {}
+    rep["lenient_calls"] = []
     for i in sorted(outcomes):
         if _kind(outcomes[i]) == "lenient":
             _, target, source = by_index[i]
             rep["lenient_examples"].setdefault(target, f"{outcomes[i]}: {reproducer(source)}")
+            rep["lenient_calls"].append({"index": i, "target": target,
+                                         "numpy_raised": outcomes[i].split(":", 1)[1],
+                                         "reproducer": reproducer(source)})
     return rep
 
 

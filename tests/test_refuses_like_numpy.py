@@ -1,0 +1,92 @@
+"""Calls NumPy refuses are refused by ember too, with the same exception type (#24:
+no silent successes).  Each case is run on NumPy (the oracle must raise) and on ember.
+Found by the fuzzer's NumPy twin (python -m tests.fuzz --json F: "lenient_calls")."""
+import numpy as np
+import pytest
+
+import ember
+
+
+def _arrays(xp):
+    return {"f": xp.asarray([3.0, 1.0, 2.0]), "i": xp.asarray([1, 2, 3], dtype="int32"),
+            "u": xp.asarray([1, 2], dtype="uint32"), "m": xp.ones((4, 4)),
+            "s": xp.asarray(1.5), "b": xp.zeros((2, 3), dtype=bool)}
+
+
+CASES = {
+    # ufunc methods take their operands positionally, as NumPy's
+    "at_keyword_b": (lambda xp, a: xp.add.at(a["f"], [0], b=1.0), TypeError),
+    "at_unary_with_operand": (lambda xp, a: xp.negative.at(a["f"], [0], a["f"]), ValueError),
+    "outer_keyword_b": (lambda xp, a: xp.multiply.outer(a["f"], b=a["f"]), TypeError),
+    "reduce_out_wrong_ndim": (lambda xp, a: xp.maximum.reduce(a["m"], out=xp.ones((1, 4))),
+                              ValueError),
+    # dtype= selects a loop: NumPy's type resolution decides
+    "tanh_integer_dtype": (lambda xp, a: xp.tanh(a["i"], dtype=int), TypeError),
+    "greater_float_dtype": (lambda xp, a: xp.greater(a["i"], a["i"], dtype=float), TypeError),
+    "maximum_bool_dtype": (lambda xp, a: xp.maximum(a["f"], a["f"], dtype="bool"), TypeError),
+    # an array is not a dtype
+    "zeros_dtype_array": (lambda xp, a: xp.zeros(2, dtype=a["f"]), TypeError),
+    "astype_array": (lambda xp, a: a["f"].astype(a["i"]), TypeError),
+    # keepdims=None, order='Z', sort's kind and order
+    "sum_keepdims_none": (lambda xp, a: xp.sum(a["f"], keepdims=None), TypeError),
+    "all_keepdims_none": (lambda xp, a: xp.all(a["f"], keepdims=None), TypeError),
+    "ones_like_order": (lambda xp, a: xp.ones_like(a["f"], order="Z"), ValueError),
+    "copy_order": (lambda xp, a: xp.copy(a["f"], order="Z"), ValueError),
+    "ones_like_order_array": (lambda xp, a: xp.ones_like(a["f"], "int8", a["f"]), TypeError),
+    "sort_kind": (lambda xp, a: a["f"].sort(kind="x"), ValueError),
+    "sort_kind_int": (lambda xp, a: a["f"].sort(0, -1), TypeError),
+    "argsort_kind": (lambda xp, a: a["f"].argsort(kind="x"), ValueError),
+    "sort_order": (lambda xp, a: a["f"].sort(order="F"), ValueError),
+    "sort_0d": (lambda xp, a: a["s"].sort(), np.exceptions.AxisError),
+    # out= casts under 'same_kind' and has the result's shape
+    "conj_out_bool": (lambda xp, a: xp.conj(xp.ones(3, dtype="float64"),
+                                            out=xp.zeros(3, dtype=bool)), TypeError),
+    "conj_out_shape": (lambda xp, a: xp.conj(xp.ones(2, dtype="float64"),
+                                             out=xp.zeros((2, 3))), ValueError),
+    # scalar-only arguments
+    "fill_with_empty": (lambda xp, a: a["f"].fill(xp.zeros((3, 0))), ValueError),
+    "fill_with_vector": (lambda xp, a: a["f"].fill(xp.asarray([1.0])), ValueError),
+    "fill_with_list": (lambda xp, a: a["f"].fill([1.0]), ValueError),
+    "round_decimals_array": (lambda xp, a: xp.round(a["f"], a["f"]), TypeError),
+    "diagonal_huge_offset": (lambda xp, a: a["m"].diagonal(offset=10**12), OverflowError),
+    "clip_a_min_with_max": (lambda xp, a: xp.clip(a["f"], a_min=0.0, max=1.0), (TypeError,
+                                                                                 ValueError)),
+    # NumPy's parameter names (positional-only where NumPy's are)
+    "ascontiguousarray_x": (lambda xp, a: xp.ascontiguousarray(x=a["f"]), TypeError),
+    "copy_x": (lambda xp, a: xp.copy(x=a["f"]), TypeError),
+    "extract_x": (lambda xp, a: xp.extract(a["b"], x=a["b"]), TypeError),
+    "setdiff1d_b": (lambda xp, a: xp.setdiff1d(a["f"], b=a["f"]), TypeError),
+    "array_obj": (lambda xp, a: xp.array(obj=a["f"]), TypeError),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_refused_like_numpy(name):
+    call, exc = CASES[name]
+    with pytest.raises(exc):
+        call(np, _arrays(np))              # the oracle refuses it
+    with pytest.raises(exc) as info:
+        call(ember, _arrays(ember))
+    assert str(info.value)                 # with a message
+
+
+@pytest.mark.parametrize("call", [
+    lambda xp, a: (xp.add.at(a["f"], [0, 0], 1.0), a["f"])[1],
+    lambda xp, a: xp.multiply.outer(a["f"], a["f"]),
+    lambda xp, a: xp.add(a["i"], a["i"], dtype=float),
+    lambda xp, a: xp.sqrt(a["i"], dtype="float32"),
+    lambda xp, a: xp.sum(a["f"], keepdims=True),
+    lambda xp, a: xp.ones_like(a["f"], order="F"),
+    lambda xp, a: (a["f"].fill(xp.asarray(7.0)), a["f"])[1],
+    lambda xp, a: xp.conj(xp.ones(1, dtype="float64"), out=xp.zeros((2, 3))),
+    lambda xp, a: xp.sort(a["s"], axis=None),
+    lambda xp, a: xp.copy(a["f"], order="K"),
+])
+def test_still_accepted_like_numpy(call):
+    """The checks above do not refuse what NumPy accepts: same values."""
+    want = call(np, _arrays(np))
+    got = call(ember, _arrays(ember))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    # ember's default float dtype is float32 where NumPy's is float64
+    assert np.asarray(got).dtype == want.dtype or (want.dtype == np.float64
+                                                    and np.asarray(got).dtype == np.float32)
