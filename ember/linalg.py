@@ -23,7 +23,7 @@ from ember._core.dtypes import default_float_dtype
 from ember._api._util import (as_array, numpy_view, wrap, empty_raw, shape_str, norm_axis_args,
                               matrix_axes)
 from ember._api.linalg_ops import (matmul, tensordot, vecdot, matrix_transpose, diagonal,
-                                   trace as _trace, outer, cross)
+                                   trace as _trace, outer as _outer, cross)
 from ember._core.dtypes import dtype_kind, is_half_dtype
 from ember._kernels.cpu.gemm import one_blas_thread
 
@@ -208,6 +208,21 @@ def qr(x, /, *, mode="reduced"):
     return QRResult(_ember(q, x.dtype), _ember(r, x.dtype))
 
 
+def outer(x1, x2, /):
+    """The outer product of two 1-d arrays (the Array API's ``linalg.outer``, which
+    unlike ``ember.outer`` does not flatten its inputs).
+
+    >>> import ember
+    >>> ember.linalg.outer(ember.asarray([1, 2]), ember.asarray([3, 4])).tolist()
+    [[3, 4], [6, 8]]
+    """
+    a, b = as_array(x1), as_array(x2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"linalg.outer: input arrays must be one-dimensional, got shapes "
+                         f"{a.shape} and {b.shape}")
+    return _outer(a, b)
+
+
 def svd(x, /, full_matrices=True, compute_uv=True, hermitian=False):
     """Singular value decomposition ``x = U @ diag(S) @ Vh``.
 
@@ -221,6 +236,10 @@ def svd(x, /, full_matrices=True, compute_uv=True, hermitian=False):
     >>> ember.linalg.svd(ember.eye(2) * 3, compute_uv=False).tolist()
     [3.0, 3.0]
     """
+    if hermitian:
+        xa = as_array(x)
+        if xa.ndim < 2 or xa.shape[-1] != xa.shape[-2]:
+            raise LinAlgError(f"svd: hermitian=True needs square matrices, got shape {xa.shape}")
     if not compute_uv:
         return svdvals(x)
     x, v = _float_view(x, "svd")

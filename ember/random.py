@@ -565,7 +565,7 @@ def standard_exponential(size=None, dtype=None):
     return _result(_global._rs.standard_exponential(size), dtype)
 
 
-def standard_gamma(shape, size=None, dtype=None):
+def standard_gamma(shape, size=None, *, dtype=None):
     """Standard gamma samples (``numpy.random.standard_gamma``).
 
     >>> import ember

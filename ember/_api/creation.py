@@ -307,8 +307,9 @@ def ones(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     return _finish(x, requires_grad)
 
 
-def _like(x, dtype, shape, order="K", opname="*_like"):
+def _like(x, dtype, shape, order="K", opname="*_like", subok=True):
     check_order(order, opname)
+    builtins.bool(subok)                    # NumPy's truth test of subok
     x = as_array(x)
     return (x.shape if shape is None else shape), (x.dtype if dtype is None else dtype)
 
@@ -322,7 +323,7 @@ def empty_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=No
     >>> ember.empty_like(ember.zeros((2, 3), dtype=ember.int8)).dtype
     dtype('int8')
     """
-    s, d = _like(x, dtype, shape, order, "empty_like")
+    s, d = _like(x, dtype, shape, order, "empty_like", subok)
     return empty(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
@@ -335,7 +336,7 @@ def zeros_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=No
     >>> ember.zeros_like(ember.ones((2,))).tolist()
     [0.0, 0.0]
     """
-    s, d = _like(x, dtype, shape, order, "zeros_like")
+    s, d = _like(x, dtype, shape, order, "zeros_like", subok)
     return zeros(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
@@ -348,7 +349,7 @@ def ones_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=Non
     >>> ember.ones_like(ember.zeros((2,), dtype=ember.int64)).tolist()
     [1, 1]
     """
-    s, d = _like(x, dtype, shape, order, "ones_like")
+    s, d = _like(x, dtype, shape, order, "ones_like", subok)
     return ones(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
@@ -361,7 +362,7 @@ def full_like(x, /, fill_value, dtype=None, order="K", subok=True, shape=None, *
     >>> ember.full_like(ember.zeros((2,), dtype=ember.int32), 3).tolist()
     [3, 3]
     """
-    s, d = _like(x, dtype, shape, order, "full_like")
+    s, d = _like(x, dtype, shape, order, "full_like", subok)
     return full(s, fill_value, dtype=d, device=device, requires_grad=requires_grad)
 
 
@@ -640,6 +641,7 @@ def copy(a, order="K", subok=False):
     [1.0, 1.0]
     """
     check_order(order, "copy")
+    builtins.bool(subok)
     return as_array(a).copy()
 
 

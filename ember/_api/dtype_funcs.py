@@ -48,9 +48,15 @@ newaxis = None
 pi, e, inf, nan, euler_gamma = np.pi, np.e, np.inf, np.nan, np.euler_gamma
 
 
-def _as_dtype(x, opname):
-    if isinstance(x, ndarray):
-        return x.dtype
+def _as_dtype(x, opname, arrays=False):
+    """A dtype from a dtype-like (an array's dtype too where `arrays`, as NumPy's and the
+    Array API's can_cast/finfo/iinfo allow); None and arrays elsewhere are TypeErrors."""
+    if isinstance(x, (ndarray, np.ndarray)):
+        if arrays:
+            return x.dtype
+        raise TypeError(f"{opname}: Cannot construct a dtype from an array (pass its .dtype)")
+    if x is None:
+        raise TypeError(f"{opname}: None is not a dtype")
     try:
         return dtype_from_code(_code(x))
     except TypeError:
@@ -66,6 +72,10 @@ def issubdtype(arg1, arg2):
     >>> ember.issubdtype(ember.bfloat16, ember.floating), ember.issubdtype(ember.int8, ember.floating)
     (True, False)
     """
+    for arg in (arg1, arg2):
+        if isinstance(arg, (ndarray, np.ndarray)):
+            raise TypeError("issubdtype: Cannot construct a dtype from an array (pass its .dtype)")
+
     def is_bf16(t):
         try:
             return np.dtype(t) == BFLOAT16
@@ -110,7 +120,7 @@ def finfo(type):
     >>> ember.finfo(ember.bfloat16).eps
     0.0078125
     """
-    dt = _as_dtype(type, "finfo")
+    dt = _as_dtype(type, "finfo", arrays=True)
     if dtype_kind(dt) not in "fc":
         raise ValueError(f"finfo: {dt} is not a floating point dtype (use iinfo for integers)")
     if dt == BFLOAT16:
@@ -126,7 +136,7 @@ def iinfo(type):
     >>> ember.iinfo(ember.int8).max
     127
     """
-    dt = _as_dtype(type, "iinfo")
+    dt = _as_dtype(type, "iinfo", arrays=True)
     if dtype_kind(dt) not in "iu":
         raise ValueError(f"iinfo: {dt} is not an integer dtype (use finfo for floats)")
     return np.iinfo(dt)
@@ -183,7 +193,7 @@ def can_cast(from_, to, casting="safe"):
     """
     if isinstance(from_, (builtins.bool, int, float, complex)) and not isinstance(from_, np.generic):
         raise TypeError("can_cast: from_ must be a dtype or an array, not a Python scalar")
-    return builtins.bool(np.can_cast(_as_dtype(from_, "can_cast"), _as_dtype(to, "can_cast"),
+    return builtins.bool(np.can_cast(_as_dtype(from_, "can_cast", arrays=True), _as_dtype(to, "can_cast"),
                                      casting=casting))
 
 
@@ -205,9 +215,12 @@ def isdtype(dtype, kind):
     >>> ember.isdtype(ember.float32, "real floating"), ember.isdtype(ember.int8, ("bool", "unsigned integer"))
     (True, False)
     """
-    dt = _as_dtype(dtype, "isdtype") if not isinstance(dtype, ndarray) else None
-    if dt is None:
+    if isinstance(dtype, (ndarray, np.ndarray)):
         raise TypeError("isdtype: expected a dtype, got an array (pass x.dtype)")
+    if builtins.any(dtype is t for t in (builtins.bool, int, float, complex)):
+        raise TypeError(f"isdtype: the dtype argument must be a dtype, not the Python type "
+                        f"{dtype.__name__}")
+    dt = _as_dtype(dtype, "isdtype")
     if isinstance(kind, tuple):
         return builtins.any(isdtype(dt, k) for k in kind)
     if isinstance(kind, str):

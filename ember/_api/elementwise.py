@@ -45,11 +45,17 @@ class ufunc(_ew.UfuncBase):
     def __repr__(self):
         return f"<ember.ufunc '{self.__name__}'>"
 
-    def _call(self, *args, out=None, dtype=None, where=True, casting="same_kind", **kwargs):
+    def _call(self, *args, out=np._NoValue, dtype=None, where=True, casting="same_kind",
+              **kwargs):
         """The general call (out=, dtype=, where=); plain calls take UfuncBase's C path."""
-        if len(args) == self.nin + 1 and out is None:
+        if len(args) == self.nin + 1:
+            if out is not np._NoValue:
+                raise TypeError(f"{self.__name__}: cannot specify 'out' as both a positional "
+                                f"and keyword argument")
             out = args[-1]
             args = args[:-1]
+        elif out is np._NoValue:
+            out = None
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}: takes {self.nin} positional argument(s), got {len(args)}")
         if isinstance(out, tuple):
@@ -138,6 +144,7 @@ class ufunc(_ew.UfuncBase):
         """
         import ember
         self._need_binary("reduce")
+        dtype = _loop_dtype(dtype)
         if self.__name__ == "add" and initial is np._NoValue and where is True:
             return ember.sum(array, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
         if self.__name__ == "multiply" and initial is np._NoValue and where is True:
@@ -160,6 +167,7 @@ class ufunc(_ew.UfuncBase):
         [1, 3, 6]
         """
         self._need_binary("accumulate")
+        dtype = _loop_dtype(dtype)
         import ember
         if isinstance(array, ndarray) and array.requires_grad and self.__name__ in ("add", "multiply"):
             fn = ember.cumsum if self.__name__ == "add" else ember.cumprod
@@ -178,6 +186,7 @@ class ufunc(_ew.UfuncBase):
         [6, 4, 10, 18]
         """
         self._need_binary("reduceat")
+        dtype = _loop_dtype(dtype)
         self._refuse_autograd("reduceat", array)
         a = as_array(array)
         idx = numpy_view(as_array(indices)) if isinstance(indices, ndarray) else \
@@ -227,6 +236,14 @@ class ufunc(_ew.UfuncBase):
                                  f"is unary")
             self._np.at(view, idx)
         a._bump_version()
+
+
+def _loop_dtype(dtype):
+    """A ufunc method's dtype= as a NumPy dtype (TypeError for arrays and non-dtypes)."""
+    if dtype is None:
+        return None
+    from ember._core.dtypes import _code, dtype_from_code
+    return dtype_from_code(_code(dtype))
 
 
 def _broadcast_to(a, shape):

@@ -7,6 +7,7 @@ of ember's memory (the result of advanced indexing is always a copy; an
 assignment writes straight through the view).
 """
 import builtins
+import operator
 
 import numpy as np
 
@@ -331,7 +332,8 @@ def diag_indices(n, ndim=2):
     >>> [i.tolist() for i in ember.diag_indices(2)]
     [[0, 1], [0, 1]]
     """
-    return tuple(_copy_of(i.astype(np.int64)) for i in np.diag_indices(n, ndim))
+    return tuple(_copy_of(i.astype(np.int64)) for i in np.diag_indices(operator.index(n),
+                                                                        operator.index(ndim)))
 
 
 def tril_indices(n, k=0, m=None):
@@ -341,7 +343,9 @@ def tril_indices(n, k=0, m=None):
     >>> [i.tolist() for i in ember.tril_indices(2)]
     [[0, 1, 1], [0, 0, 1]]
     """
-    return tuple(_copy_of(i.astype(np.int64)) for i in np.tril_indices(n, k, m))
+    m = None if m is None else operator.index(m)
+    return tuple(_copy_of(i.astype(np.int64)) for i in np.tril_indices(operator.index(n),
+                                                                       operator.index(k), m))
 
 
 def triu_indices(n, k=0, m=None):
@@ -351,7 +355,9 @@ def triu_indices(n, k=0, m=None):
     >>> [i.tolist() for i in ember.triu_indices(2)]
     [[0, 0, 1], [0, 1, 1]]
     """
-    return tuple(_copy_of(i.astype(np.int64)) for i in np.triu_indices(n, k, m))
+    m = None if m is None else operator.index(m)
+    return tuple(_copy_of(i.astype(np.int64)) for i in np.triu_indices(operator.index(n),
+                                                                       operator.index(k), m))
 
 
 def ix_(*args):

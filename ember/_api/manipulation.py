@@ -513,6 +513,8 @@ def roll(x, /, shift, axis=None, *, dims=None):
     """
     x = as_array(x)
     axis = _pick(axis, dims, None, "roll")
+    if np.ndim(shift) > 1 or np.ndim(axis) > 1:
+        raise ValueError("roll: shift and axis must be integers or 1-d sequences")
     if axis is None:
         s = builtins.sum(operator.index(v) for v in np.asarray(shift).ravel().tolist())
         return reshape(roll(ravel(x), s, axis=0), x.shape)
@@ -737,7 +739,9 @@ def atleast_3d(*arys):
 
 def _seq(tup, opname):
     if isinstance(tup, ndarray):
-        return list(unstack(tup)) if tup.ndim else [tup]
+        if tup.ndim == 0:
+            raise TypeError(f"{opname}: iteration over a 0-d array (pass a sequence of arrays)")
+        return list(unstack(tup))
     tup = list(tup)
     if not tup:
         raise ValueError(f"{opname}: need at least one array to concatenate")
@@ -1090,6 +1094,8 @@ def trim_zeros(filt, trim="fb"):
     nz = np.flatnonzero(numpy_view(x))
     if nz.size == 0:
         return x[0:0]
+    if not isinstance(trim, str):
+        raise TypeError(f"trim_zeros: trim must be a str of 'f' and 'b', got {type(trim).__name__}")
     trim = trim.lower()
     lo = int(nz[0]) if "f" in trim else 0
     hi = int(nz[-1]) + 1 if "b" in trim else x.shape[0]

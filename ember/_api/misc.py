@@ -49,7 +49,9 @@ def astype(x, dtype, /, *, copy=True, device=None):
     [1, -2]
     """
     check_device(device, "astype")
-    return as_array(x).astype(dtype, copy=copy)
+    if not isinstance(x, ndarray):
+        raise TypeError(f"astype: x must be an ember array, not {type(x).__name__}")
+    return x.astype(dtype, copy=copy)
 
 
 def shape(a):

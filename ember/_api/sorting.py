@@ -3,6 +3,7 @@
 Sorts are stable by default, also ``descending=True`` (equal elements keep
 their original order, as the Array API requires).
 """
+import builtins
 from collections import namedtuple
 
 import numpy as np
@@ -141,6 +142,7 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     >>> ember.unique(ember.asarray([3, 1, 3])).tolist()
     [1, 3]
     """
+    sorted = builtins.bool(sorted)          # NumPy's truth test (an array of many raises)
     res = np.unique(numpy_view(as_array(x)), return_index=return_index,
                     return_inverse=return_inverse, return_counts=return_counts, axis=axis,
                     equal_nan=equal_nan)

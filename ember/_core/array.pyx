@@ -1381,7 +1381,9 @@ cdef class ndarray:
         return _E.autograd._register_post_accumulate_grad_hook(self, hook)
 
     # ------------------------------------------------------------ conversion
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype=None, /, *, copy=None):
+        if isinstance(dtype, (ndarray, _np.ndarray)):
+            raise TypeError("__array__: Cannot construct a dtype from an array")
         if on_gpu(self):
             _no_host(self, "__array__")
         arr = numpy_view(self)
@@ -1406,6 +1408,10 @@ cdef class ndarray:
         return _E
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if max_version is not None and not (isinstance(max_version, tuple)
+                                            and len(max_version) == 2):
+            raise TypeError(f"__dlpack__: max_version must be None or a tuple with two "
+                            f"elements, got {type(max_version).__name__}")
         if on_gpu(self):
             return _G.dlpack(self, stream=stream, max_version=max_version,
                              dl_device=dl_device, copy=copy)
@@ -1449,7 +1455,11 @@ cdef class ndarray:
 
     def to_device(self, device, /, *, stream=None):
         """The array on `device` (the same array when it is already there)."""
+        if device is None:
+            raise TypeError("to_device: device must be a device or a str, not None")
         d = check_device(device, "to_device")
+        if stream is not None and d.type == "cpu":
+            raise ValueError("to_device: the stream argument is not supported for the cpu")
         return self._moved(d, False)
 
     def _moved(self, d, bint copy):
@@ -1719,9 +1729,22 @@ cdef class ndarray:
         return _E._array_function(func, types, args, kwargs)
 
     # ------------------------------------------------------------ methods
-    def astype(self, dtype, copy=True, *, device=None):
-        """A copy cast to `dtype` (``copy=False`` returns self when nothing changes)."""
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, *,
+               device=None):
+        """A copy cast to `dtype` (``copy=False`` returns self when nothing changes);
+        NumPy's `casting` rule is enforced, its `order` checked."""
         cdef int code = code_of(dtype)
+        if order is not None and (not isinstance(order, str) or order not in ("C", "F", "A", "K")):
+            raise (TypeError if not isinstance(order, str) else ValueError)(
+                f"astype: order must be one of 'C', 'F', 'A', 'K', got {order!r}")
+        if casting != "unsafe":
+            if casting not in ("no", "equiv", "safe", "same_kind"):
+                raise ValueError(f"astype: casting must be one of 'no', 'equiv', 'safe', "
+                                 f"'same_kind', 'unsafe', got {casting!r}")
+            if code != self.tcode and not _np.can_cast(DTYPE_OBJS[self.tcode],
+                                                       DTYPE_OBJS[code], casting):
+                raise TypeError(f"astype: cannot cast from {DTYPE_OBJS[self.tcode]} to "
+                                f"{DTYPE_OBJS[code]} under casting={casting!r}")
         if device is not None:
             return self.to(device, dtype, copy=copy)
         if code == self.tcode and not copy:
@@ -1736,6 +1759,9 @@ cdef class ndarray:
 
     def copy(self, order="C"):
         """A C-contiguous copy in fresh memory."""
+        if not isinstance(order, str) or order not in ("C", "F", "A", "K"):
+            raise (TypeError if not isinstance(order, str) else ValueError)(
+                f"copy: order must be one of 'C', 'F', 'A', 'K', got {order!r}")
         if _tracking(self):
             return _E.astype(self, self.dtype, copy=True)
         if on_gpu(self):
@@ -1808,6 +1834,9 @@ cdef class ndarray:
     def reshape(self, *shape, order="C", copy=None):
         """A view with a new shape when the strides allow it, else a copy (see ember.reshape)."""
         cdef object v
+        if not shape:
+            raise TypeError("reshape: the new shape is missing (reshape takes exactly one "
+                            "shape argument)")
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
         if self.c_contig and copy is None and order == "C" and type(shape) is tuple and not _tracking(self):
@@ -1819,6 +1848,8 @@ cdef class ndarray:
     def view(self, *args, dtype=None):
         """``x.view(shape...)`` reshapes without copying (PyTorch); ``x.view(dtype)``
         reinterprets the bytes (NumPy)."""
+        if dtype is not None and args:
+            raise TypeError("view: the dtype is given by name and by position")
         if dtype is None and len(args) == 1 and not isinstance(args[0], (int, tuple, list)):
             dtype = args[0]
             args = ()
@@ -1857,6 +1888,8 @@ cdef class ndarray:
     def flatten(self, order="C", end_dim=-1, *, start_dim=None):
         """NumPy's flatten (a copy, ``order`` 'C' or 'F'); PyTorch's ``flatten(start_dim,
         end_dim)`` when given ints (which NumPy rejects) or ``start_dim=``."""
+        if not isinstance(end_dim, int):
+            raise TypeError(f"flatten: end_dim must be an int, got {type(end_dim).__name__}")
         if start_dim is not None or isinstance(order, int) or end_dim != -1:
             s = start_dim if start_dim is not None else (order if isinstance(order, int) else 0)
             return _E.flatten(self, s, end_dim)

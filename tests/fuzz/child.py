@@ -35,6 +35,19 @@ DELIBERATE = (
     ("the Array API: a bytes object is a buffer (uint8), as in asarray", lambda t, s: "b'x'" in s),
     ("linalg in float16 computes in float32 (PyTorch's CPU refuses, NumPy refuses; the "
      "answer is correct)", lambda t, s: t.startswith("ember.linalg.") and "'float16'" in s),
+    ("PyTorch's linalg signatures: matrix_rank(atol=, rtol=), matmul(out=), vector_norm's "
+     "positional ord", lambda t, s: t in ("ember.linalg.matrix_rank", "ember.linalg.matmul",
+                                          "ember.linalg.vector_norm")),
+    ("PyTorch's sizes and dims as lists: randn([2, 3]), sum(x, axis=[0, 1])",
+     lambda t, s: (t.startswith("ember.random.") and "([" in s)
+     or any(k + "[" in s for k in ("axis=", "dim="))
+     or t.split(".")[-1] in ("prod", "sum", "min", "max", "mean", "std", "var", "amax", "amin",
+                             "all", "any") and "[" in s.split("R = ", 1)[-1]),
+    ("the Array API's clip: one bound may be given alone (positionally too), and a bool array "
+     "with no bounds comes back as a copy", lambda t, s: t in ("ember.clip", "ndarray.clip")),
+    ("PyTorch's rule: axis 0 or -1 of a 0-d array reduces nothing (NumPy: AxisError)",
+     lambda t, s: t.split(".")[-1] in ("var", "std", "mean", "sum", "prod")
+     and ("axis=0" in s or "axis=-1" in s)),
 )
 
 
