@@ -89,6 +89,12 @@ CASES = {
     "ones_like_subok_array": (lambda xp, a: xp.ones_like(a["f"], subok=a["m"]),
                               (TypeError, ValueError)),
     "astype_function_list": (lambda xp, a: xp.astype([1, 2], float), TypeError),
+    "var_dtype_array": (lambda xp, a: xp.var(a["m"], (0, 1), a["f"]), TypeError),
+    "trim_zeros_empty_trim_array": (lambda xp, a: xp.trim_zeros(xp.zeros(0), trim=a["f"]),
+                                    (TypeError, AttributeError)),
+    "astype_subok_str": (lambda xp, a: a["f"].astype(complex, None, subok="float32"), TypeError),
+    "keepdims_too_large": (lambda xp, a: a["m"].all(None, None, 2**31), (TypeError, OverflowError)),
+    "list_with_none": (lambda xp, a: xp.power.reduce([1.5, None]), TypeError),
     "standard_gamma_third_positional": (lambda xp, a: xp.random.standard_gamma(1.0, 2, None),
                                         TypeError),
 }

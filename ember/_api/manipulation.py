@@ -1088,14 +1088,14 @@ def trim_zeros(filt, trim="fb"):
     >>> ember.trim_zeros(ember.asarray([0, 1, 0, 2, 0])).tolist()
     [1, 0, 2]
     """
+    if not isinstance(trim, str):
+        raise TypeError(f"trim_zeros: trim must be a str of 'f' and 'b', got {type(trim).__name__}")
     x = as_array(filt)
     if x.ndim != 1:
         raise ValueError(f"trim_zeros: expected a 1-d array, got shape {shape_str(x.shape)}")
     nz = np.flatnonzero(numpy_view(x))
     if nz.size == 0:
         return x[0:0]
-    if not isinstance(trim, str):
-        raise TypeError(f"trim_zeros: trim must be a str of 'f' and 'b', got {type(trim).__name__}")
     trim = trim.lower()
     lo = int(nz[0]) if "f" in trim else 0
     hi = int(nz[-1]) + 1 if "b" in trim else x.shape[0]

@@ -7,6 +7,7 @@ function takes ``axis`` (None, int or tuple), ``keepdims`` and PyTorch's
 ``dim``/``keepdim`` aliases.
 """
 import builtins
+import operator
 
 import numpy as np
 
@@ -53,8 +54,10 @@ def _keep(res, ndim, axes):
 
 
 def _finish(res, ndim, axes, keepdims, out, opname):
-    if keepdims is None:        # NumPy reads keepdims as an integer: None is an error
+    if keepdims is None:        # NumPy reads keepdims as a C int: None is an error
         raise TypeError(f"{opname}: keepdims must be True or False, not None")
+    if not isinstance(keepdims, builtins.bool) and not -2**31 <= operator.index(keepdims) < 2**31:
+        raise OverflowError(f"{opname}: keepdims={keepdims} does not fit in a C int")
     if keepdims:
         res = _keep(res, ndim, axes)
     return into_out(res, out, opname)
@@ -193,7 +196,7 @@ def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
         ddof = correction
     keepdims = keepdims if keepdim is None else keepdim
     axes = _axes(x, axis, dim, "var")
-    dt = np.dtype(dtype) if dtype is not None else _float_dtype_for(x.dtype)
+    dt = dtype_from_code(_code(dtype)) if dtype is not None else _float_dtype_for(x.dtype)
     xf = x if x.dtype == dt else x.astype(dt)
     m = globals()["mean"](xf, axis=axes, keepdims=True)
     d = xf - m

@@ -739,9 +739,13 @@ cdef ndarray as_ndarray(object obj):
         if type(leaf) is float:
             # Python floats: build straight in the default float dtype (one pass)
             try:
-                return wrap_numpy(_np.asarray(obj, dtype=DTYPE_OBJS[default_float]))
+                arr = _np.asarray(obj, dtype=DTYPE_OBJS[default_float])
             except (TypeError, ValueError):
-                pass            # mixed content: let NumPy infer below
+                arr = None      # mixed content: let NumPy infer below
+            # a None in the list also reads as NaN here: NumPy makes an object array
+            if arr is not None and not (arr.size and _np.isnan(arr).any()
+                                        and _np.asarray(obj).dtype.kind == "O"):
+                return wrap_numpy(arr)
         arr = _np.asarray(obj)
         if dtype_kind(arr.dtype) in "OUSV":
             raise TypeError(f"asarray: cannot convert {type(obj).__name__} of "
@@ -1734,6 +1738,8 @@ cdef class ndarray:
         """A copy cast to `dtype` (``copy=False`` returns self when nothing changes);
         NumPy's `casting` rule is enforced, its `order` checked."""
         cdef int code = code_of(dtype)
+        if not isinstance(subok, (bool, int, _np.integer, _np.bool_)):
+            raise TypeError(f"astype: subok must be a bool, not {type(subok).__name__}")
         if order is not None and (not isinstance(order, str) or order not in ("C", "F", "A", "K")):
             raise (TypeError if not isinstance(order, str) else ValueError)(
                 f"astype: order must be one of 'C', 'F', 'A', 'K', got {order!r}")

@@ -45,6 +45,14 @@ DELIBERATE = (
                              "all", "any") and "[" in s.split("R = ", 1)[-1]),
     ("the Array API's clip: one bound may be given alone (positionally too), and a bool array "
      "with no bounds comes back as a copy", lambda t, s: t in ("ember.clip", "ndarray.clip")),
+    ("NEP 50 everywhere: a Python scalar is weak in dot as in the ufuncs, and a Python int "
+     "beyond int64 meets a float array as a float", lambda t, s: t in ("ember.dot",
+     "ember.logical_and", "ember.logical_or", "ember.logical_xor") and "**" in s or
+     t == "ember.dot" and "(0, " in s),
+    ("round of bool and integer arrays with decimals >= 0 is an exact copy (documented in "
+     "ember.round)", lambda t, s: t in ("ember.round", "ndarray.round", "ember.around")
+     and ("'bool'" in s or "'int" in s or "'uint" in s)),
+    ("where=None means no mask in ember's reductions", lambda t, s: "where=None" in s),
     ("PyTorch's rule: axis 0 or -1 of a 0-d array reduces nothing (NumPy: AxisError)",
      lambda t, s: t.split(".")[-1] in ("var", "std", "mean", "sum", "prod")
      and ("axis=0" in s or "axis=-1" in s)),
