@@ -582,7 +582,7 @@ def bytes(length):
     >>> len(ember.random.bytes(4))
     4
     """
-    return _global._rs.bytes(length)
+    return _global._rs.bytes(operator.index(length))
 
 
 for _name in _FLOAT_DISTRIBUTIONS + _INT_DISTRIBUTIONS:

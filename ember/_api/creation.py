@@ -6,9 +6,9 @@ when wrapping existing memory (``asarray`` of a NumPy array or buffer), which
 is zero-copy.
 """
 import builtins
+import operator
 import functools
 import math
-import operator
 
 import numpy as np
 
@@ -307,9 +307,18 @@ def ones(shape, dtype=None, order="C", *, device=None, requires_grad=False):
     return _finish(x, requires_grad)
 
 
+def _check_subok(subok, opname):
+    """NumPy reads subok as a C int: anything else is a TypeError."""
+    if isinstance(subok, (ndarray, np.ndarray)):
+        builtins.bool(subok)                # an array of many elements is ambiguous
+        return
+    if not -2**31 <= operator.index(subok) < 2**31:
+        raise OverflowError(f"{opname}: subok={subok} does not fit in a C int")
+
+
 def _like(x, dtype, shape, order="K", opname="*_like", subok=True):
     check_order(order, opname)
-    builtins.bool(subok)                    # NumPy's truth test of subok
+    _check_subok(subok, opname)
     x = as_array(x)
     return (x.shape if shape is None else shape), (x.dtype if dtype is None else dtype)
 
@@ -627,7 +636,7 @@ def ascontiguousarray(a, dtype=None):
     >>> ember.ascontiguousarray(ember.ones((2, 3)).T).is_contiguous()
     True
     """
-    x = as_array(a)
+    x = asarray(a, dtype=dtype)
     if dtype is not None and np.dtype(dtype) != x.dtype:
         return x.astype(dtype)
     return x if x.is_contiguous() else x.copy()
@@ -641,7 +650,7 @@ def copy(a, order="K", subok=False):
     [1.0, 1.0]
     """
     check_order(order, "copy")
-    builtins.bool(subok)
+    _check_subok(subok, "copy")
     return as_array(a).copy()
 
 

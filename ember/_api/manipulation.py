@@ -243,7 +243,9 @@ def reshape(x, /, shape, *, order="C", copy=None):
                     st *= new[i]
             return _as_strided(x, new, strides, _offset(x))
     shape = _infer_shape(_shape_arg(shape, "reshape"), x.size, "reshape")
-    if order == "A" or order == "K":
+    if order == "K":
+        raise ValueError("reshape: order 'K' is not permitted for reshaping")
+    if order == "A":
         order = "F" if (_is_f_contig(x) and not x.is_contiguous()) else "C"
     if order == "F":
         return transpose(reshape(transpose(x), shape[::-1], copy=copy))
@@ -269,6 +271,8 @@ def ravel(x, /, order="C"):
     >>> ember.ravel(ember.ones((2, 2))).shape
     (4,)
     """
+    if order == "K":        # memory order: a Fortran-ordered array reads as order 'A'
+        order = "A"
     return reshape(x, (-1,), order=order)
 
 
@@ -1078,7 +1082,9 @@ def resize(x, new_shape):
     >>> ember.resize(ember.asarray([1, 2, 3]), (2, 2)).tolist()
     [[1, 2], [3, 1]]
     """
-    return _copy_of(np.resize(numpy_view(as_array(x)), new_shape))
+    shape = (operator.index(new_shape),) if not isinstance(new_shape, (tuple, list)) else \
+        tuple(operator.index(n) for n in new_shape)
+    return _copy_of(np.resize(numpy_view(as_array(x)), shape))
 
 
 def trim_zeros(filt, trim="fb"):

@@ -83,7 +83,7 @@ def _sum_or_prod(x, axis, dtype, out, keepdims, dim, keepdim, rop):
     keepdims = keepdims if keepdim is None else keepdim
     axes = _axes(x, axis, dim, opname)
     if dtype is not None:
-        dt = np.dtype(dtype) if dtype is not float else default_float_dtype()
+        dt = dtype_from_code(_code(dtype)) if dtype is not float else default_float_dtype()
         if dt != x.dtype:
             x = x.astype(dt)
         res_dt = dt
@@ -160,7 +160,7 @@ def mean(x, /, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, kee
     x = as_array(x)
     keepdims = keepdims if keepdim is None else keepdim
     axes = _axes(x, axis, dim, "mean")
-    res_dt = np.dtype(dtype) if dtype is not None else _float_dtype_for(x.dtype)
+    res_dt = dtype_from_code(_code(dtype)) if dtype is not None else _float_dtype_for(x.dtype)
     acc_dt = np.dtype(np.float32) if is_half_dtype(res_dt) else res_dt
     if dtype_kind(x.dtype) in "biu" and dtype_kind(acc_dt) == "f":
         # NumPy accumulates integer means in float64 (an integer sum could wrap around)
@@ -377,7 +377,7 @@ def _cumulative(x, axis, dtype, out, dim, is_prod, opname, include_initial=False
         raise ValueError(f"{opname}: cannot accumulate a 0-d array along an axis")
     else:
         ax = normalize_axis(axis, x.ndim, opname)
-    res_dt = np.dtype(dtype) if dtype is not None else _sum_dtype(x.dtype)
+    res_dt = dtype_from_code(_code(dtype)) if dtype is not None else _sum_dtype(x.dtype)
     acc_dt = np.dtype(np.float32) if is_half_dtype(res_dt) else res_dt
     if dtype_kind(acc_dt) in "biu":
         acc_dt = _sum_dtype(acc_dt)

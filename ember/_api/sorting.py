@@ -310,14 +310,14 @@ def intersect1d(a, b, assume_unique=False):
     return _ember(np.intersect1d(numpy_view(as_array(a)), numpy_view(as_array(b)), assume_unique))
 
 
-def union1d(a, b):
+def union1d(ar1, ar2):
     """Sorted union of unique values.
 
     >>> import ember
     >>> ember.union1d(ember.asarray([1, 2]), ember.asarray([2, 3])).tolist()
     [1, 2, 3]
     """
-    return _ember(np.union1d(numpy_view(as_array(a)), numpy_view(as_array(b))))
+    return _ember(np.union1d(numpy_view(as_array(ar1)), numpy_view(as_array(ar2))))
 
 
 def setdiff1d(ar1, ar2, assume_unique=False):

@@ -444,14 +444,19 @@ cdef int normalize_axis(Py_ssize_t axis, int ndim, str opname) except -1:
 
 
 cdef object parse_shape(object shape, str opname):
-    """An int or a sequence of ints -> tuple of non-negative ints."""
+    """An int or a sequence of ints -> tuple of non-negative ints (bools are refused,
+    as NumPy refuses them)."""
     if isinstance(shape, int) or hasattr(shape, "__index__") and not hasattr(shape, "__len__"):
+        if isinstance(shape, (bool, _np.bool_)):
+            raise TypeError(f"{opname}: shape must be an int or a sequence of ints, got {shape!r}")
         shape = (_operator.index(shape),)
     else:
         try:
-            shape = tuple([_operator.index(s) for s in shape])
+            shape = tuple([_operator.index(s) if type(s) is not bool else None for s in shape])
         except TypeError:
             raise TypeError(f"{opname}: shape must be an int or a sequence of ints, got {shape!r}") from None
+        if None in shape:
+            raise TypeError(f"{opname}: shape must be ints, not bools, got {shape!r}")
     if len(shape) > MAXDIM:
         raise ValueError(f"{opname}: ember supports at most {MAXDIM} dimensions, got {len(shape)}")
     for s in shape:

@@ -108,7 +108,7 @@ def one_axis(x, n, axis, op, inverse_real=False):
                                       f"dimension, got a 0-d array")
     ax = normalize_axis(axis, x.ndim, f"fft.{op}")
     m = x.shape[ax]
-    if n is None or n == -1:
+    if n is None:
         n = 2 * (m - 1) if (inverse_real and n is None) else m
     n = check_points(_points(n, op), op, axis)
     return n, ax

@@ -53,6 +53,8 @@ DELIBERATE = (
      "ember.round)", lambda t, s: t in ("ember.round", "ndarray.round", "ember.around")
      and ("'bool'" in s or "'int" in s or "'uint" in s)),
     ("where=None means no mask in ember's reductions", lambda t, s: "where=None" in s),
+    ("PyTorch's x.min(other) / x.max(other): elementwise with an array argument",
+     lambda t, s: t in ("ndarray.min", "ndarray.max", "ember.min", "ember.max")),
     ("PyTorch's rule: axis 0 or -1 of a 0-d array reduces nothing (NumPy: AxisError)",
      lambda t, s: t.split(".")[-1] in ("var", "std", "mean", "sum", "prod")
      and ("axis=0" in s or "axis=-1" in s)),
