@@ -38,6 +38,12 @@ autodoc_inherit_docstrings = False
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_rtype = False
+# parameter types as plain text: as cross-references, "float" would link to ember.float
+# (float32), not Python's float
+napoleon_use_param = False
+napoleon_use_keyword = False
+# the page's table of contents lists its sections, not every function
+toc_object_entries = False
 add_module_names = False
 python_use_unqualified_type_names = True
 
@@ -59,7 +65,10 @@ html_theme_options = {
     "navigation_depth": 2,
     "show_toc_level": 2,
     "navbar_align": "left",
-    "secondary_sidebar_items": ["page-toc"],
+    # the page's own table of contents on the right only on the long reference pages: the
+    # guide's code and the README's tables need the width of a 1280-pixel screen
+    "secondary_sidebar_items": {"index": [], "install": [], "benchmarks": [], "guide/*": [],
+                                "api/*": ["page-toc"]},
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }

@@ -163,6 +163,9 @@ def entry_lines(ns, name, obj):
         what = f"``{public_mod}.{obj.__name__}``, re-exported (ember uses NumPy's)"
         if obj is numpy.dtype:
             what = "NumPy's dtype class: ember's dtypes are NumPy's dtype objects"
+        elif obj.__module__ == "builtins":
+            what = (f"Python's ``{obj.__name__}`` (PyTorch's ``torch.{name}``: shapes are "
+                    f"tuples)" if name == "Size" else f"Python's ``{obj.__name__}``")
         return [f".. py:data:: {full}", "", f"   {what}.", ""]
     if isinstance(obj, type):
         lines = [f".. autoclass:: {full}"]
@@ -262,8 +265,11 @@ class ArrayMembers(SphinxDirective):
                 summary = _summary(member if is_attr else value) if doc else ""
                 func = getattr(ember, name, None)
                 if not doc:
-                    if func is not None and callable(func) and not isinstance(func, type):
+                    if not is_attr and func is not None and callable(func) \
+                            and not isinstance(func, type):
                         summary = f"Method form of :func:`ember.{name}`."
+                    elif hasattr(numpy.ndarray, name):
+                        summary = f"As NumPy's ``ndarray.{name}``."
                     else:
                         summary = f"As PyTorch's ``Tensor.{name}``."
                 rows += [f"   * - :py:{role}:`{name} <ember.ndarray.{name}>`",
