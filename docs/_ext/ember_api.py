@@ -17,6 +17,7 @@ Only public names are used (``__all__``, or the namespace's public attributes), 
 moving code between ember's private modules changes nothing here.
 """
 import importlib
+import importlib.util
 import inspect
 import os
 import re
@@ -80,6 +81,10 @@ def _summary(obj):
             break
         para.append(line.strip())
     text = " ".join(para)
+    # the ufuncs' docstrings open with their own name ("ember.add: elementwise add ...")
+    m = re.match(r"ember\.[\w.]+: (.*)", text)
+    if m:
+        text = m.group(1)[:1].upper() + m.group(1)[1:]
     if text.endswith("::"):
         text = text[:-1]
     # cut after the first sentence, outside inline literals and roles
@@ -320,7 +325,11 @@ def _test_docstrings_docs(srcdir):
         return None
     spec = importlib.util.spec_from_file_location("_ember_test_docstrings", found[0])
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    except ImportError as e:         # pytest is the test extra's, not the docs extra's
+        logger.info(f"API reference: examples' coverage not checked ({e})")
+        return set()
     docs = set()
     for p in mod._examples():
         test = p.values[0] if hasattr(p, "values") else p
@@ -355,6 +364,8 @@ def _check(app, env):
                        f"`.. ember-array-members::` list in docs/api/array.rst")
     # the docstring examples the reference shows are run by tests/test_docstrings.py
     ran = _test_docstrings_docs(app.srcdir)
+    if ran == set():
+        return
     if ran is None:
         logger.warning("API reference: tests/test_docstrings.py not found (exactly one), so "
                        "the docstring examples' coverage cannot be checked")
