@@ -163,15 +163,7 @@ def entry_lines(ns, name, obj):
         role = "class" if isinstance(obj, type) else "func"
         return [f".. py:data:: {full}", "", f"   The same object as :py:{role}:`{canon}`.", ""]
     if _is_foreign_type(obj):
-        public_mod = {"numpy.random": "numpy.random", "numpy.linalg": "numpy.linalg"}.get(
-            ".".join(obj.__module__.split(".")[:2]), obj.__module__.split(".")[0])
-        what = f"``{public_mod}.{obj.__name__}``, re-exported (ember uses NumPy's)"
-        if obj is numpy.dtype:
-            what = "NumPy's dtype class: ember's dtypes are NumPy's dtype objects"
-        elif obj.__module__ == "builtins":
-            what = (f"Python's ``{obj.__name__}`` (PyTorch's ``torch.{name}``: shapes are "
-                    f"tuples)" if name == "Size" else f"Python's ``{obj.__name__}``")
-        return [f".. py:data:: {full}", "", f"   {what}.", ""]
+        return [f".. py:data:: {full}", "", f"   {_foreign_text(name, obj)}", ""]
     if isinstance(obj, type):
         lines = [f".. autoclass:: {full}"]
         # ember.ndarray's members have their own grouped list (docs/api/array.rst)
@@ -183,6 +175,40 @@ def entry_lines(ns, name, obj):
         return [f".. autofunction:: {full}", ""]
     return [f".. py:data:: {full}", f"   :value: {obj!r}", "",
             f"   {_data_text(ns, name, obj)}", ""]
+
+
+def _foreign_text(name, obj):
+    """One line on a NumPy or Python type that ember re-exports (a dtype, an abstract
+    scalar type, a NumPy class)."""
+    if obj is numpy.dtype:
+        return "NumPy's dtype class: ember's dtypes are NumPy's dtype objects."
+    if obj.__module__ == "builtins":
+        return (f"Python's ``{obj.__name__}`` (PyTorch's ``torch.Size``: shapes are tuples)."
+                if name == "Size" else f"Python's ``{obj.__name__}``.")
+    if isinstance(obj, type) and issubclass(obj, numpy.generic):
+        try:
+            dt = numpy.dtype(obj)
+        except TypeError:
+            dt = None
+        if dt is None or obj.__name__ in ("generic", "number", "integer", "signedinteger",
+                                          "unsignedinteger", "floating", "complexfloating",
+                                          "inexact"):
+            return (f"NumPy's abstract scalar type ``numpy.{obj.__name__}``, for "
+                    f"``issubdtype`` and ``isdtype``.")
+        bits = dt.itemsize * 8
+        kind = {"b": "Boolean (True or False)", "i": f"{bits}-bit signed integer",
+                "u": f"{bits}-bit unsigned integer",
+                "f": f"{bits}-bit IEEE floating point",
+                "c": f"complex number of two {bits // 2}-bit floats"}.get(dt.kind, dt.name)
+        if dt.name == "bfloat16":
+            kind = ("16-bit brain floating point (float32's 8-bit exponent, a 7-bit "
+                    "fraction), ml_dtypes' dtype")
+        if name != dt.name:
+            return f"Another name of ``{dt.name}``: {kind}."
+        return kind[:1].upper() + kind[1:] + "."
+    mod = ".".join(obj.__module__.split(".")[:2]) if obj.__module__.startswith(
+        ("numpy.random", "numpy.linalg")) else obj.__module__.split(".")[0]
+    return f"``{mod}.{obj.__name__}``, re-exported (ember uses NumPy's)."
 
 
 def _data_text(ns, name, obj):
@@ -217,7 +243,8 @@ class EmberNames(SphinxDirective):
             obj = getattr(mod, name)
             target = "data" if (_is_foreign_type(obj) or not (callable(obj) or isinstance(obj, type))) \
                 else ("class" if isinstance(obj, type) else "func")
-            summary = _summary(obj) or (_data_text(ns, name, obj) if target == "data" else "")
+            summary = (_foreign_text(name, obj) if _is_foreign_type(obj) else _summary(obj)) or (
+                _data_text(ns, name, obj) if target == "data" else "")
             canon = canonical_name(obj)
             if canon is not None and canon != f"{ns}.{name}":
                 summary = f"The same as :py:obj:`{canon}`."
