@@ -2,9 +2,9 @@
 # Builds the documentation site into docs/_build/html, warnings as errors:
 #   pip install ".[docs]" && bash docs/build.sh
 # 1. the HTML pages, from scratch (sphinx-build -E -W --keep-going): a docstring that
-#    does not render, a README section an include no longer finds, a public name on no reference page,
-#    or a docstring example the reference shows that tests/test_docstrings.py does not
-#    run, each fails the build;
+#    does not render, a README section an include no longer finds, a public name on no
+#    reference page, or a docstring example the reference shows that
+#    tests/test_docstrings.py does not run, each fails the build;
 # 2. the user guide's examples (``testcode`` blocks) under Sphinx's doctest builder.
 # The docstrings' own >>> examples run in the test suite (tests/test_docstrings.py),
 # once, not here a second time.

@@ -161,9 +161,11 @@ def entry_lines(ns, name, obj):
     canon = canonical_name(obj)
     if canon is not None and canon != full:
         role = "class" if isinstance(obj, type) else "func"
-        return [f".. py:data:: {full}", "", f"   The same object as :py:{role}:`{canon}`.", ""]
+        return [f".. py:data:: {name}", f"   :module: {ns}", "",
+                f"   The same object as :py:{role}:`{canon}`.", ""]
     if _is_foreign_type(obj):
-        return [f".. py:data:: {full}", "", f"   {_foreign_text(name, obj)}", ""]
+        return [f".. py:data:: {name}", f"   :module: {ns}", "", f"   {_foreign_text(name, obj)}",
+                ""]
     if isinstance(obj, type):
         lines = [f".. autoclass:: {full}"]
         # ember.ndarray's members have their own grouped list (docs/api/array.rst)
@@ -173,7 +175,7 @@ def entry_lines(ns, name, obj):
         return lines + [""]
     if callable(obj):
         return [f".. autofunction:: {full}", ""]
-    return [f".. py:data:: {full}", f"   :value: {obj!r}", "",
+    return [f".. py:data:: {name}", f"   :module: {ns}", f"   :value: {obj!r}", "",
             f"   {_data_text(ns, name, obj)}", ""]
 
 
@@ -307,8 +309,11 @@ class ArrayMembers(SphinxDirective):
                 rows += [f"   * - :py:{role}:`{name} <ember.ndarray.{name}>`",
                          f"     - {summary}"]
                 if is_attr:
-                    entries += [f".. autoattribute:: ember.ndarray.{name}", ""] if doc else [
-                        f".. py:attribute:: ember.ndarray.{name}", "", f"   {summary}", ""]
+                    # the docstring as written (autodoc's napoleon would read an
+                    # attribute docstring's first "x: y" as a type and a description)
+                    body = inspect.cleandoc(doc).splitlines() if doc else [summary]
+                    entries += [f".. py:attribute:: ndarray.{name}", "   :module: ember", ""]
+                    entries += [("   " + b) if b.strip() else "" for b in body] + [""]
                 elif doc:
                     entries += [f".. automethod:: ember.ndarray.{name}", ""]
                 else:
@@ -317,7 +322,8 @@ class ArrayMembers(SphinxDirective):
                         sig = sig.replace("(self, ", "(").replace("(self)", "()")
                     except (TypeError, ValueError):
                         sig = "(*args, **kwargs)"
-                    entries += [f".. py:method:: ember.ndarray.{name}{sig}", "", f"   {summary}", ""]
+                    entries += [f".. py:method:: ndarray.{name}{sig}", "   :module: ember", "",
+                                f"   {summary}", ""]
             text += rows + [""] + entries
         node = nodes.section()
         node.document = self.state.document
