@@ -120,7 +120,7 @@ def power(x, p):
 
 
 def arccos(x):
-    """Inverse cosine; complex where |x| > 1 (NumPy's ``emath.arccos``).
+    """Inverse cosine; complex where ``|x| > 1`` (NumPy's ``emath.arccos``).
 
     >>> import ember
     >>> ember.emath.arccos(ember.asarray([1.0])).tolist()
@@ -130,7 +130,7 @@ def arccos(x):
 
 
 def arcsin(x):
-    """Inverse sine; complex where |x| > 1 (NumPy's ``emath.arcsin``).
+    """Inverse sine; complex where ``|x| > 1`` (NumPy's ``emath.arcsin``).
 
     >>> import ember
     >>> ember.emath.arcsin(ember.asarray([0.0])).tolist()
@@ -140,7 +140,7 @@ def arcsin(x):
 
 
 def arctanh(x):
-    """Inverse hyperbolic tangent; complex where |x| > 1 (NumPy's ``emath.arctanh``).
+    """Inverse hyperbolic tangent; complex where ``|x| > 1`` (NumPy's ``emath.arctanh``).
 
     >>> import ember
     >>> ember.emath.arctanh(ember.asarray([0.0])).tolist()

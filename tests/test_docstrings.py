@@ -17,7 +17,7 @@ MODULES = ["ember", "ember._api.creation", "ember._api.dtype_funcs", "ember._api
            "ember._torch", "ember.return_types", "ember.accelerator", "ember.backends",
            "ember.backends.cudnn", "ember.backends.mps", "ember.utils"]
 # the training packages: every module in them
-PACKAGES = ["ember.nn", "ember.optim", "ember.data", "ember.amp", "ember.cuda"]
+PACKAGES = ["ember.nn", "ember.optim", "ember.data", "ember.amp", "ember.cuda", "ember.distributed"]
 
 
 def _package_modules():

@@ -270,7 +270,7 @@ def _sigmoid_grad(g, res, input):
 
 @defop("nn.functional.sigmoid", grad=_sigmoid_grad, save_args=False, save_result=True)
 def sigmoid(input):
-    """1 / (1 + exp(-x)), without overflow for large |x|.
+    """1 / (1 + exp(-x)), without overflow for large ``|x|``.
 
     >>> import ember
     >>> import ember.nn.functional as F
@@ -281,7 +281,7 @@ def sigmoid(input):
 
 
 def logsigmoid(input):
-    """log(sigmoid(x)) = -softplus(-x), stable for large |x|.
+    """log(sigmoid(x)) = -softplus(-x), stable for large ``|x|``.
 
     >>> import ember
     >>> import ember.nn.functional as F
@@ -568,7 +568,7 @@ def hardswish(input, inplace=False):
 
 
 def softsign(input):
-    """x / (1 + |x|).
+    """``x / (1 + |x|)``.
 
     >>> import ember
     >>> import ember.nn.functional as F

@@ -282,7 +282,7 @@ class LogSigmoid(Module):
 
 
 class Softsign(Module):
-    """x / (1 + |x|).
+    """``x / (1 + |x|)``.
 
     >>> import ember
     >>> from ember import nn

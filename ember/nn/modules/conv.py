@@ -142,7 +142,7 @@ class Conv1d(_ConvNd):
     """1-d convolution over (N, C_in, L) or (C_in, L) inputs.
 
     weight: (out_channels, in_channels/groups, kernel_size); bias: (out_channels,),
-    initialised as in PyTorch (kaiming_uniform_ with a=sqrt(5); bias from
+    initialised as in PyTorch (``kaiming_uniform_`` with ``a=sqrt(5)``; bias from
     U(-1/sqrt(fan_in), 1/sqrt(fan_in))).
 
     >>> import ember
