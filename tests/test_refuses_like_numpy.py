@@ -107,6 +107,10 @@ CASES = {
     "empty_like_subok_function": (lambda xp, a: xp.empty_like(a["f"], subok=lambda: 0),
                                   TypeError),
     "fft_n_minus_one": (lambda xp, a: xp.fft.fft(a["f"], n=-1), ValueError),
+    "fabs_complex": (lambda xp, a: xp.fabs(xp.asarray([1 + 1j])), TypeError),
+    "fabs_int_into_int_out": (lambda xp, a: xp.fabs(a["u"], out=xp.zeros(2, dtype="uint32")),
+                              TypeError),
+    "ihfft_axis_none": (lambda xp, a: xp.fft.ihfft(a["f"], axis=None), TypeError),
     "standard_gamma_third_positional": (lambda xp, a: xp.random.standard_gamma(1.0, 2, None),
                                         TypeError),
 }

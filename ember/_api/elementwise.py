@@ -311,12 +311,47 @@ _ALIASES = {
     "bitwise_invert": "invert", "bitwise_left_shift": "left_shift",
     "bitwise_right_shift": "right_shift", "pow": "power",
     # NumPy names
-    "true_divide": "divide", "mod": "remainder", "fabs": "absolute", "degrees": "rad2deg",
+    "true_divide": "divide", "mod": "remainder", "degrees": "rad2deg",
     "radians": "deg2rad", "bitwise_not": "invert",
 }
 for _alias, _target in _ALIASES.items():
     globals()[_alias] = globals()[_target]
     __all__.append(_alias)
+
+
+class _FloatAbsolute(ufunc):
+    """NumPy's ``fabs``: the absolute value of real input as a float.  Integer and bool
+    input computes in ember's default float dtype (NumPy: float16/float64 by size);
+    complex input is refused (use ``abs``).
+
+    >>> import ember
+    >>> ember.fabs(ember.asarray([-2, 3])).tolist()
+    [2.0, 3.0]
+    """
+
+    def __init__(self):
+        super().__init__("absolute", 1)
+        self.__name__ = "fabs"
+        self._np = np.fabs
+        self.__doc__ = type(self).__doc__
+
+    def __call__(self, *args, **kwargs):
+        if args:
+            x = as_array(args[0])
+            kind = dtype_kind(x.dtype)
+            if kind == "c":
+                raise TypeError(f"fabs: not supported for complex input (dtype {x.dtype}); "
+                                f"use ember.abs")
+            if kind in "biu":
+                args = (x.astype(default_float_dtype()),) + args[1:]
+        return ufunc.__call__(self, *args, **kwargs)
+
+    def __repr__(self):
+        return "<ember.ufunc 'fabs'>"
+
+
+fabs = _FloatAbsolute()
+__all__.append("fabs")
 
 
 # ---------------------------------------------------------------- beyond the table

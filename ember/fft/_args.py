@@ -44,7 +44,9 @@ def pick(value, alias, default, name, alias_name, op):
         if value is not None and value != default:
             raise TypeError(f"fft.{op}: pass either {name}= or {alias_name}=, not both")
         return alias
-    return default if value is None else value
+    if value is None and default is not None:
+        raise TypeError(f"fft.{op}: {name} must be an integer, not None")
+    return value
 
 
 def float_input(x, op, real=False):
