@@ -60,3 +60,6 @@ def test_a_fixed_seed_sample_has_no_crash_hang_or_out_of_bounds_write():
     rep = runner.campaign(seed=0, calls=4000, batch=2000, jobs=2, timeout=20.0, confirm=False)
     assert rep["totals"].get("ok", 0) > 400            # the sample reaches real work
     assert not rep["problems"], runner.format_report(rep)
+    # no silent successes: where NumPy refuses a call, ember refuses it too (ember's
+    # deliberate extensions, each with its reason, are tests/fuzz/child.py's DELIBERATE)
+    assert not rep["lenient_calls"], runner.format_report(rep)

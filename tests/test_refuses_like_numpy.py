@@ -111,6 +111,10 @@ CASES = {
     "fabs_int_into_int_out": (lambda xp, a: xp.fabs(a["u"], out=xp.zeros(2, dtype="uint32")),
                               TypeError),
     "ihfft_axis_none": (lambda xp, a: xp.fft.ihfft(a["f"], axis=None), TypeError),
+    "intersect1d_keyword_b": (lambda xp, a: xp.intersect1d(a["f"], b=a["f"]), TypeError),
+    "dot_out_wrong_dtype": (lambda xp, a: xp.dot(a["u"], a["u"].reshape(2, 1),
+                                                 out=xp.zeros(1, dtype="int64")), ValueError),
+    "unstack_tuple": (lambda xp, a: xp.unstack((-1,)), (TypeError, AttributeError)),
     "standard_gamma_third_positional": (lambda xp, a: xp.random.standard_gamma(1.0, 2, None),
                                         TypeError),
 }

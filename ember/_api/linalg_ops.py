@@ -83,15 +83,25 @@ def dot(a, b, out=None):
     11
     """
     a, b = as_array(a), as_array(b)
+    if out is not None:
+        # NumPy's dot takes out= only as the exact result: its dtype, shape, C order
+        res = dot(a, b)
+        if not isinstance(out, ndarray) or out.dtype != res.dtype or out.shape != res.shape \
+                or not out.is_contiguous():
+            raise ValueError(f"dot: output array is not acceptable (it must have the result's "
+                             f"dtype {res.dtype} and shape {shape_str(res.shape)} and be "
+                             f"C-contiguous)")
+        out[...] = res
+        return out
     if a.ndim <= 2 and b.ndim <= 2 and a.ndim and b.ndim:
-        return matmul(a, b, out=out)
+        return matmul(a, b)
     a, b = _promote(a, b)
     try:
         with one_blas_thread:
             res = np.dot(numpy_view(a), numpy_view(b))
     except ValueError as e:
         raise ValueError(f"dot: {e} (shapes {shape_str(a.shape)} {shape_str(b.shape)})") from None
-    return _to_ember(res, out)
+    return _to_ember(res)
 
 
 def _to_ember(res, out=None):

@@ -681,7 +681,8 @@ def unstack(x, /, *, axis=0, dim=None):
     >>> [a.tolist() for a in ember.unstack(ember.asarray([[1, 2], [3, 4]]), axis=1)]
     [[1, 3], [2, 4]]
     """
-    x = as_array(x)
+    if not isinstance(x, ndarray):
+        raise TypeError(f"unstack: x must be an ember array, not {type(x).__name__}")
     if x.ndim == 0:
         raise ValueError("unstack: input array must be at least 1-d, got a 0-d array")
     ax = _axis(_pick(axis, dim, 0, "unstack"), x.ndim, "unstack")

@@ -300,14 +300,15 @@ def isin(element, test_elements, assume_unique=False, invert=False):
 in1d = isin
 
 
-def intersect1d(a, b, assume_unique=False):
+def intersect1d(ar1, ar2, assume_unique=False):
     """Sorted common unique values.
 
     >>> import ember
     >>> ember.intersect1d(ember.asarray([1, 2]), ember.asarray([2, 3])).tolist()
     [2]
     """
-    return _ember(np.intersect1d(numpy_view(as_array(a)), numpy_view(as_array(b)), assume_unique))
+    return _ember(np.intersect1d(numpy_view(as_array(ar1)), numpy_view(as_array(ar2)),
+                                 assume_unique))
 
 
 def union1d(ar1, ar2):

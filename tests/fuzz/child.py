@@ -53,6 +53,8 @@ DELIBERATE = (
      "ember.round)", lambda t, s: t in ("ember.round", "ndarray.round", "ember.around")
      and ("'bool'" in s or "'int" in s or "'uint" in s)),
     ("where=None means no mask in ember's reductions", lambda t, s: "where=None" in s),
+    ("PyTorch's fftshift/ifftshift return a 0-d array as it is (NumPy's fail in roll)",
+     lambda t, s: t in ("ember.fft.fftshift", "ember.fft.ifftshift")),
     ("PyTorch's x.min(other) / x.max(other): elementwise with an array argument",
      lambda t, s: t in ("ndarray.min", "ndarray.max", "ember.min", "ember.max")),
     ("PyTorch's rule: axis 0 or -1 of a 0-d array reduces nothing (NumPy: AxisError)",

@@ -200,7 +200,7 @@ def format_report(rep):
              f"  ok {t.get('ok', 0)}, exceptions {t.get('exc', 0)}, crashes {t.get('crash', 0)}, "
              f"hangs {t.get('hang', 0)}, out-of-bounds writes {t.get('oob', 0)}"
              + (f", missing {t['missing']}" if t.get("missing") else ""),
-             f"  NumPy twin raised where ember succeeded (informational): {t.get('lenient', 0)}"]
+             f"  silent successes (NumPy refused the call, ember answered): {t.get('lenient', 0)}"]
     if rep.get("lenient_by_target"):
         lines.append("    " + ", ".join(f"{k} {v}" for k, v in rep["lenient_by_target"].items()))
     if rep["per_target_bad"]:
@@ -216,4 +216,7 @@ def format_report(rep):
                      + ("" if conf is None else " (reproduced alone)" if conf
                         else " (NOT reproduced alone)"))
         lines.append(f"      {p['reproducer']}")
+    for c in rep.get("lenient_calls", [])[:50]:
+        lines.append(f"  [silent] call {c['index']} {c['target']}: NumPy {c['numpy_raised'][:150]}")
+        lines.append(f"      {c['reproducer']}")
     return "\n".join(lines)
