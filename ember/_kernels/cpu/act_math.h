@@ -88,9 +88,17 @@ static inline float em_two_phif(float x) {
 }
 
 static inline float em_sigmoidf(float x) {
-    /* e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below (one division) */
+    /* e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below (one division).
+     * d = 1 + e rounds; err = (1 - d) + e is that rounding exactly (d >= 1 >= e), and
+     * num / (d + err) = r (1 - err / d) with 1 / d = r for x >= 0 and about 1 - r below:
+     * the correction leaves exp's error and the division's (1.5 ulp at most) */
     float e = em_expf(-em_copysign_bits(x, 1.0f));
-    return em_fsel(x >= 0.0f, 1.0f, e) / (1.0f + e);
+    float d = 1.0f + e;
+    float err = (1.0f - d) + e;
+    int pos = x >= 0.0f;
+    float r = em_fsel(pos, 1.0f, e) / d;
+    float inv = em_fsel(pos, r, 1.0f - r);
+    return r - r * (err * inv);
 }
 
 #define EM_GELU_K 0.79788456080286535588f      /* sqrt(2 / pi) */
