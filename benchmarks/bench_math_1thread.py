@@ -33,7 +33,8 @@ C = {"exp": (lambda: ember.exp(ex), lambda: np.exp(x), lambda: torch.exp(tx)),
      "sigmoid": (lambda: EF.sigmoid(ex), lambda: sp.expit(x), lambda: torch.sigmoid(tx)),
      "erf": (lambda: em_erf(x), lambda: sp.erf(x), lambda: torch.erf(tx)),
      "gelu": (lambda: EF.gelu(ex), None, lambda: TF.gelu(tx)),
-     "gelu tanh": (lambda: EF.gelu(ex, approximate="tanh"), None, lambda: TF.gelu(tx, approximate="tanh")),
+     "gelu tanh": (lambda: EF.gelu(ex, approximate="tanh"), None,
+                   lambda: TF.gelu(tx, approximate="tanh")),
      "softplus": (lambda: EF.softplus(ex), lambda: np.logaddexp(0, x), lambda: TF.softplus(tx))}
 for name, fs in C.items():
     ts = [[] for _ in fs]
@@ -46,4 +47,5 @@ for name, fs in C.items():
             ts[k].append((time.perf_counter() - t) / number)
     m = [np.median(t) * 1e6 if t else float("nan") for t in ts]
     best = np.nanmin(m[1:])
-    print(f"| {name} | {n:,} | {m[0]:.1f} | {m[1]:.1f} | {m[2]:.1f} | {m[0] / best:.2f}x |", flush=True)
+    print(f"| {name} | {n:,} | {m[0]:.1f} | {m[1]:.1f} | {m[2]:.1f} | {m[0] / best:.2f}x |",
+          flush=True)

@@ -1,10 +1,11 @@
 """float32 math and activations against float64, over runs of CONSECUTIVE float32s (every
 representable input in a window: 2**21 in [0.5, 0.625) and its negatives, 2**17 around
-each end of a polynomial piece and the over/underflow edges) plus a strided walk over the whole useful range,
-and the special values (signed zeros, infinities, NaN, subnormals) as PyTorch gives
-them.  The bound is 2 ulp of the float64 result rounded to float32, except (each case says
-why): softplus 2.5 (2.14 measured), the tanh GELU 3 (2.95), exact GELU 2.5 down to
-x = -1.3 and a relative bound below (ember/_kernels/cpu/act_math.h explains it)."""
+each end of a polynomial piece and the over/underflow edges) plus a strided walk over
+the whole useful range, and the special values (signed zeros, infinities, NaN,
+subnormals) as PyTorch gives them.  The bound is 2 ulp of the float64 result rounded
+to float32, except (each case says why): softplus 2.5 (2.14 measured), the tanh GELU 3
+(2.95), exact GELU 2.5 down to x = -1.3 and a relative bound below
+(ember/_kernels/cpu/act_math.h explains it)."""
 import numpy as np
 import pytest
 
