@@ -101,9 +101,9 @@ def count_rows(const index_t[::1] idx not None, int64_t[::1] counts not None):
 # ---------------------------------------------------------------- activation kernels
 #
 # Elementwise activations and their derivatives, written in C below so that GCC
-# vectorises the float32 loops: exp, erf, expm1 and log1p are branch-free polynomial
-# versions (float32 accuracy: exp/log ~1-2 ulp; erf is Abramowitz-Stegun 7.1.26, abs
-# error < 1.5e-7, the same formula PyTorch's vectorised CPU erf uses).  float64 uses
+# vectorises the float32 loops: exp, erf, erfc, expm1 and log1p are branch-free
+# polynomial versions (em_math.h, act_math.h; float32 accuracy within 2 ulp, measured
+# over ranges of consecutive float32s in tests/test_float32_math.py).  float64 uses
 # libm.  Each kernel has the shape f(x, out, n, params) or f(g, x, out, n, params).
 
 ctypedef void (*unary_f)(const float*, float*, Py_ssize_t, const double*) noexcept nogil
@@ -119,12 +119,13 @@ cdef extern from *:
     #include <string.h>
     #include <stdint.h>
 
-    /* Speculating both sides of a select (to vectorise it) needs no-trapping-math; on
+    /* Speculating both sides of a select (to vectorise it) needs no-trapping-math
+       (fp-contract=fast: the AVX2 and AVX-512 clones fuse multiply-adds); on
        x86-64 Linux with GCC each kernel is also compiled for AVX-512 and AVX2 and the
        loader picks the best one for the CPU (target_clones). */
     #if defined(__GNUC__) && !defined(__clang__)
     #pragma GCC push_options
-    #pragma GCC optimize ("no-trapping-math")
+    #pragma GCC optimize ("no-trapping-math", "fp-contract=fast")
     #define EM_POP_OPTIONS 1
     #endif
     #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
@@ -135,8 +136,9 @@ cdef extern from *:
     #define EM_CLONES
     #endif
 
-    /* em_expf, em_expm1f, em_logf, em_tanhf: the shared branch-free float32 math */
-    #include "em_math.h"
+    /* em_expf, em_expm1f, em_logf, em_tanhf: the shared branch-free float32 math;
+       em_erff, em_two_phif (GELU's 2 Phi), em_sigmoidf, em_gelu_tanhf: act_math.h */
+    #include "act_math.h"
 
     /* log1p(y) for y in [0, 1]: log(u) * y / (u - 1) with u = 1 + y corrects the
        rounding of u (Goldberg's trick), so small y keeps full relative accuracy */
@@ -147,30 +149,19 @@ cdef extern from *:
         return d == 0.0f ? y : l;
     }
 
-    static inline float em_sigmoidf(float x) {
-        float ax = x < 0 ? -x : x;
-        float e = em_expf(-ax);
-        float s = 1.0f / (1.0f + e);
-        return x >= 0 ? s : e * s;
-    }
     static inline double em_sigmoid(double x) {
         if (x >= 0) return 1.0 / (1.0 + exp(-x));
         double e = exp(x);
         return e / (1.0 + e);
     }
 
-    /* erf for float32, Abramowitz-Stegun 7.1.26 (as PyTorch's vectorised CPU erf) */
-    static inline float em_erff(float x) {
-        float ax = x < 0 ? -x : x;
-        float t = 1.0f / (1.0f + 0.3275911f * ax);
-        float r = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t
-                   - 0.284496736f) * t + 0.254829592f) * t;
-        float y = 1.0f - r * em_expf(-ax * ax);
-        return x < 0 ? -y : y;
-    }
-
     #define EM_R2 0.70710678118654752440
     #define EM_RS2PI 0.39894228040143267794
+    #define EM_GELU_K_D 0.79788456080286535588
+    static inline double em_gelu_tanh_grad(double x) {
+        double s = em_sigmoid(2.0 * EM_GELU_K_D * (x + 0.044715 * x * x * x));
+        return s + x * (s * (1.0 - s)) * (2.0 * EM_GELU_K_D * (1.0 + 3 * 0.044715 * x * x));
+    }
 
     /* ---- unary kernels: f(x, out, n, p) ---- */
     #define EM_UNARY(name, T, expr) \
@@ -192,8 +183,11 @@ cdef extern from *:
     EM_UNARY(em_sigmoid_f64, double, em_sigmoid(v))
     EM_UNARY(em_silu_f32, float, v * em_sigmoidf(v))
     EM_UNARY(em_silu_f64, double, v * em_sigmoid(v))
-    EM_UNARY(em_gelu_f32, float, 0.5f * v * (1.0f + em_erff(v * (float)EM_R2)))
-    EM_UNARY(em_gelu_f64, double, 0.5 * v * (1.0 + erf(v * EM_R2)))
+    EM_UNARY(em_gelu_f32, float, 0.5f * v * em_two_phif(v))
+    EM_UNARY(em_gelu_tanh_f32, float, em_gelu_tanhf(v))
+    EM_UNARY(em_gelu_tanh_f64, double, v * em_sigmoid(2.0 * EM_GELU_K_D
+                                                     * (v + 0.044715 * v * v * v)))
+    EM_UNARY(em_gelu_f64, double, 0.5 * v * erfc(-v * EM_R2))
     EM_UNARY(em_leaky_f32, float, v > 0 ? v : v * p0)
     EM_UNARY(em_leaky_f64, double, v > 0 ? v : v * p0)
     /* p = (alpha, scale, input_scale) */
@@ -229,9 +223,11 @@ cdef extern from *:
     EM_BINARY(em_hardtanh_bwd_f64, double, (v <= p0 || v >= p1) ? 0.0 : gv)
     EM_BINARY(em_silu_bwd_f32, float, gv * em_sigmoidf(v) * (1.0f + v * (1.0f - em_sigmoidf(v))))
     EM_BINARY(em_silu_bwd_f64, double, gv * em_sigmoid(v) * (1.0 + v * (1.0 - em_sigmoid(v))))
-    EM_BINARY(em_gelu_bwd_f32, float, gv * (0.5f * (1.0f + em_erff(v * (float)EM_R2))
+    EM_BINARY(em_gelu_bwd_f32, float, gv * (0.5f * em_two_phif(v)
               + v * (float)EM_RS2PI * em_expf(-0.5f * v * v)))
-    EM_BINARY(em_gelu_bwd_f64, double, gv * (0.5 * (1.0 + erf(v * EM_R2))
+    EM_BINARY(em_gelu_tanh_bwd_f32, float, gv * em_gelu_tanh_gradf(v))
+    EM_BINARY(em_gelu_tanh_bwd_f64, double, gv * em_gelu_tanh_grad(v))
+    EM_BINARY(em_gelu_bwd_f64, double, gv * (0.5 * erfc(-v * EM_R2)
               + v * EM_RS2PI * exp(-0.5 * v * v)))
     EM_BINARY(em_elu_bwd_f32, float, v > 0 ? gv * p1
               : gv * (p0 * p1 * p2) * em_expf(v * p2))
@@ -252,6 +248,8 @@ cdef extern from *:
     void em_silu_f64(const double*, double*, Py_ssize_t, const double*) noexcept nogil
     void em_gelu_f32(const float*, float*, Py_ssize_t, const double*) noexcept nogil
     void em_gelu_f64(const double*, double*, Py_ssize_t, const double*) noexcept nogil
+    void em_gelu_tanh_f32(const float*, float*, Py_ssize_t, const double*) noexcept nogil
+    void em_gelu_tanh_f64(const double*, double*, Py_ssize_t, const double*) noexcept nogil
     void em_leaky_f32(const float*, float*, Py_ssize_t, const double*) noexcept nogil
     void em_leaky_f64(const double*, double*, Py_ssize_t, const double*) noexcept nogil
     void em_elu_f32(const float*, float*, Py_ssize_t, const double*) noexcept nogil
@@ -274,6 +272,8 @@ cdef extern from *:
     void em_silu_bwd_f64(const double*, const double*, double*, Py_ssize_t, const double*) noexcept nogil
     void em_gelu_bwd_f32(const float*, const float*, float*, Py_ssize_t, const double*) noexcept nogil
     void em_gelu_bwd_f64(const double*, const double*, double*, Py_ssize_t, const double*) noexcept nogil
+    void em_gelu_tanh_bwd_f32(const float*, const float*, float*, Py_ssize_t, const double*) noexcept nogil
+    void em_gelu_tanh_bwd_f64(const double*, const double*, double*, Py_ssize_t, const double*) noexcept nogil
     void em_elu_bwd_f32(const float*, const float*, float*, Py_ssize_t, const double*) noexcept nogil
     void em_elu_bwd_f64(const double*, const double*, double*, Py_ssize_t, const double*) noexcept nogil
     void em_softplus_bwd_f32(const float*, const float*, float*, Py_ssize_t, const double*) noexcept nogil
@@ -362,7 +362,7 @@ def _check_len(a, b, name):
 
 
 def erf(const real[::1] x not None, real[::1] out not None):
-    """out = erf(x) (float32: Abramowitz-Stegun 7.1.26, |error| < 1.5e-7; float64: libm)."""
+    """out = erf(x) (float32: act_math.h's em_erff, within 2 ulp; float64: libm)."""
     _unary(x, out, "erf", em_erf_f32, em_erf_f64, 0, 0, 0)
 
 
@@ -374,6 +374,17 @@ def gelu_forward(const real[::1] x not None, real[::1] out not None):
 def gelu_backward(const real[::1] g not None, const real[::1] x not None, real[::1] out not None):
     """out = g * (Phi(x) + x phi(x)): the derivative of exact GELU times g."""
     _binary(g, x, out, "gelu backward", em_gelu_bwd_f32, em_gelu_bwd_f64, 0, 0, 0)
+
+
+def gelu_tanh_forward(const real[::1] x not None, real[::1] out not None):
+    """out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as x sigmoid(2 (...))."""
+    _unary(x, out, "gelu", em_gelu_tanh_f32, em_gelu_tanh_f64, 0, 0, 0)
+
+
+def gelu_tanh_backward(const real[::1] g not None, const real[::1] x not None,
+                       real[::1] out not None):
+    """out = g times the derivative of the tanh GELU at x."""
+    _binary(g, x, out, "gelu backward", em_gelu_tanh_bwd_f32, em_gelu_tanh_bwd_f64, 0, 0, 0)
 
 
 def sigmoid_forward(const real[::1] x not None, real[::1] out not None):

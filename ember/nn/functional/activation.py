@@ -376,26 +376,58 @@ def _gelu(input):
     return _unary_kernel(_K().gelu_forward, input, "gelu")
 
 
+def _gelu_tanh_parts(x):
+    """(s, dz) of the tanh GELU written with ember ops: s = sigmoid(z), z = 2k (x + c x^3),
+    dz = dz/dx (the device-agnostic path, for GPU arrays the CPU kernels cannot read)."""
+    k2, c = 2 * _SQRT_2_OVER_PI, 0.044715
+    return sigmoid(k2 * (x + c * x * x * x)), k2 * (1 + 3 * c * x * x)
+
+
+def _gelu_tanh_backward_grad(gg, res, g, x):
+    # d/dx of s + x s (1 - s) z' (s = sigmoid(z), z = 2k (x + c x^3), z' = 2k (1 + 3c x^2))
+    s, dz = _gelu_tanh_parts(x)
+    ds = s * (1 - s)
+    d2 = 2 * ds * dz + x * ds * (1 - 2 * s) * dz * dz + x * ds * (6 * 2 * _SQRT_2_OVER_PI
+                                                                   * 0.044715 * x)
+    return _gelu_tanh_backward(gg, x), gg * g * d2
+
+
+def _half_on_gpu(x):
+    return x.is_cuda and x.dtype.itemsize == 2 and dtype_kind(x.dtype) == "f"
+
+
+@defop("nn.functional.activation._gelu_tanh_backward", grad=_gelu_tanh_backward_grad,
+       save_args=True)
+def _gelu_tanh_backward(g, x):
+    """g times the tanh GELU's derivative at x (one CPU kernel)."""
+    return _binary_kernel(_K().gelu_tanh_backward, g, x, "gelu backward")
+
+
+def _gelu_tanh_backward_composite(g, x):
+    """_gelu_tanh_backward written with ember ops (GPU arrays; differentiable as it is)."""
+    half = _half_on_gpu(x)
+    xw = x.astype(np.float32) if half else x
+    s, dz = _gelu_tanh_parts(xw)
+    gx = (g.astype(np.float32) if half else g) * (s + xw * (s * (1 - s)) * dz)
+    return gx.astype(x.dtype) if half else gx
+
+
 def _gelu_tanh_grad(g, res, input):
-    x = input
-    half = x.dtype.itemsize == 2 and dtype_kind(x.dtype) == "f"
-    if half:                        # in float32, rounded once (see _gelu_tanh)
-        x, g = x.astype(np.float32), g.astype(np.float32)
-    inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
-    t = tanh(inner)
-    d_inner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
-    gx = g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
-    return (gx.astype(input.dtype) if half else gx,)
+    if input.is_cuda:
+        return (_gelu_tanh_backward_composite(g, input),)
+    return (_gelu_tanh_backward(g, input),)
 
 
 @defop("nn.functional.activation._gelu_tanh", grad=_gelu_tanh_grad, save_args=True)
 def _gelu_tanh(input):
-    x = input
-    if x.dtype.itemsize == 2 and dtype_kind(x.dtype) == "f":
-        # 16-bit: computed in float32 and rounded once, as PyTorch (every step in 16 bits
-        # would round tanh to +-1 early and return 0 for x below about -3)
-        return _gelu_tanh(x.astype(np.float32)).astype(x.dtype)
-    return 0.5 * x * (1 + tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+    # 0.5 x (1 + tanh(k (x + 0.044715 x^3))) computed as x sigmoid(2k (...)) in one
+    # kernel (no cancellation for negative x).  16-bit inputs compute in float32 and
+    # round once, as PyTorch (every step in 16 bits would round tanh to +-1 early).
+    if not input.is_cuda:
+        return _unary_kernel(_K().gelu_tanh_forward, input, "gelu")
+    x = input.astype(np.float32) if _half_on_gpu(input) else input
+    out = x * _gelu_tanh_parts(x)[0]
+    return out.astype(input.dtype) if out.dtype != input.dtype else out
 
 
 def gelu(input, approximate="none"):

@@ -1,0 +1,122 @@
+/* float32 erf, erfc, sigmoid and the two GELUs for the activation kernels
+ * (embedding.pyx): branch-free, so their loops vectorise, on top of em_math.h's expf.
+ *
+ * erf: |x| < 0.921875: x + x Q(x^2), Q a degree-5 fit of erf(sqrt z)/sqrt z - 1;
+ * above, 1 - exp(P(|x|)), P a degree-6 fit of log erfc on [0.921875, 4] weighted by erfc
+ * (erf is 1.0f beyond 3.92).  erfc(v), v >= 0 (for GELU on the negative side, where
+ * 1 + erf(x) would cancel): (1 - v) - v Q(v^2) below 0.921875, exp(P1(v)) to 4 and
+ * exp(P2(v)) to 10.5, P1, P2 degree-7 and -6 fits of log erfc for absolute error.
+ * Beyond 0.92 erfc's relative error is that of a float32 near log erfc (up to -113):
+ * 0.5 ulp of it, i.e. about 1e-7 |log erfc|, the price of one exp of a float32; so
+ * GELU is within 2 ulp for x >= -1.3 and within ~1e-7 x^2 relative error below (PyTorch's
+ * 1 + erf form loses everything there: 1 + erf(x) cancels).  The coefficients are
+ * least-squares-then-Lawson (near minimax) fits made for ember, rounded to float32;
+ * tests/test_float32_math.py measures the errors over every float32 in ranges.
+ *
+ * Where the loops are built with FMA (the AVX2 / AVX-512 clones of embedding.pyx),
+ * the Horner steps contract to fused multiply-adds. */
+#ifndef EMBER_ACT_MATH_H
+#define EMBER_ACT_MATH_H
+#include "em_math.h"
+
+#define EM_ERF_SPLIT 0.921875f
+
+/* erf(sqrt z) / sqrt z - 1, z in [0, 0.85] */
+static inline float em_erf_q(float z) {
+    float q = -6.013395614e-04f * z + 4.998001270e-03f;
+    q = q * z - 2.677023225e-02f;
+    q = q * z + 1.128192693e-01f;
+    q = q * z - 3.761250675e-01f;
+    return q * z + 1.283791512e-01f;
+}
+
+/* log erfc(v), v in [0.921875, 4] */
+static inline float em_erfc_log_mid(float v) {
+    float p = 1.947338314e-04f * v - 3.031594446e-03f;
+    p = p * v + 2.218137495e-02f;
+    p = p * v - 1.038388610e-01f;
+    p = p * v - 6.372858286e-01f;
+    p = p * v - 1.127615452e+00f;
+    return p * v - 2.099201374e-04f;
+}
+
+/* log erfc(v), v in [0.921875, 4], fitted for absolute error (so erfc = exp of it keeps
+ * a relative error; the erf one above is weighted by erfc), in t = v - 2.5 */
+static inline float em_erfc_log_mid_rel(float v) {
+    float t = v - 2.5f;
+    float p = -1.383625658e-05f * t + 8.494705253e-05f;
+    p = p * t - 4.182659031e-04f;
+    p = p * t + 2.154099289e-03f;
+    p = p * t - 1.086038630e-02f;
+    p = p * t - 9.438884258e-01f;
+    p = p * t - 5.352680206e+00f;
+    return p * t - 7.806815624e+00f;
+}
+
+/* log erfc(v), v in [4, 10.5] */
+static inline float em_erfc_log_tail(float v) {
+    float p = 1.043463726e-06f * v - 5.484555368e-05f;
+    p = p * v + 1.239142148e-03f;
+    p = p * v - 1.583513990e-02f;
+    p = p * v - 8.716051579e-01f;
+    p = p * v - 7.567641139e-01f;
+    return p * v - 2.669300139e-01f;
+}
+
+static inline float em_erff(float x) {
+    float ax = em_copysign_bits(x, 1.0f);
+    float small = ax + ax * em_erf_q(ax * ax);
+    float v = em_fsel(ax > 4.0f, 4.0f, ax);            /* NaN stays NaN */
+    float big = 1.0f - em_expf(em_erfc_log_mid(v));
+    return em_copysign_bits(em_fsel(ax < EM_ERF_SPLIT, small, big), x);   /* keeps -0.0 */
+}
+
+/* erfc(v) for v >= 0 or NaN; +inf gives 0 */
+static inline float em_erfc_pos(float v) {
+    float small = (1.0f - v) - v * em_erf_q(v * v);
+    float vm = em_fsel(v > 4.0f, 4.0f, v);
+    float vt = em_fsel(v > 10.5f, 10.5f, em_fsel(v < 4.0f, 4.0f, v));
+    float l = em_fsel(v < 4.0f, em_erfc_log_mid_rel(vm), em_erfc_log_tail(vt));
+    l = em_fsel(v > 10.5f, -200.0f, l);                 /* exp underflows to 0 */
+    return em_fsel(v < EM_ERF_SPLIT, small, em_expf(l));
+}
+
+/* 2 Phi(x) = erfc(-x / sqrt 2), the standard normal CDF doubled */
+static inline float em_two_phif(float x) {
+    float c = em_erfc_pos(em_copysign_bits(x, 1.0f) * 0.70710678118654752440f);
+    return em_fsel(x < 0.0f, c, 2.0f - c);
+}
+
+static inline float em_sigmoidf(float x) {
+    /* e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below (one division).
+     * d = 1 + e rounds; err = (1 - d) + e is that rounding exactly (d >= 1 >= e), and
+     * num / (d + err) = r (1 - err / d) with 1 / d = r for x >= 0 and about 1 - r below:
+     * the correction leaves exp's error and the division's (1.5 ulp at most) */
+    float e = em_expf(-em_copysign_bits(x, 1.0f));
+    float d = 1.0f + e;
+    float err = (1.0f - d) + e;
+    int pos = x >= 0.0f;
+    float r = em_fsel(pos, 1.0f, e) / d;
+    float inv = em_fsel(pos, r, 1.0f - r);
+    return r - r * (err * inv);
+}
+
+#define EM_GELU_K 0.79788456080286535588f      /* sqrt(2 / pi) */
+#define EM_GELU_C 0.044715f
+
+/* PyTorch's tanh GELU, 0.5 x (1 + tanh(z)) = x sigmoid(2 z), z = k (x + c x^3): the
+ * sigmoid form does not cancel for negative x */
+static inline float em_gelu_tanhf(float x) {
+    float z2 = (2.0f * EM_GELU_K) * (x + EM_GELU_C * x * x * x);
+    return x * em_sigmoidf(z2);
+}
+
+/* its derivative: s + x s (1 - s) dz2/dx */
+static inline float em_gelu_tanh_gradf(float x) {
+    float z2 = (2.0f * EM_GELU_K) * (x + EM_GELU_C * x * x * x);
+    float s = em_sigmoidf(z2);
+    float dz2 = (2.0f * EM_GELU_K) * (1.0f + (3.0f * EM_GELU_C) * x * x);
+    return s + x * (s * (1.0f - s)) * dz2;
+}
+
+#endif

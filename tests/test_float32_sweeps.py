@@ -1,0 +1,167 @@
+"""float32 math and activations against float64, over runs of CONSECUTIVE float32s (every
+representable input in a window: 2**21 in [0.5, 0.625) and its negatives, 2**17 around
+each end of a polynomial piece and the over/underflow edges) plus a strided walk over
+the whole useful range, and the special values (signed zeros, infinities, NaN,
+subnormals) as PyTorch gives them.  The bound is 2 ulp of the float64 result rounded
+to float32, except (each case says why): softplus 2.5 (2.14 measured), the tanh GELU 3
+(2.95), exact GELU 2.5 down to x = -1.3 and a relative bound below
+(ember/_kernels/cpu/act_math.h explains it)."""
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember._kernels.cpu import embedding as K
+
+scipy_special = pytest.importorskip("scipy.special")
+
+F32 = np.float32
+TINY = float(np.finfo(np.float32).tiny)
+
+
+def run(a, b, step=1):
+    """The float32s in [a, b], consecutive (every `step`-th bit pattern)."""
+    a, b = F32(a), F32(b)
+    if a < 0 < b:
+        neg = run(0.0, -a, step)[1:]
+        return np.concatenate([-neg[::-1], run(0.0, b, step)])
+    if b <= 0:
+        return -run(-b, -a, step)[::-1]
+    return np.arange(a.view(np.int32), b.view(np.int32) + 1, step,
+                     dtype=np.int32).view(np.float32)
+
+
+def walk(a, b, count):
+    """About `count` float32s from a to b, evenly spaced in bit pattern (so every binade)."""
+    a, b = F32(a), F32(b)
+    span = abs(int(b.view(np.int32))) + abs(int(a.view(np.int32)))
+    return run(a, b, max(1, span // count))
+
+
+def inputs(lo, hi, edges=()):
+    # 2**21 consecutive float32s in [0.5, 0.625) (and the negatives where the range has
+    # them), where every function here is in its polynomial piece
+    parts = [walk(lo, hi, 400_000), run(0.5, 0.625)[:-1]]
+    if lo < 0:
+        parts.append(-parts[-1])
+    for e in edges:                      # every float32 within 2**-7 relative of an edge
+        w = abs(e) * 2.0 ** -7
+        parts.append(run(e - w, e + w))
+    x = np.concatenate(parts)
+    return x[(x >= lo) & (x <= hi)]
+
+
+def max_ulp(got, ref):
+    """Largest error in ulp of the float64 result rounded to float32 (normal results;
+    subnormal results in units of the smallest subnormal)."""
+    got = got.astype(np.float64)
+    with np.errstate(over="ignore"):
+        ref32 = ref.astype(np.float32)
+    normal = np.isfinite(ref32) & (np.abs(ref) >= TINY)
+    ulp = np.spacing(np.abs(ref32[normal])).astype(np.float64)
+    err = np.abs(got[normal] - ref[normal]) / ulp
+    sub = np.isfinite(ref) & (np.abs(ref) < TINY)
+    steps = np.abs(got[sub] - ref[sub]) / float(np.finfo(np.float32).smallest_subnormal)
+    return max(err.max(initial=0.0), steps.max(initial=0.0))
+
+
+def _erf(x):
+    out = np.empty_like(x)
+    K.erf(x, out)
+    return out
+
+
+def _em(f):
+    return lambda x: np.asarray(f(ember.asarray(x)))
+
+
+def _gelu_ref(x):
+    return 0.5 * x * scipy_special.erfc(-x / np.sqrt(2.0))
+
+
+def _gelu_tanh_ref(x):
+    return x * scipy_special.expit(2 * np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))
+
+
+# name, ember function on a float32 NumPy array, float64 reference, [lo, hi], edges, bound
+CASES = [
+    ("exp", _em(ember.exp), np.exp, (-104.0, 89.0), (-87.3, 88.7, 1.0, -1.0), 2.0),
+    ("log", _em(ember.log), np.log, (TINY, 3e38), (1.0, 0.7071, 2.0, 1e-30), 2.0),
+    ("tanh", _em(ember.tanh), np.tanh, (-20.0, 20.0), (0.625, -0.625, 9.0), 2.0),
+    ("F.tanh", _em(F.tanh), np.tanh, (-20.0, 20.0), (0.625, -0.625, 9.0), 2.0),
+    ("erf", _erf, scipy_special.erf, (-5.0, 5.0), (0.921875, -0.921875, 3.9, 4.0), 2.0),
+    ("sigmoid", _em(F.sigmoid), scipy_special.expit, (-100.0, 30.0), (-5.5, -87.0, 17.0), 2.0),
+    ("gelu", _em(F.gelu), _gelu_ref, (-1.3, 20.0), (0.921875 * 2 ** 0.5, 4.0), 2.5),
+    # the tanh GELU's inner k (x + 0.044715 x^3) rounds before the sigmoid: 2.95 measured
+    ("gelu tanh", _em(lambda x: F.gelu(x, approximate="tanh")), _gelu_tanh_ref, (-1.0, 20.0),
+     (0.5, 3.0), 3.0),
+    # softplus: exp's 1 ulp then log1p's for x < 0: 2.14 measured
+    ("softplus", _em(F.softplus), lambda x: np.logaddexp(0.0, x), (-87.0, 20.0),
+     (-1.0, 1.0, -86.0), 2.5),
+]
+
+
+@pytest.mark.parametrize("name, fn, ref, bounds, edges, bound", CASES, ids=[c[0] for c in CASES])
+def test_float32_sweep_ulp(name, fn, ref, bounds, edges, bound):
+    x = inputs(*bounds, edges)
+    got = fn(x)
+    assert got.dtype == np.float32
+    with np.errstate(all="ignore"):
+        r = ref(x.astype(np.float64))
+    assert max_ulp(got, r) <= bound, name
+
+
+def test_gelu_negative_tail_relative_error():
+    # below x = -1.3 GELU's relative error grows like 1e-7 x^2 (one exp of a float32 near
+    # log erfc, act_math.h); PyTorch's 1 + erf form has none of its digits left by -5
+    x = walk(-14.0, -1.3, 300_000)
+    got = np.asarray(F.gelu(ember.asarray(x))).astype(np.float64)
+    r = _gelu_ref(x.astype(np.float64))
+    ok = np.abs(r) >= TINY
+    rel = np.abs(got[ok] - r[ok]) / np.abs(r[ok])
+    x64 = x[ok].astype(np.float64)
+    assert (rel <= 3e-5 + 2e-7 * x64 * x64).all()
+
+
+SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 1.4e-45, -1.4e-45,
+                    3e38, -3e38, 100.0, -100.0], dtype=np.float32)
+
+
+@pytest.mark.parametrize("name, ours, theirs", [
+    ("sigmoid", F.sigmoid, "sigmoid"),
+    ("gelu", F.gelu, "gelu"),
+    ("gelu tanh", lambda x: F.gelu(x, approximate="tanh"),
+     lambda t, x: t.nn.functional.gelu(x, approximate="tanh")),
+    ("softplus", F.softplus, "softplus"),
+    ("tanh", F.tanh, "tanh"),
+])
+def test_special_values_match_torch(name, ours, theirs):
+    torch = pytest.importorskip("torch")
+    got = np.asarray(ours(ember.asarray(SPECIAL)))
+    xt = torch.from_numpy(SPECIAL.copy())
+    if isinstance(theirs, str):
+        fn = getattr(torch.nn.functional, theirs, None) or getattr(torch, theirs)
+        want = fn(xt).numpy()
+    else:
+        want = theirs(torch, xt).numpy()
+    if name == "gelu":
+        assert got[2] == np.inf       # gelu(+inf) = +inf (PyTorch gives NaN)
+        want[2] = np.inf
+        assert got[9] == SPECIAL[9]   # gelu(3e38) = 3e38 (PyTorch overflows to inf)
+        want[9] = SPECIAL[9]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=name)
+    fin = ~np.isnan(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-6, atol=1e-43, err_msg=name)
+    # (atol: sigmoid(-100) is 3.8e-44 here, PyTorch flushes it to 0)
+    zero = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zero & fin]), np.signbit(want[zero & fin]),
+                                  err_msg=name)
+
+
+def test_erf_special_values():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 10.0, -10.0], F32)
+    got = _erf(x)
+    with np.errstate(all="ignore"):
+        want = scipy_special.erf(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
