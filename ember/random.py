@@ -126,13 +126,27 @@ _INT_DISTRIBUTIONS = ("binomial", "geometric", "hypergeometric", "logseries", "m
                       "negative_binomial", "poisson", "zipf")
 
 
+def _zipf_bounded(args, kwargs):
+    """NumPy's zipf loops forever for a > 1024 (seen with NumPy 2.4); there a draw is 1
+    with probability 1 - 2**-1024 or more (1 in float64), which a = 1024 also gives."""
+    if args:
+        args = [np.minimum(args[0], 1024.0)] + list(args[1:])
+    elif "a" in kwargs:
+        kwargs = dict(kwargs, a=np.minimum(kwargs["a"], 1024.0))
+    return args, kwargs
+
+
 def _distribution(name, legacy):
     """A method (or module function, `legacy`) drawing NumPy's `name` distribution."""
     def draw(*args, dtype=None, **kwargs):
         src = _global._rs if legacy else args[0]._g
         args = args if legacy else args[1:]
         fn = getattr(src, name)
-        res = fn(*[_np_arg(a) for a in args], **{k: _np_arg(v) for k, v in kwargs.items()})
+        args = [_np_arg(a) for a in args]
+        kwargs = {k: _np_arg(v) for k, v in kwargs.items()}
+        if name == "zipf":
+            args, kwargs = _zipf_bounded(args, kwargs)
+        res = fn(*args, **kwargs)
         return _result(res, dtype)
     where = "numpy.random" if legacy else "numpy.random.Generator"
     draw.__name__ = draw.__qualname__ = name

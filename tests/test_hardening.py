@@ -432,3 +432,16 @@ def test_zero_grad_of_a_read_only_gradient(via):
         m.p = p
         m.zero_grad(set_to_none=False)
     assert p.grad.tolist() == [0.0, 0.0, 0.0] and p.grad.flags.writeable
+
+
+def test_zipf_with_a_huge_exponent_answers():
+    """NumPy's zipf loops forever for a > 1024 (found by the fuzzer, seed 3); ember draws
+    from a = 1024, which gives 1 with probability 1 - 2**-1024 as the huge a does."""
+    import subprocess
+    import sys
+    code = ("import ember; print(ember.random.zipf(10**12, 4).tolist(), "
+            "ember.random.default_rng(0).zipf(1e6, 2).tolist())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[1,", "1,", "1,", "1]", "[1,", "1]"]
