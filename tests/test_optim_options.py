@@ -3,7 +3,6 @@ each bad value raises PyTorch's error, with PyTorch's words, after the optimizer
 import ast
 import pathlib
 
-import numpy as np
 import pytest
 
 import ember as E
