@@ -4,8 +4,8 @@
 Each ``*_group`` function takes one parameter group: it walks the group's
 parameters (skipping those whose ``.grad`` is None), creates their state on
 first use, checks dtypes/shapes, bumps the per-parameter step counters and
-computes the per-parameter values (``step_size``, ``bias_correction2_sqrt``,
-``clr``) in double precision, then updates every parameter in one fused pass
+computes the per-parameter values (``step_size``, ``bias_correction2_sqrt``)
+in double precision, then updates every parameter in one fused pass
 per element, GIL released, several threads over chunks when the group is big.
 The kernels (optim_simd.h) take the optimizer's options as one struct with
 torch.optim's names (``emb_adam_options``...) and round exactly where
@@ -138,9 +138,9 @@ cdef struct Item:
     int f64
     # the values that depend on this parameter's own step count
     int momentum_mode          # SGD: EMB_SGD_NO_MOMENTUM / _MOMENTUM / _FIRST_MOMENTUM
-    double step_size           # Adam: lr / bias_correction1
+    double step_size           # this step's learning rate: Adam's lr / bias_correction1,
+                               # Adagrad's clr = lr / (1 + (step - 1) * lr_decay)
     double bias_correction2_sqrt   # Adam: sqrt(1 - beta2**step)
-    double clr                 # Adagrad: lr / (1 + (step - 1) * lr_decay)
 
 
 cdef inline void _run_item(int kind, Item* it, const void* options) noexcept nogil:
@@ -183,10 +183,10 @@ cdef inline void _run_item(int kind, Item* it, const void* options) noexcept nog
     else:
         if it.f64:
             emb_adagrad_f64(<double*>it.param, <double*>it.grad, <double*>it.state[ADAGRAD_SUM],
-                            it.n, <const emb_adagrad_options*>options, it.clr)
+                            it.n, <const emb_adagrad_options*>options, it.step_size)
         else:
             emb_adagrad_f32(<float*>it.param, <float*>it.grad, <float*>it.state[ADAGRAD_SUM],
-                            it.n, <const emb_adagrad_options*>options, it.clr)
+                            it.n, <const emb_adagrad_options*>options, it.step_size)
 
 
 cdef class _Work:
@@ -672,7 +672,7 @@ def adagrad_group(list params not None, object state, double lr, double lr_decay
     for j in range(w.n):
         st, i = counted[j]
         step = _bump_step(<dict>st, opname, i)
-        w.items[j].clr = lr / (1.0 + (step - 1.0) * lr_decay)
+        w.items[j].step_size = lr / (1.0 + (step - 1.0) * lr_decay)     # clr
     w.run(K_ADAGRAD, &options)
     w.finish()
 
