@@ -1,6 +1,6 @@
-"""The GPU optimizer path (ember.optim -> ember/cuda/ops_optim.py -> optim.cu's fused
-multi-tensor kernels) run on the CPU: the optimizers are pointed at ops_optim, whose
-device tables and launches go to the host build of the real kernels
+"""The GPU optimizer path (ember.optim -> ember/optim/_gpu.py -> ember/cuda/ops_optim.py ->
+optim.cu's fused multi-tensor kernels) run on the CPU: the optimizers are pointed at
+ember.optim._gpu, whose launches (ops_optim) go to the host build of the real kernels
 (tests/cuda_host_kernels.ember_launch).  Oracle: the same optimizers on the CPU kernels.
 """
 import contextlib
@@ -12,7 +12,9 @@ import pytest
 import ember
 from ember._core.dtypes import BFLOAT16
 from ember.cuda import _runtime as real_R
+from ember._kernels.cpu import optim as cpu_optim
 from ember.cuda import ops_optim
+from ember.optim import _gpu as gpu_optim
 from ember.optim import adam as adam_mod, optimizer as optimizer_mod, sgd as sgd_mod
 
 import cuda_host_kernels as hk
@@ -39,18 +41,15 @@ def host_gpu(monkeypatch):
         launch=lambda name, grid, block, args: hk.ember_launch(name, grid, block, args,
                                                                 max_blocks=3))
     monkeypatch.setattr(ops_optim, "_R", lambda: fake)
-    real_check = ops_optim._check_param
 
-    def check_param(p, opname, i):            # the parameters are host arrays here
-        if real_R.suffix(p.dtype) is None:
-            return real_check(p, opname, i)
-        return p
-    monkeypatch.setattr(ops_optim, "_check_param", check_param)
+    def check(p, g, opname, i):            # the parameters are host arrays here
+        return cpu_optim.check_param_and_grad(p, g, opname, i, False)
+    monkeypatch.setattr(gpu_optim, "_check", check)
     used = []
 
     def kernels(params):
         used.append(True)
-        return ops_optim
+        return gpu_optim
     _use(monkeypatch, kernels)
     return used
 

@@ -2,7 +2,18 @@
 
 SGD, Adam, AdamW, RMSprop and Adagrad update all the parameters of a group with
 one fused multi-tensor kernel (Cython on the CPU, GIL released, threaded for big
-groups); Adadelta and LBFGS are written with ember array operations.
+groups; CUDA for SGD and Adam/AdamW on a GPU).  ``ember.optim.reference`` holds
+the plain per-parameter updates with PyTorch's names, the specification the
+kernels are tested against; Adadelta (and RMSprop and Adagrad on a GPU) run them
+with ember array operations, LBFGS is written with them too.  The options are
+checked in one place, ``ember/optim/_options.py``.
+
+Where things are: the optimizer classes here (options, state dicts, hooks); the
+CPU kernels in ``ember/_kernels/cpu/optim.pyx`` + ``optim_simd.h`` (one options
+struct per optimizer, ``emb_adam_options``...); the GPU side of a step in
+``ember/optim/_gpu.py`` (state, step counts, bias corrections), which calls the
+backend's launchers in ``ember/cuda/ops_optim.py`` and the kernels of
+``ember/cuda/kernels/optim.cu``.
 """
 from ember.optim.optimizer import Optimizer
 from ember.optim.sgd import SGD

@@ -1,7 +1,10 @@
-"""Adadelta (PyTorch's numerics), written with ember ops (no fused kernel)."""
+"""Adadelta (PyTorch's numerics): the reference update, written with ember ops (no fused
+kernel)."""
 import ember as E
-from ember._kernels.cpu.optim import new_step
-from ember.optim.optimizer import Optimizer, _run_closure, _check_options
+from ember._kernels.cpu.optim import check_param_and_grad, new_step
+from ember.optim import reference
+from ember.optim._options import check_options
+from ember.optim.optimizer import Optimizer, _run_closure
 
 __all__ = ["Adadelta"]
 
@@ -29,8 +32,9 @@ class Adadelta(Optimizer):
 
     State per parameter (created at its first step): ``step`` (0-d float),
     ``square_avg`` and ``acc_delta``, in the parameter's dtype.  Unlike SGD
-    or Adam, the update is written with ember array operations (one small
-    op per term), not a fused kernel, so it runs on any device.
+    or Adam, the update is ``ember.optim.reference.adadelta_step``, written
+    with ember array operations (one small op per term), not a fused kernel,
+    so it runs on any device.
 
     >>> import ember
     >>> w = ember.asarray([1.0, -1.0], requires_grad=True)
@@ -42,15 +46,8 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
-        _check_options(self, lr=lr, differentiable=differentiable)
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= rho <= 1.0:
-            raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_options(self, lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                      differentiable=differentiable)
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
                         maximize=maximize, capturable=capturable, foreach=foreach,
                         differentiable=differentiable)
@@ -71,36 +68,14 @@ class Adadelta(Optimizer):
             loss = _run_closure(closure)
         with E.no_grad():
             for group in self.param_groups:
-                lr, rho, eps = group["lr"], group["rho"], group["eps"]
-                wd, maximize = group["weight_decay"], group["maximize"]
-                for p in group["params"]:
+                options = dict(lr=group["lr"], rho=group["rho"], eps=group["eps"],
+                               weight_decay=group["weight_decay"], maximize=group["maximize"])
+                for i, p in enumerate(group["params"]):
                     if p.grad is None:
                         continue
-                    _update(p, self.state[p], lr, rho, eps, wd, maximize)
+                    grad = check_param_and_grad(p, p.grad, "Adadelta", i, p.is_cuda)
+                    st = self.state[p]
+                    if len(st) == 0:
+                        st["step"] = new_step()
+                    reference.adadelta_step(p, grad, st, **options)
         return loss
-
-
-def _update(p, st, lr, rho, eps, weight_decay, maximize):
-    g = p.grad
-    if g.dtype != p.dtype or g.shape != p.shape:
-        raise ValueError(f"Adadelta: a parameter of shape {p.shape} and dtype {p.dtype} has a "
-                         f".grad of shape {g.shape} and dtype {g.dtype}; they must match")
-    if len(st) == 0:
-        st["step"] = new_step()
-        st["square_avg"] = E.zeros_like(p)
-        st["acc_delta"] = E.zeros_like(p)
-    square_avg, acc_delta = st["square_avg"], st["acc_delta"]
-    st["step"] = new_step(float(st["step"]) + 1.0)
-    if maximize:
-        g = -g
-    if weight_decay != 0:
-        g = g + weight_decay * p
-    square_avg *= rho
-    square_avg += (1 - rho) * (g * g)
-    std = E.sqrt(square_avg + eps)
-    delta = E.sqrt(acc_delta + eps)
-    delta /= std
-    delta *= g
-    acc_delta *= rho
-    acc_delta += (1 - rho) * (delta * delta)
-    p -= lr * delta

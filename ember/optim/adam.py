@@ -1,5 +1,6 @@
 """Adam and AdamW (PyTorch's numerics, amsgrad, maximize, coupled/decoupled weight decay)."""
-from ember.optim.optimizer import Optimizer, _run_closure, _check_options, _kernels
+from ember.optim._options import check_options
+from ember.optim.optimizer import Optimizer, _run_closure, _kernels
 
 __all__ = ["Adam", "AdamW"]
 
@@ -45,21 +46,9 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        _check_options(self, lr=lr, differentiable=differentiable)
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        try:
-            beta1, beta2 = betas
-        except (TypeError, ValueError):
-            raise ValueError(f"betas must be a pair of numbers, got {betas!r}") from None
-        if not 0.0 <= beta1 < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {beta1}")
-        if not 0.0 <= beta2 < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {beta2}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_options(self, lr=lr, eps=eps, betas=betas, weight_decay=weight_decay,
+                      differentiable=differentiable)
+        beta1, beta2 = betas
         defaults = dict(lr=lr, betas=(float(beta1), float(beta2)), eps=eps,
                         weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                         foreach=foreach, capturable=capturable,

@@ -10,7 +10,8 @@ and 3.6).  Scalars (step sizes, directional derivatives) are Python floats.
 import math
 
 import ember as E
-from ember.optim.optimizer import Optimizer, _check_options
+from ember.optim._options import check_options
+from ember.optim.optimizer import Optimizer
 
 __all__ = ["LBFGS"]
 
@@ -53,9 +54,7 @@ class LBFGS(Optimizer):
 
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
                  tolerance_change=1e-9, history_size=100, line_search_fn=None):
-        _check_options(self, lr=lr, differentiable=False)
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_options(self, lr=lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         if line_search_fn not in (None, "strong_wolfe"):

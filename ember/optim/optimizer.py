@@ -554,14 +554,14 @@ class Optimizer:
 
 
 def _kernels(params):
-    """The fused-update functions for a parameter group: the CPU kernels, or
-    ``ember.cuda.ops_optim`` (same functions) when a parameter lives on a GPU.
-    No GPU array exists before the GPU runtime is loaded, so CPU programs pay
-    one dict lookup."""
+    """The group-step functions for a parameter group: the CPU kernels
+    (``ember._kernels.cpu.optim``), or their GPU counterparts (``ember.optim._gpu``,
+    same functions) when a parameter lives on a GPU.  No GPU array exists before the
+    GPU runtime is loaded, so CPU programs pay one dict lookup."""
     if "ember.cuda._runtime" in sys.modules:
-        from ember.cuda import ops_optim
-        if ops_optim.any_on_gpu(params):
-            return ops_optim
+        from ember.optim import _gpu
+        if _gpu.any_on_gpu(params):
+            return _gpu
     return _cpu_kernels
 
 
@@ -569,14 +569,3 @@ def _run_closure(closure):
     import ember
     with ember.enable_grad():
         return closure()
-
-
-def _check_options(opt, lr, differentiable):
-    """Checks shared by the optimizers' constructors."""
-    if differentiable:
-        raise NotImplementedError(f"{type(opt).__name__}: differentiable=True (autograd "
-                                  "through the optimizer step) is not supported by ember")
-    if isinstance(lr, ndarray) and lr.size != 1:
-        raise ValueError("Tensor lr must be 1-element")
-    if isinstance(lr, bool) or not isinstance(lr, (int, float, ndarray, np.number)):
-        raise TypeError(f"{type(opt).__name__}: lr must be a number, got {type(lr).__name__}")

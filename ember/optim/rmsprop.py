@@ -1,5 +1,6 @@
 """RMSprop (PyTorch's numerics: centered, momentum, weight decay, maximize)."""
-from ember.optim.optimizer import Optimizer, _run_closure, _check_options, _kernels
+from ember.optim._options import check_options
+from ember.optim.optimizer import Optimizer, _run_closure, _kernels
 
 __all__ = ["RMSprop"]
 
@@ -39,17 +40,8 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
-        _check_options(self, lr=lr, differentiable=differentiable)
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_options(self, lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay,
+                      alpha=alpha, differentiable=differentiable)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)

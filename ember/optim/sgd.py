@@ -1,5 +1,6 @@
 """SGD with momentum, dampening, Nesterov momentum and weight decay (PyTorch's numerics)."""
-from ember.optim.optimizer import Optimizer, _run_closure, _check_options, _kernels
+from ember.optim._options import check_options
+from ember.optim.optimizer import Optimizer, _run_closure, _kernels
 
 __all__ = ["SGD"]
 
@@ -41,18 +42,11 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
-        _check_options(self, lr=lr, differentiable=differentiable)
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_options(self, lr=lr, momentum=momentum, weight_decay=weight_decay,
+                      nesterov=nesterov, dampening=dampening, differentiable=differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable, fused=fused)
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
     def __setstate__(self, state):

@@ -4,20 +4,24 @@
 Each ``*_group`` function takes one parameter group: it walks the group's
 parameters (skipping those whose ``.grad`` is None), creates their state on
 first use, checks dtypes/shapes, bumps the per-parameter step counters and
-computes the per-parameter scalars (bias corrections...) in double precision,
-then updates every parameter in one fused pass per element, GIL released,
-several threads over chunks when the group is big.  The arithmetic (see
-optim_simd.h) rounds exactly where PyTorch's single-tensor CPU path rounds.
+computes the per-parameter values (``step_size``, ``bias_correction2_sqrt``)
+in double precision, then updates every parameter in one fused pass
+per element, GIL released, several threads over chunks when the group is big.
+The kernels (optim_simd.h) take the optimizer's options as one struct with
+torch.optim's names (``emb_adam_options``...) and round exactly where
+PyTorch's single-tensor CPU path rounds; ``ember/optim/reference.py`` is the
+plain specification they are tested against.
 
-Parameters and gradients must be float32 or float64 of the same dtype and
-shape.  Non-contiguous parameters or gradients are copied into contiguous
-buffers and the parameter copied back after the update.
+Parameters and gradients must be floating (16-bit ones are updated through a
+float32 copy with float32 state) of the same dtype and shape.  Non-contiguous
+parameters or gradients are copied into contiguous buffers and the parameter
+copied back after the update.
 """
 cimport cython
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
-from libc.math cimport pow, fabs
+from libc.math cimport pow
 from cpython.long cimport PyLong_FromVoidPtr
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
@@ -30,31 +34,44 @@ import numpy as _np
 from ember._api._util import numpy_view as _numpy_view, wrap as _wrap
 
 cdef extern from "optim_simd.h" nogil:
-    void emb_sgd_f32(float* p, const float* g, float* buf, Py_ssize_t n, float sign, float wd,
-                     float mom, float omd, float nlr, int has_wd, int mode, int nesterov)
-    void emb_sgd_f64(double* p, const double* g, double* buf, Py_ssize_t n, double sign,
-                     double wd, double mom, double omd, double nlr, int has_wd, int mode,
-                     int nesterov)
-    void emb_adam_f32(float* p, const float* g, float* m, float* v, float* vmax, Py_ssize_t n,
-                      float sign, float wd, float decay, float w, float wm1, int small,
-                      float b2, float omb2, float bc2s, float eps, float nss, int has_wd,
-                      int amsgrad)
-    void emb_adam_f64(double* p, const double* g, double* m, double* v, double* vmax,
-                      Py_ssize_t n, double sign, double wd, double decay, double w,
-                      double wm1, int small, double b2, double omb2, double bc2s, double eps,
-                      double nss, int has_wd, int amsgrad)
-    void emb_rmsprop_f32(float* p, const float* g, float* sq, float* ga, float* buf,
-                         Py_ssize_t n, float sign, float wd, float a, float oma, float w,
-                         float wm1, int small, float eps, float mom, float nlr, int has_wd,
-                         int centered, int has_mom)
-    void emb_rmsprop_f64(double* p, const double* g, double* sq, double* ga, double* buf,
-                         Py_ssize_t n, double sign, double wd, double a, double oma, double w,
-                         double wm1, int small, double eps, double mom, double nlr,
-                         int has_wd, int centered, int has_mom)
-    void emb_adagrad_f32(float* p, const float* g, float* s, Py_ssize_t n, float sign,
-                         float wd, float eps, float nclr, int has_wd)
-    void emb_adagrad_f64(double* p, const double* g, double* s, Py_ssize_t n, double sign,
-                         double wd, double eps, double nclr, int has_wd)
+    # each optimizer's options, with torch.optim's names (see optim_simd.h)
+    ctypedef struct emb_sgd_options:
+        double lr, momentum, dampening, weight_decay
+        int nesterov, maximize
+    ctypedef struct emb_adam_options:
+        double lr, beta1, beta2, eps, weight_decay
+        int amsgrad, maximize, decoupled_weight_decay
+    ctypedef struct emb_rmsprop_options:
+        double lr, alpha, eps, weight_decay, momentum
+        int centered, maximize
+    ctypedef struct emb_adagrad_options:
+        double eps, weight_decay
+        int maximize
+    enum:
+        EMB_SGD_NO_MOMENTUM
+        EMB_SGD_MOMENTUM
+        EMB_SGD_FIRST_MOMENTUM
+
+    void emb_sgd_f32(float* param, const float* grad, float* momentum_buffer, Py_ssize_t n,
+                     const emb_sgd_options* options, int momentum_mode)
+    void emb_sgd_f64(double* param, const double* grad, double* momentum_buffer, Py_ssize_t n,
+                     const emb_sgd_options* options, int momentum_mode)
+    void emb_adam_f32(float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
+                      float* max_exp_avg_sq, Py_ssize_t n, const emb_adam_options* options,
+                      double step_size, double bias_correction2_sqrt)
+    void emb_adam_f64(double* param, const double* grad, double* exp_avg, double* exp_avg_sq,
+                      double* max_exp_avg_sq, Py_ssize_t n, const emb_adam_options* options,
+                      double step_size, double bias_correction2_sqrt)
+    void emb_rmsprop_f32(float* param, const float* grad, float* square_avg, float* grad_avg,
+                         float* momentum_buffer, Py_ssize_t n,
+                         const emb_rmsprop_options* options)
+    void emb_rmsprop_f64(double* param, const double* grad, double* square_avg,
+                         double* grad_avg, double* momentum_buffer, Py_ssize_t n,
+                         const emb_rmsprop_options* options)
+    void emb_adagrad_f32(float* param, const float* grad, float* state_sum, Py_ssize_t n,
+                         const emb_adagrad_options* options, double clr)
+    void emb_adagrad_f64(double* param, const double* grad, double* state_sum, Py_ssize_t n,
+                         const emb_adagrad_options* options, double clr)
     int emb_optim_select(int level)
 
 cdef int _variant = emb_optim_select(2)
@@ -100,64 +117,76 @@ def _set_parallel_threshold(Py_ssize_t n):
     return old
 
 
+# the state buffers of one parameter, by optimizer, at these indexes of Item.state
+cdef enum:
+    SGD_MOMENTUM_BUFFER = 0
+    ADAM_EXP_AVG = 0
+    ADAM_EXP_AVG_SQ = 1
+    ADAM_MAX_EXP_AVG_SQ = 2
+    RMSPROP_SQUARE_AVG = 0
+    RMSPROP_GRAD_AVG = 1
+    RMSPROP_MOMENTUM_BUFFER = 2
+    ADAGRAD_SUM = 0
+
+
 cdef struct Item:
-    char* p
-    char* g
-    char* b[MAXBUF]            # state buffers (NULL where unused)
+    # one parameter (or a chunk of one) to update
+    char* param
+    char* grad
+    char* state[MAXBUF]        # its state buffers (NULL where unused), at the indexes above
     Py_ssize_t n
     int f64
-    int mode                   # SGD: 0/1/2 (no momentum / momentum / first step)
-    double c0                  # per-parameter scalars (bias corrections...)
-    double c1
-
-cdef struct Hyper:
-    double sign, wd, mom, omd, nlr, decay, w, b2, omb2, eps, a, oma
-    int has_wd, nesterov, amsgrad, centered, has_mom
+    # the values that depend on this parameter's own step count
+    int momentum_mode          # SGD: EMB_SGD_NO_MOMENTUM / _MOMENTUM / _FIRST_MOMENTUM
+    double step_size           # this step's learning rate: Adam's lr / bias_correction1,
+                               # Adagrad's clr = lr / (1 + (step - 1) * lr_decay)
+    double bias_correction2_sqrt   # Adam: sqrt(1 - beta2**step)
 
 
-cdef inline void _run_item(int kind, Item* it, Hyper* h) noexcept nogil:
-    cdef float wf
-    cdef float one_f = 1.0
-    cdef double wd_
+cdef inline void _run_item(int kind, Item* it, const void* options) noexcept nogil:
+    """Update one item; `options` points to the optimizer's emb_<kind>_options."""
     if kind == K_ADAM:
         if it.f64:
-            emb_adam_f64(<double*>it.p, <double*>it.g, <double*>it.b[0], <double*>it.b[1],
-                         <double*>it.b[2], it.n, h.sign, h.wd, h.decay, h.w, h.w - 1.0,
-                         fabs(h.w) < 0.5, h.b2, h.omb2, it.c0, h.eps, it.c1,
-                         h.has_wd, h.amsgrad)
+            emb_adam_f64(<double*>it.param, <double*>it.grad,
+                         <double*>it.state[ADAM_EXP_AVG], <double*>it.state[ADAM_EXP_AVG_SQ],
+                         <double*>it.state[ADAM_MAX_EXP_AVG_SQ], it.n,
+                         <const emb_adam_options*>options, it.step_size,
+                         it.bias_correction2_sqrt)
         else:
-            wf = <float>h.w
-            emb_adam_f32(<float*>it.p, <float*>it.g, <float*>it.b[0], <float*>it.b[1],
-                         <float*>it.b[2], it.n, <float>h.sign, <float>h.wd, <float>h.decay,
-                         wf, wf - one_f, fabs(wf) < 0.5, <float>h.b2, <float>h.omb2,
-                         <float>it.c0, <float>h.eps, <float>it.c1, h.has_wd, h.amsgrad)
+            emb_adam_f32(<float*>it.param, <float*>it.grad,
+                         <float*>it.state[ADAM_EXP_AVG], <float*>it.state[ADAM_EXP_AVG_SQ],
+                         <float*>it.state[ADAM_MAX_EXP_AVG_SQ], it.n,
+                         <const emb_adam_options*>options, it.step_size,
+                         it.bias_correction2_sqrt)
     elif kind == K_SGD:
         if it.f64:
-            emb_sgd_f64(<double*>it.p, <double*>it.g, <double*>it.b[0], it.n, h.sign, h.wd,
-                        h.mom, h.omd, h.nlr, h.has_wd, it.mode, h.nesterov)
+            emb_sgd_f64(<double*>it.param, <double*>it.grad,
+                        <double*>it.state[SGD_MOMENTUM_BUFFER], it.n,
+                        <const emb_sgd_options*>options, it.momentum_mode)
         else:
-            emb_sgd_f32(<float*>it.p, <float*>it.g, <float*>it.b[0], it.n, <float>h.sign,
-                        <float>h.wd, <float>h.mom, <float>h.omd, <float>h.nlr, h.has_wd,
-                        it.mode, h.nesterov)
+            emb_sgd_f32(<float*>it.param, <float*>it.grad,
+                        <float*>it.state[SGD_MOMENTUM_BUFFER], it.n,
+                        <const emb_sgd_options*>options, it.momentum_mode)
     elif kind == K_RMSPROP:
         if it.f64:
-            emb_rmsprop_f64(<double*>it.p, <double*>it.g, <double*>it.b[0], <double*>it.b[1],
-                            <double*>it.b[2], it.n, h.sign, h.wd, h.a, h.oma, h.oma,
-                            h.oma - 1.0, fabs(h.oma) < 0.5, h.eps, h.mom, h.nlr, h.has_wd,
-                            h.centered, h.has_mom)
+            emb_rmsprop_f64(<double*>it.param, <double*>it.grad,
+                            <double*>it.state[RMSPROP_SQUARE_AVG],
+                            <double*>it.state[RMSPROP_GRAD_AVG],
+                            <double*>it.state[RMSPROP_MOMENTUM_BUFFER], it.n,
+                            <const emb_rmsprop_options*>options)
         else:
-            wf = <float>h.oma
-            emb_rmsprop_f32(<float*>it.p, <float*>it.g, <float*>it.b[0], <float*>it.b[1],
-                            <float*>it.b[2], it.n, <float>h.sign, <float>h.wd, <float>h.a,
-                            wf, wf, wf - one_f, fabs(wf) < 0.5, <float>h.eps, <float>h.mom,
-                            <float>h.nlr, h.has_wd, h.centered, h.has_mom)
+            emb_rmsprop_f32(<float*>it.param, <float*>it.grad,
+                            <float*>it.state[RMSPROP_SQUARE_AVG],
+                            <float*>it.state[RMSPROP_GRAD_AVG],
+                            <float*>it.state[RMSPROP_MOMENTUM_BUFFER], it.n,
+                            <const emb_rmsprop_options*>options)
     else:
         if it.f64:
-            emb_adagrad_f64(<double*>it.p, <double*>it.g, <double*>it.b[0], it.n, h.sign,
-                            h.wd, h.eps, it.c1, h.has_wd)
+            emb_adagrad_f64(<double*>it.param, <double*>it.grad, <double*>it.state[ADAGRAD_SUM],
+                            it.n, <const emb_adagrad_options*>options, it.step_size)
         else:
-            emb_adagrad_f32(<float*>it.p, <float*>it.g, <float*>it.b[0], it.n,
-                            <float>h.sign, <float>h.wd, <float>h.eps, <float>it.c1, h.has_wd)
+            emb_adagrad_f32(<float*>it.param, <float*>it.grad, <float*>it.state[ADAGRAD_SUM],
+                            it.n, <const emb_adagrad_options*>options, it.step_size)
 
 
 cdef class _Work:
@@ -200,7 +229,7 @@ cdef class _Work:
         memset(it, 0, sizeof(Item))
         return it
 
-    cdef int run(self, int kind, Hyper* h) except -1:
+    cdef int run(self, int kind, const void* options) except -1:
         cdef Py_ssize_t nt = num_threads()
         cdef Py_ssize_t i, j, k, nchunks, start, cnt, isz
         cdef Item* work = self.items
@@ -212,13 +241,13 @@ cdef class _Work:
             return 0
         if nt > 1 and self.total >= _par_total:
             # a parameter listed twice must be updated twice in order: one thread
-            if len({<Py_ssize_t>work[i].p for i in range(self.n)}) != self.n:
+            if len({<Py_ssize_t>work[i].param for i in range(self.n)}) != self.n:
                 nt = 1
         if nt <= 1 or self.total < _par_total:
             with nogil:
                 for i in range(self.n):
                     if work[i].n > 0:
-                        _run_item(kind, &work[i], h)
+                        _run_item(kind, &work[i], options)
         else:
             nchunks = 0
             for i in range(self.n):
@@ -237,18 +266,18 @@ cdef class _Work:
                         cnt = CHUNK
                     dst = &chunks[k]
                     dst[0] = src[0]
-                    dst.p = src.p + start * isz
-                    dst.g = src.g + start * isz
+                    dst.param = src.param + start * isz
+                    dst.grad = src.grad + start * isz
                     for b in range(MAXBUF):
-                        if src.b[b] != NULL:
-                            dst.b[b] = src.b[b] + start * isz
+                        if src.state[b] != NULL:
+                            dst.state[b] = src.state[b] + start * isz
                     dst.n = cnt
                     start += cnt
                     k += 1
             try:
                 with nogil:
                     for j in prange(nchunks, schedule='dynamic', num_threads=nt):
-                        _run_item(kind, &chunks[j], h)
+                        _run_item(kind, &chunks[j], options)
             finally:
                 free(chunks)
         return 0
@@ -310,7 +339,7 @@ cdef double _bump_step(dict st, str opname, Py_ssize_t index) except? -1.0:
     cdef object s = st.get("step")
     cdef ndarray a
     cdef float f
-    if isinstance(s, ndarray):
+    if isinstance(s, ndarray) and (<ndarray>s).storage.device_index < 0:   # on the host
         a = <ndarray>s
         if a.size == 1 and a.tcode == T_FLOAT32:
             f = (<float*>a.data)[0] + 1.0
@@ -352,6 +381,9 @@ cdef ndarray _check_grad(ndarray p, object g, str opname, Py_ssize_t index):
         raise TypeError(f"{opname}: the .grad of parameter {index} is not an ember array "
                         f"(got {type(g).__name__})")
     cdef ndarray ga = <ndarray>g
+    if ga.storage.device_index != p.storage.device_index:
+        raise RuntimeError(f"{opname}: parameter {index} is on {(<object>p).device} but its .grad is on "
+                           f"{(<object>ga).device}; they must be on the same device")
     if ga.tcode != p.tcode:
         raise TypeError(f"{opname}: parameter {index} has dtype {_dt(p)} but its .grad has "
                         f"dtype {_dt(ga)}; they must match")
@@ -421,8 +453,8 @@ cdef int _fill(_Work w, Item* it, ndarray p, ndarray g) except -1:
         if w.keep is None:
             w.keep = []
         w.keep.append(gc)
-    it.p = pc.data
-    it.g = gc.data
+    it.param = pc.data
+    it.grad = gc.data
     it.n = p.size
     it.f64 = pc.tcode == T_FLOAT64
     w.total += p.size
@@ -433,21 +465,19 @@ def sgd_group(list params not None, object state, double lr, double momentum, do
               double weight_decay, bint nesterov, bint maximize, str opname="SGD"):
     """One SGD step over a parameter group (see ember.optim.SGD)."""
     cdef _Work w = _Work()
-    cdef Hyper h
+    cdef emb_sgd_options options
     cdef Py_ssize_t i
     cdef ndarray p, g, buf
     cdef Item* it
     cdef dict data = state._data if momentum != 0 else None
     cdef dict st
     cdef object b
-    memset(&h, 0, sizeof(Hyper))
-    h.sign = -1.0 if maximize else 1.0
-    h.has_wd = weight_decay != 0
-    h.wd = weight_decay
-    h.mom = momentum
-    h.omd = 1.0 - dampening
-    h.nlr = -lr
-    h.nesterov = nesterov
+    options.lr = lr
+    options.momentum = momentum
+    options.dampening = dampening
+    options.weight_decay = weight_decay
+    options.nesterov = nesterov
+    options.maximize = maximize
     for i in range(len(params)):
         po = params[i]
         go = (<ndarray>po).grad if isinstance(po, ndarray) else getattr(po, "grad", None)
@@ -463,13 +493,13 @@ def sgd_group(list params not None, object state, double lr, double momentum, do
             if b is None:
                 buf = _zeros_like(p)
                 st["momentum_buffer"] = buf
-                it.mode = 2
+                it.momentum_mode = EMB_SGD_FIRST_MOMENTUM
             else:
                 buf = _check_buf(p, b, "momentum_buffer", opname, i)
-                it.mode = 1
-            it.b[0] = buf.data
+                it.momentum_mode = EMB_SGD_MOMENTUM
+            it.state[SGD_MOMENTUM_BUFFER] = buf.data
             w.bump.append(buf)
-    w.run(K_SGD, &h)
+    w.run(K_SGD, &options)
     w.finish()
 
 
@@ -478,26 +508,24 @@ def adam_group(list params not None, object state, double lr, double beta1, doub
                str opname="Adam"):
     """One Adam/AdamW step over a parameter group (see ember.optim.Adam)."""
     cdef _Work w = _Work()
-    cdef Hyper h
+    cdef emb_adam_options options
     cdef Py_ssize_t i
     cdef ndarray p, g, m, v, vm
     cdef Item* it
     cdef dict data = state._data
     cdef dict st
-    cdef double step, bc1, bc2
+    cdef double step, bias_correction1, bias_correction2
     cdef object o
     cdef list counted = []
     cdef Py_ssize_t j
-    memset(&h, 0, sizeof(Hyper))
-    h.sign = -1.0 if maximize else 1.0
-    h.has_wd = weight_decay != 0 and not decoupled
-    h.wd = weight_decay
-    h.decay = (1.0 - lr * weight_decay) if (decoupled and weight_decay != 0) else 1.0
-    h.w = 1.0 - beta1
-    h.b2 = beta2
-    h.omb2 = 1.0 - beta2
-    h.eps = eps
-    h.amsgrad = amsgrad
+    options.lr = lr
+    options.beta1 = beta1
+    options.beta2 = beta2
+    options.eps = eps
+    options.weight_decay = weight_decay
+    options.amsgrad = amsgrad
+    options.maximize = maximize
+    options.decoupled_weight_decay = decoupled
     for i in range(len(params)):
         po = params[i]
         go = (<ndarray>po).grad if isinstance(po, ndarray) else getattr(po, "grad", None)
@@ -518,8 +546,8 @@ def adam_group(list params not None, object state, double lr, double beta1, doub
         m = _check_buf(p, o, "exp_avg", opname, i)
         o = st.get("exp_avg_sq")
         v = _check_buf(p, o, "exp_avg_sq", opname, i)
-        it.b[0] = m.data
-        it.b[1] = v.data
+        it.state[ADAM_EXP_AVG] = m.data
+        it.state[ADAM_EXP_AVG_SQ] = v.data
         w.bump.append(m)
         w.bump.append(v)
         if amsgrad:
@@ -528,7 +556,7 @@ def adam_group(list params not None, object state, double lr, double beta1, doub
                 o = _zeros_like(p)
                 st["max_exp_avg_sq"] = o
             vm = _check_buf(p, o, "max_exp_avg_sq", opname, i)
-            it.b[2] = vm.data
+            it.state[ADAM_MAX_EXP_AVG_SQ] = vm.data
             w.bump.append(vm)
         counted.append((st, i))
     # all checks passed: count the steps (torch's float step += 1) and compute
@@ -536,11 +564,11 @@ def adam_group(list params not None, object state, double lr, double beta1, doub
     for j in range(w.n):
         st, i = counted[j]
         step = _bump_step(<dict>st, opname, i)
-        bc1 = 1.0 - pow(beta1, step)
-        bc2 = 1.0 - pow(beta2, step)
-        w.items[j].c0 = pow(bc2, 0.5)          # bias_correction2 ** 0.5
-        w.items[j].c1 = -(lr / bc1)            # -step_size
-    w.run(K_ADAM, &h)
+        bias_correction1 = 1.0 - pow(beta1, step)
+        bias_correction2 = 1.0 - pow(beta2, step)
+        w.items[j].step_size = lr / bias_correction1
+        w.items[j].bias_correction2_sqrt = pow(bias_correction2, 0.5)
+    w.run(K_ADAM, &options)
     w.finish()
 
 
@@ -549,7 +577,7 @@ def rmsprop_group(list params not None, object state, double lr, double alpha, d
                   str opname="RMSprop"):
     """One RMSprop step over a parameter group (see ember.optim.RMSprop)."""
     cdef _Work w = _Work()
-    cdef Hyper h
+    cdef emb_rmsprop_options options
     cdef Py_ssize_t i
     cdef ndarray p, g, sq, ga, buf
     cdef Item* it
@@ -558,17 +586,13 @@ def rmsprop_group(list params not None, object state, double lr, double alpha, d
     cdef object o
     cdef list counted = []
     cdef Py_ssize_t j
-    memset(&h, 0, sizeof(Hyper))
-    h.sign = -1.0 if maximize else 1.0
-    h.has_wd = weight_decay != 0
-    h.wd = weight_decay
-    h.a = alpha
-    h.oma = 1.0 - alpha
-    h.eps = eps
-    h.mom = momentum
-    h.nlr = -lr
-    h.centered = centered
-    h.has_mom = momentum > 0
+    options.lr = lr
+    options.alpha = alpha
+    options.eps = eps
+    options.weight_decay = weight_decay
+    options.momentum = momentum
+    options.centered = centered
+    options.maximize = maximize
     for i in range(len(params)):
         po = params[i]
         go = (<ndarray>po).grad if isinstance(po, ndarray) else getattr(po, "grad", None)
@@ -587,7 +611,7 @@ def rmsprop_group(list params not None, object state, double lr, double alpha, d
         it = w.add()
         _fill(w, it, p, g)
         sq = _check_buf(p, st.get("square_avg"), "square_avg", opname, i)
-        it.b[0] = sq.data
+        it.state[RMSPROP_SQUARE_AVG] = sq.data
         w.bump.append(sq)
         if centered:
             o = st.get("grad_avg")
@@ -595,7 +619,7 @@ def rmsprop_group(list params not None, object state, double lr, double alpha, d
                 o = _zeros_like(p)
                 st["grad_avg"] = o
             ga = _check_buf(p, o, "grad_avg", opname, i)
-            it.b[1] = ga.data
+            it.state[RMSPROP_GRAD_AVG] = ga.data
             w.bump.append(ga)
         if momentum > 0:
             o = st.get("momentum_buffer")
@@ -603,12 +627,12 @@ def rmsprop_group(list params not None, object state, double lr, double alpha, d
                 o = _zeros_like(p)
                 st["momentum_buffer"] = o
             buf = _check_buf(p, o, "momentum_buffer", opname, i)
-            it.b[2] = buf.data
+            it.state[RMSPROP_MOMENTUM_BUFFER] = buf.data
             w.bump.append(buf)
         counted.append((st, i))
     for st, i in counted:
         _bump_step(<dict>st, opname, i)
-    w.run(K_RMSPROP, &h)
+    w.run(K_RMSPROP, &options)
     w.finish()
 
 
@@ -617,7 +641,7 @@ def adagrad_group(list params not None, object state, double lr, double lr_decay
                   str opname="Adagrad"):
     """One Adagrad step over a parameter group (see ember.optim.Adagrad)."""
     cdef _Work w = _Work()
-    cdef Hyper h
+    cdef emb_adagrad_options options
     cdef Py_ssize_t i
     cdef ndarray p, g, s
     cdef Item* it
@@ -626,11 +650,9 @@ def adagrad_group(list params not None, object state, double lr, double lr_decay
     cdef double step
     cdef list counted = []
     cdef Py_ssize_t j
-    memset(&h, 0, sizeof(Hyper))
-    h.sign = -1.0 if maximize else 1.0
-    h.has_wd = weight_decay != 0
-    h.wd = weight_decay
-    h.eps = eps
+    options.eps = eps
+    options.weight_decay = weight_decay
+    options.maximize = maximize
     for i in range(len(params)):
         po = params[i]
         go = (<ndarray>po).grad if isinstance(po, ndarray) else getattr(po, "grad", None)
@@ -644,14 +666,14 @@ def adagrad_group(list params not None, object state, double lr, double lr_decay
         it = w.add()
         _fill(w, it, p, g)
         s = _check_buf(p, st.get("sum"), "sum", opname, i)
-        it.b[0] = s.data
+        it.state[ADAGRAD_SUM] = s.data
         w.bump.append(s)
         counted.append((st, i))
     for j in range(w.n):
         st, i = counted[j]
         step = _bump_step(<dict>st, opname, i)
-        w.items[j].c1 = -(lr / (1.0 + (step - 1.0) * lr_decay))   # -clr
-    w.run(K_ADAGRAD, &h)
+        w.items[j].step_size = lr / (1.0 + (step - 1.0) * lr_decay)     # clr
+    w.run(K_ADAGRAD, &options)
     w.finish()
 
 
@@ -673,3 +695,26 @@ cpdef init_state_adagrad(object p, dict st, double initial_accumulator_value):
 def new_step(double value=0.0):
     """A fresh 0-d step counter holding value."""
     return _new_step(value)
+
+
+def bump_step(dict st not None, str opname, Py_ssize_t index):
+    """``st['step'] += 1`` (a host 0-d float array, in its own dtype, as PyTorch's
+    step tensor; created when missing); returns the new count.  The same counting
+    for the GPU path (ember.optim._gpu)."""
+    return _bump_step(st, opname, index)
+
+
+def check_param_and_grad(object p, object g, str opname, Py_ssize_t index, bint on_gpu):
+    """The checks of one parameter of a group and of its ``.grad`` before a fused step
+    (shared by the CPU kernels here and the GPU path, ember.optim._gpu): an ember
+    array of a floating dtype, writable, on a GPU when ``on_gpu`` else on the host;
+    its gradient an ember array of the same device, dtype and shape.  Returns the
+    gradient; raises TypeError, ValueError or RuntimeError naming the optimizer, the
+    parameter's index and what is wrong."""
+    cdef ndarray a = _check_param(p, opname, index)
+    if (a.storage.device_index >= 0) != on_gpu:
+        raise RuntimeError(f"{opname}: parameter {index} is on {(<object>a).device} but other parameters "
+                           f"of its group are on {'a GPU' if on_gpu else 'the CPU'}; a group's "
+                           f"parameters must share a device (move them with module.to(device) "
+                           f"before making the optimizer)")
+    return _check_grad(a, g, opname, index)

@@ -49,141 +49,205 @@
 #define EMB_LERP(use_fma, FMAFN, start, end, w, wm1, small) \
     EMB_MADD(use_fma, FMAFN, (small) ? (w) : (wm1), (end) - (start), (small) ? (start) : (end))
 
+/* ------------------------------------------------------------- options */
+/* Each optimizer's options, with torch.optim's names, as the optimizer gives
+ * them (double); a kernel rounds them to the parameter's type T once, on
+ * entry.  The values that depend on a parameter's own step count come as
+ * separate arguments. */
+typedef struct {
+    double lr, momentum, dampening, weight_decay;
+    int nesterov, maximize;
+} emb_sgd_options;
+
+typedef struct {
+    double lr, beta1, beta2, eps, weight_decay;
+    int amsgrad, maximize, decoupled_weight_decay;
+} emb_adam_options;
+
+typedef struct {
+    double lr, alpha, eps, weight_decay, momentum;
+    int centered, maximize;
+} emb_rmsprop_options;
+
+typedef struct {
+    double eps, weight_decay;
+    int maximize;
+} emb_adagrad_options;
+
+/* momentum_mode of an SGD step for one parameter */
+enum { EMB_SGD_NO_MOMENTUM = 0, EMB_SGD_MOMENTUM = 1, EMB_SGD_FIRST_MOMENTUM = 2 };
+
 /* ------------------------------------------------------------------ SGD */
-/* mode: 0 no momentum, 1 momentum with an existing buffer, 2 first step
- * (buffer <- grad).  Scalars arrive already rounded to T. */
+/* momentum_mode: EMB_SGD_NO_MOMENTUM, EMB_SGD_MOMENTUM (buffer exists) or
+ * EMB_SGD_FIRST_MOMENTUM (first step: momentum_buffer <- grad). */
 #define EMB_DEFINE_SGD_BODY(NAME, T, FMAFN)                                              \
-EMB_INLINE void NAME(T* restrict p, const T* restrict g, T* restrict buf, ptrdiff_t n,  \
-                     T sign, T wd, T mom, T omd, T nlr,                                 \
-                     const int use_fma, const int has_wd, const int mode,               \
+EMB_INLINE void NAME(T* restrict param, const T* restrict grad,                        \
+                     T* restrict momentum_buffer, ptrdiff_t n,                          \
+                     const emb_sgd_options* o, const int use_fma,                      \
+                     const int has_weight_decay, const int momentum_mode,              \
                      const int nesterov) {                                              \
+    const T grad_sign = o->maximize ? (T)-1 : (T)1;                                     \
+    const T weight_decay = (T)o->weight_decay;                                          \
+    const T momentum = (T)o->momentum;                                                  \
+    const T one_minus_dampening = (T)(1.0 - o->dampening);                              \
+    const T neg_lr = (T)(-o->lr);                                                       \
     for (ptrdiff_t i = 0; i < n; i++) {                                                 \
-        T pi = p[i];                                                                    \
-        T gi = g[i] * sign;                                                             \
-        if (has_wd) gi = EMB_MADD(use_fma, FMAFN, pi, wd, gi);                          \
-        T u = gi;                                                                       \
-        if (mode != 0) {                                                                \
-            T b = (mode == 2) ? gi : EMB_MADD(use_fma, FMAFN, gi, omd, buf[i] * mom);   \
-            buf[i] = b;                                                                 \
-            u = nesterov ? EMB_MADD(use_fma, FMAFN, b, mom, gi) : b;                    \
+        T p = param[i];                                                                 \
+        T d_p = grad[i] * grad_sign;                                                    \
+        if (has_weight_decay) d_p = EMB_MADD(use_fma, FMAFN, p, weight_decay, d_p);     \
+        if (momentum_mode != EMB_SGD_NO_MOMENTUM) {                                     \
+            T buf = (momentum_mode == EMB_SGD_FIRST_MOMENTUM) ? d_p                     \
+                : EMB_MADD(use_fma, FMAFN, d_p, one_minus_dampening,                    \
+                           momentum_buffer[i] * momentum);                              \
+            momentum_buffer[i] = buf;                                                   \
+            d_p = nesterov ? EMB_MADD(use_fma, FMAFN, buf, momentum, d_p) : buf;        \
         }                                                                               \
-        p[i] = EMB_MADD(use_fma, FMAFN, u, nlr, pi);                                    \
+        param[i] = EMB_MADD(use_fma, FMAFN, d_p, neg_lr, p);                            \
     }                                                                                   \
 }
 
+#define EMB_SGD_CALL(BODY, USE_FMA, WD, MODE, NESTEROV)                                  \
+    BODY(param, grad, momentum_buffer, n, o, USE_FMA, WD, MODE, NESTEROV)
+
 #define EMB_DEFINE_SGD(NAME, BODY, T, ATTR, USE_FMA)                                     \
-ATTR static void NAME(T* p, const T* g, T* buf, ptrdiff_t n, T sign, T wd, T mom,       \
-                      T omd, T nlr, int has_wd, int mode, int nesterov) {               \
-    if (mode == 0) {                                                                    \
-        if (has_wd) BODY(p, g, buf, n, sign, wd, mom, omd, nlr, USE_FMA, 1, 0, 0);      \
-        else BODY(p, g, buf, n, sign, wd, mom, omd, nlr, USE_FMA, 0, 0, 0);             \
-    } else if (mode == 1) {                                                             \
-        if (nesterov) {                                                                 \
-            if (has_wd) BODY(p, g, buf, n, sign, wd, mom, omd, nlr, USE_FMA, 1, 1, 1);  \
-            else BODY(p, g, buf, n, sign, wd, mom, omd, nlr, USE_FMA, 0, 1, 1);         \
+ATTR static void NAME(T* param, const T* grad, T* momentum_buffer, ptrdiff_t n,         \
+                      const emb_sgd_options* o, int momentum_mode) {                    \
+    const int wd = o->weight_decay != 0;                                                \
+    if (momentum_mode == EMB_SGD_NO_MOMENTUM) {                                         \
+        if (wd) EMB_SGD_CALL(BODY, USE_FMA, 1, EMB_SGD_NO_MOMENTUM, 0);                 \
+        else EMB_SGD_CALL(BODY, USE_FMA, 0, EMB_SGD_NO_MOMENTUM, 0);                    \
+    } else if (momentum_mode == EMB_SGD_MOMENTUM) {                                     \
+        if (o->nesterov) {                                                              \
+            if (wd) EMB_SGD_CALL(BODY, USE_FMA, 1, EMB_SGD_MOMENTUM, 1);                \
+            else EMB_SGD_CALL(BODY, USE_FMA, 0, EMB_SGD_MOMENTUM, 1);                   \
         } else {                                                                        \
-            if (has_wd) BODY(p, g, buf, n, sign, wd, mom, omd, nlr, USE_FMA, 1, 1, 0);  \
-            else BODY(p, g, buf, n, sign, wd, mom, omd, nlr, USE_FMA, 0, 1, 0);         \
+            if (wd) EMB_SGD_CALL(BODY, USE_FMA, 1, EMB_SGD_MOMENTUM, 0);                \
+            else EMB_SGD_CALL(BODY, USE_FMA, 0, EMB_SGD_MOMENTUM, 0);                   \
         }                                                                               \
     } else {                                                                            \
-        BODY(p, g, buf, n, sign, wd, mom, omd, nlr, USE_FMA, has_wd, 2, nesterov);      \
+        EMB_SGD_CALL(BODY, USE_FMA, wd, EMB_SGD_FIRST_MOMENTUM, o->nesterov);           \
     }                                                                                   \
 }
 
 /* ----------------------------------------------------------------- Adam */
-/* decay: 1 - lr*wd for decoupled (AdamW) weight decay, else 1 (exact);
- * wd: the coupled (L2) weight decay when has_wd; w/wm1/small: lerp weight
- * 1-beta1; b2, omb2: beta2 and 1-beta2; bc2s: sqrt(1-beta2^t);
- * nss: -lr/(1-beta1^t). */
+/* step_size = lr / bias_correction1 and bias_correction2_sqrt =
+ * sqrt(bias_correction2), with bias_correction<k> = 1 - beta<k>**step, come
+ * from the parameter's own step count. */
 #define EMB_DEFINE_ADAM_BODY(NAME, T, FMAFN, SQRTFN)                                     \
-EMB_INLINE void NAME(T* restrict p, const T* restrict g, T* restrict m,                 \
-                     T* restrict v, T* restrict vmax, ptrdiff_t n,                      \
-                     T sign, T wd, T decay, T w, T wm1, int small, T b2, T omb2,        \
-                     T bc2s, T eps, T nss,                                              \
-                     const int use_fma, const int has_wd, const int amsgrad) {          \
+EMB_INLINE void NAME(T* restrict param, const T* restrict grad, T* restrict exp_avg,    \
+                     T* restrict exp_avg_sq, T* restrict max_exp_avg_sq, ptrdiff_t n,   \
+                     const emb_adam_options* o, double step_size,                       \
+                     double bias_correction2_sqrt_, const int use_fma,                  \
+                     const int l2_weight_decay, const int amsgrad) {                    \
+    const T grad_sign = o->maximize ? (T)-1 : (T)1;                                     \
+    const T weight_decay = (T)o->weight_decay;                                          \
+    /* AdamW: param *= 1 - lr * weight_decay (exactly 1 otherwise) */                  \
+    const T param_decay = (T)((o->decoupled_weight_decay && o->weight_decay != 0)       \
+                              ? 1.0 - o->lr * o->weight_decay : 1.0);                   \
+    /* exp_avg = lerp(exp_avg, grad, 1 - beta1), torch's two-sided lerp */              \
+    const T lerp_weight = (T)(1.0 - o->beta1);                                          \
+    const T lerp_weight_minus_one = lerp_weight - (T)1;                                 \
+    const int lerp_from_start = fabs(lerp_weight) < 0.5;                                \
+    const T beta2 = (T)o->beta2;                                                        \
+    const T one_minus_beta2 = (T)(1.0 - o->beta2);                                      \
+    const T bias_correction2_sqrt = (T)bias_correction2_sqrt_;                          \
+    const T eps = (T)o->eps;                                                            \
+    const T neg_step_size = (T)(-step_size);                                            \
     for (ptrdiff_t i = 0; i < n; i++) {                                                 \
-        T pi = p[i];                                                                    \
-        T gi = g[i] * sign;                                                             \
-        if (has_wd) gi = EMB_MADD(use_fma, FMAFN, pi, wd, gi);                          \
-        pi = pi * decay;                                                                \
-        T mi = m[i];                                                                    \
-        mi = EMB_LERP(use_fma, FMAFN, mi, gi, w, wm1, small);                           \
-        m[i] = mi;                                                                      \
-        T vi = v[i] * b2;                                                               \
-        vi = EMB_MADD(use_fma, FMAFN, omb2 * gi, gi, vi);                               \
-        v[i] = vi;                                                                      \
+        T p = param[i];                                                                 \
+        T g = grad[i] * grad_sign;                                                      \
+        if (l2_weight_decay) g = EMB_MADD(use_fma, FMAFN, p, weight_decay, g);          \
+        p = p * param_decay;                                                            \
+        T m = EMB_LERP(use_fma, FMAFN, exp_avg[i], g, lerp_weight,                      \
+                       lerp_weight_minus_one, lerp_from_start);                         \
+        exp_avg[i] = m;                                                                 \
+        T v = exp_avg_sq[i] * beta2;                                                    \
+        v = EMB_MADD(use_fma, FMAFN, one_minus_beta2 * g, g, v);                        \
+        exp_avg_sq[i] = v;                                                              \
         if (amsgrad) {                                                                  \
-            T mx = vmax[i];                                                             \
-            mx = (vi > mx || vi != vi) ? vi : mx;                                       \
-            vmax[i] = mx;                                                               \
-            vi = mx;                                                                    \
+            T vmax = max_exp_avg_sq[i];                                                 \
+            vmax = (v > vmax || v != v) ? v : vmax;                                     \
+            max_exp_avg_sq[i] = vmax;                                                   \
+            v = vmax;                                                                   \
         }                                                                               \
-        T den = SQRTFN(vi) / bc2s + eps;                                                \
-        p[i] = pi + (nss * mi) / den;                                                   \
+        T denom = SQRTFN(v) / bias_correction2_sqrt + eps;                              \
+        param[i] = p + (neg_step_size * m) / denom;                                     \
     }                                                                                   \
 }
 
+#define EMB_ADAM_CALL(BODY, USE_FMA, L2, AMSGRAD)                                        \
+    BODY(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, o, step_size,             \
+         bias_correction2_sqrt, USE_FMA, L2, AMSGRAD)
+
 #define EMB_DEFINE_ADAM(NAME, BODY, T, ATTR, USE_FMA)                                    \
-ATTR static void NAME(T* p, const T* g, T* m, T* v, T* vmax, ptrdiff_t n, T sign, T wd, \
-                      T decay, T w, T wm1, int small, T b2, T omb2, T bc2s, T eps,      \
-                      T nss, int has_wd, int amsgrad) {                                 \
-    if (amsgrad) {                                                                      \
-        if (has_wd) BODY(p, g, m, v, vmax, n, sign, wd, decay, w, wm1, small, b2, omb2, \
-                         bc2s, eps, nss, USE_FMA, 1, 1);                                \
-        else BODY(p, g, m, v, vmax, n, sign, wd, decay, w, wm1, small, b2, omb2,        \
-                  bc2s, eps, nss, USE_FMA, 0, 1);                                       \
+ATTR static void NAME(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,               \
+                      T* max_exp_avg_sq, ptrdiff_t n, const emb_adam_options* o,        \
+                      double step_size, double bias_correction2_sqrt) {                 \
+    const int l2 = o->weight_decay != 0 && !o->decoupled_weight_decay;                  \
+    if (o->amsgrad) {                                                                   \
+        if (l2) EMB_ADAM_CALL(BODY, USE_FMA, 1, 1);                                     \
+        else EMB_ADAM_CALL(BODY, USE_FMA, 0, 1);                                        \
     } else {                                                                            \
-        if (has_wd) BODY(p, g, m, v, vmax, n, sign, wd, decay, w, wm1, small, b2, omb2, \
-                         bc2s, eps, nss, USE_FMA, 1, 0);                                \
-        else BODY(p, g, m, v, vmax, n, sign, wd, decay, w, wm1, small, b2, omb2,        \
-                  bc2s, eps, nss, USE_FMA, 0, 0);                                       \
+        if (l2) EMB_ADAM_CALL(BODY, USE_FMA, 1, 0);                                     \
+        else EMB_ADAM_CALL(BODY, USE_FMA, 0, 0);                                        \
     }                                                                                   \
 }
 
 /* -------------------------------------------------------------- RMSprop */
-/* a, oma: alpha and 1-alpha; lerp weight (centered) is 1-alpha. */
 #define EMB_DEFINE_RMSPROP_BODY(NAME, T, FMAFN, SQRTFN)                                  \
-EMB_INLINE void NAME(T* restrict p, const T* restrict g, T* restrict sq,                \
-                     T* restrict ga, T* restrict buf, ptrdiff_t n,                      \
-                     T sign, T wd, T a, T oma, T w, T wm1, int small, T eps, T mom,     \
-                     T nlr, const int use_fma, const int has_wd, const int centered,    \
-                     const int has_mom) {                                               \
+EMB_INLINE void NAME(T* restrict param, const T* restrict grad, T* restrict square_avg, \
+                     T* restrict grad_avg, T* restrict momentum_buffer, ptrdiff_t n,    \
+                     const emb_rmsprop_options* o, const int use_fma,                   \
+                     const int has_weight_decay, const int centered,                    \
+                     const int has_momentum) {                                          \
+    const T grad_sign = o->maximize ? (T)-1 : (T)1;                                     \
+    const T weight_decay = (T)o->weight_decay;                                          \
+    const T alpha = (T)o->alpha;                                                        \
+    const T one_minus_alpha = (T)(1.0 - o->alpha);                                      \
+    /* centered: grad_avg = lerp(grad_avg, grad, 1 - alpha) */                          \
+    const T lerp_weight = one_minus_alpha;                                              \
+    const T lerp_weight_minus_one = lerp_weight - (T)1;                                 \
+    const int lerp_from_start = fabs(lerp_weight) < 0.5;                                \
+    const T eps = (T)o->eps;                                                            \
+    const T momentum = (T)o->momentum;                                                  \
+    const T neg_lr = (T)(-o->lr);                                                       \
     for (ptrdiff_t i = 0; i < n; i++) {                                                 \
-        T pi = p[i];                                                                    \
-        T gi = g[i] * sign;                                                             \
-        if (has_wd) gi = EMB_MADD(use_fma, FMAFN, pi, wd, gi);                          \
-        T si = sq[i] * a;                                                               \
-        si = EMB_MADD(use_fma, FMAFN, oma * gi, gi, si);                                \
-        sq[i] = si;                                                                     \
+        T p = param[i];                                                                 \
+        T g = grad[i] * grad_sign;                                                      \
+        if (has_weight_decay) g = EMB_MADD(use_fma, FMAFN, p, weight_decay, g);         \
+        T sq = square_avg[i] * alpha;                                                   \
+        sq = EMB_MADD(use_fma, FMAFN, one_minus_alpha * g, g, sq);                      \
+        square_avg[i] = sq;                                                             \
         T avg;                                                                          \
         if (centered) {                                                                 \
-            T gai = ga[i];                                                              \
-            gai = EMB_LERP(use_fma, FMAFN, gai, gi, w, wm1, small);                     \
-            ga[i] = gai;                                                                \
-            avg = SQRTFN(EMB_MADD(use_fma, FMAFN, -gai, gai, si));                      \
+            T ga = EMB_LERP(use_fma, FMAFN, grad_avg[i], g, lerp_weight,                \
+                            lerp_weight_minus_one, lerp_from_start);                    \
+            grad_avg[i] = ga;                                                           \
+            avg = SQRTFN(EMB_MADD(use_fma, FMAFN, -ga, ga, sq));                        \
         } else {                                                                        \
-            avg = SQRTFN(si);                                                           \
+            avg = SQRTFN(sq);                                                           \
         }                                                                               \
         avg = avg + eps;                                                                \
-        if (has_mom) {                                                                  \
-            T b = buf[i] * mom;                                                         \
-            b = b + gi / avg;                                                           \
-            buf[i] = b;                                                                 \
-            p[i] = EMB_MADD(use_fma, FMAFN, b, nlr, pi);                                \
+        if (has_momentum) {                                                             \
+            T buf = momentum_buffer[i] * momentum;                                      \
+            buf = buf + g / avg;                                                        \
+            momentum_buffer[i] = buf;                                                   \
+            param[i] = EMB_MADD(use_fma, FMAFN, buf, neg_lr, p);                        \
         } else {                                                                        \
-            p[i] = pi + (nlr * gi) / avg;                                               \
+            param[i] = p + (neg_lr * g) / avg;                                          \
         }                                                                               \
     }                                                                                   \
 }
 
-#define EMB_RMS_CALL(BODY, USE_FMA, W, C, M)                                             \
-    BODY(p, g, sq, ga, buf, n, sign, wd, a, oma, w, wm1, small, eps, mom, nlr, USE_FMA, W, C, M)
+#define EMB_RMS_CALL(BODY, USE_FMA, WD, CENTERED, MOMENTUM)                              \
+    BODY(param, grad, square_avg, grad_avg, momentum_buffer, n, o, USE_FMA, WD,         \
+         CENTERED, MOMENTUM)
 
 #define EMB_DEFINE_RMSPROP(NAME, BODY, T, ATTR, USE_FMA)                                 \
-ATTR static void NAME(T* p, const T* g, T* sq, T* ga, T* buf, ptrdiff_t n, T sign,      \
-                      T wd, T a, T oma, T w, T wm1, int small, T eps, T mom, T nlr,     \
-                      int has_wd, int centered, int has_mom) {                          \
-    int k = (has_wd ? 4 : 0) | (centered ? 2 : 0) | (has_mom ? 1 : 0);                  \
+ATTR static void NAME(T* param, const T* grad, T* square_avg, T* grad_avg,              \
+                      T* momentum_buffer, ptrdiff_t n, const emb_rmsprop_options* o) {  \
+    int k = (o->weight_decay != 0 ? 4 : 0) | (o->centered ? 2 : 0)                      \
+            | (o->momentum > 0 ? 1 : 0);                                                \
     switch (k) {                                                                        \
     case 0: EMB_RMS_CALL(BODY, USE_FMA, 0, 0, 0); break;                                \
     case 1: EMB_RMS_CALL(BODY, USE_FMA, 0, 0, 1); break;                                \
@@ -197,26 +261,31 @@ ATTR static void NAME(T* p, const T* g, T* sq, T* ga, T* buf, ptrdiff_t n, T sig
 }
 
 /* -------------------------------------------------------------- Adagrad */
-/* nclr: -lr / (1 + (step-1)*lr_decay) */
+/* clr = lr / (1 + (step - 1) * lr_decay), from the parameter's own step count */
 #define EMB_DEFINE_ADAGRAD_BODY(NAME, T, FMAFN, SQRTFN)                                  \
-EMB_INLINE void NAME(T* restrict p, const T* restrict g, T* restrict s, ptrdiff_t n,    \
-                     T sign, T wd, T eps, T nclr, const int use_fma, const int has_wd) {\
+EMB_INLINE void NAME(T* restrict param, const T* restrict grad, T* restrict state_sum,  \
+                     ptrdiff_t n, const emb_adagrad_options* o, double clr,             \
+                     const int use_fma, const int has_weight_decay) {                   \
+    const T grad_sign = o->maximize ? (T)-1 : (T)1;                                     \
+    const T weight_decay = (T)o->weight_decay;                                          \
+    const T eps = (T)o->eps;                                                            \
+    const T neg_clr = (T)(-clr);                                                        \
     for (ptrdiff_t i = 0; i < n; i++) {                                                 \
-        T pi = p[i];                                                                    \
-        T gi = g[i] * sign;                                                             \
-        if (has_wd) gi = EMB_MADD(use_fma, FMAFN, pi, wd, gi);                          \
-        T si = EMB_MADD(use_fma, FMAFN, gi, gi, s[i]);                                  \
-        s[i] = si;                                                                      \
-        T std = SQRTFN(si) + eps;                                                       \
-        p[i] = pi + (nclr * gi) / std;                                                  \
+        T p = param[i];                                                                 \
+        T g = grad[i] * grad_sign;                                                      \
+        if (has_weight_decay) g = EMB_MADD(use_fma, FMAFN, p, weight_decay, g);         \
+        T sum = EMB_MADD(use_fma, FMAFN, g, g, state_sum[i]);                           \
+        state_sum[i] = sum;                                                             \
+        T std = SQRTFN(sum) + eps;                                                      \
+        param[i] = p + (neg_clr * g) / std;                                             \
     }                                                                                   \
 }
 
 #define EMB_DEFINE_ADAGRAD(NAME, BODY, T, ATTR, USE_FMA)                                 \
-ATTR static void NAME(T* p, const T* g, T* s, ptrdiff_t n, T sign, T wd, T eps, T nclr, \
-                      int has_wd) {                                                     \
-    if (has_wd) BODY(p, g, s, n, sign, wd, eps, nclr, USE_FMA, 1);                      \
-    else BODY(p, g, s, n, sign, wd, eps, nclr, USE_FMA, 0);                             \
+ATTR static void NAME(T* param, const T* grad, T* state_sum, ptrdiff_t n,               \
+                      const emb_adagrad_options* o, double clr) {                       \
+    if (o->weight_decay != 0) BODY(param, grad, state_sum, n, o, clr, USE_FMA, 1);      \
+    else BODY(param, grad, state_sum, n, o, clr, USE_FMA, 0);                           \
 }
 
 EMB_DEFINE_SGD_BODY(emb_sgd_body_f32, float, fmaf)
@@ -265,26 +334,22 @@ EMB_DEFINE_ADAGRAD(emb_adagrad_f64_512, emb_adagrad_body_f64, double, EMB_TARGET
 #endif
 
 /* ------------------------------------------------------------ dispatch */
-typedef void (*emb_sgd_f32_t)(float*, const float*, float*, ptrdiff_t, float, float, float,
-                              float, float, int, int, int);
-typedef void (*emb_sgd_f64_t)(double*, const double*, double*, ptrdiff_t, double, double,
-                              double, double, double, int, int, int);
+typedef void (*emb_sgd_f32_t)(float*, const float*, float*, ptrdiff_t,
+                              const emb_sgd_options*, int);
+typedef void (*emb_sgd_f64_t)(double*, const double*, double*, ptrdiff_t,
+                              const emb_sgd_options*, int);
 typedef void (*emb_adam_f32_t)(float*, const float*, float*, float*, float*, ptrdiff_t,
-                               float, float, float, float, float, int, float, float, float,
-                               float, float, int, int);
+                               const emb_adam_options*, double, double);
 typedef void (*emb_adam_f64_t)(double*, const double*, double*, double*, double*, ptrdiff_t,
-                               double, double, double, double, double, int, double, double,
-                               double, double, double, int, int);
+                               const emb_adam_options*, double, double);
 typedef void (*emb_rmsprop_f32_t)(float*, const float*, float*, float*, float*, ptrdiff_t,
-                                  float, float, float, float, float, float, int, float,
-                                  float, float, int, int, int);
+                                  const emb_rmsprop_options*);
 typedef void (*emb_rmsprop_f64_t)(double*, const double*, double*, double*, double*,
-                                  ptrdiff_t, double, double, double, double, double, double,
-                                  int, double, double, double, int, int, int);
-typedef void (*emb_adagrad_f32_t)(float*, const float*, float*, ptrdiff_t, float, float,
-                                  float, float, int);
-typedef void (*emb_adagrad_f64_t)(double*, const double*, double*, ptrdiff_t, double, double,
-                                  double, double, int);
+                                  ptrdiff_t, const emb_rmsprop_options*);
+typedef void (*emb_adagrad_f32_t)(float*, const float*, float*, ptrdiff_t,
+                                  const emb_adagrad_options*, double);
+typedef void (*emb_adagrad_f64_t)(double*, const double*, double*, ptrdiff_t,
+                                  const emb_adagrad_options*, double);
 
 static emb_sgd_f32_t emb_sgd_f32 = emb_sgd_f32_base;
 static emb_sgd_f64_t emb_sgd_f64 = emb_sgd_f64_base;

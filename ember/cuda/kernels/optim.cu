@@ -13,10 +13,12 @@
 // (lr, bias corrections) are plain arguments, so nothing is read back to the host.
 //
 //   ember_multi_sgd_<dt>    torch.optim.SGD semantics: weight_decay, momentum,
-//                           dampening, nesterov, maximize; `first` = 1 on the step
-//                           that creates the momentum buffers (buf = g, no dampening).
-//   ember_multi_adam_<dt>   Adam (decoupled = 0) and AdamW (decoupled = 1), amsgrad;
-//                           bc1 = 1 - beta1**t, bc2_sqrt = sqrt(1 - beta2**t) from the host.
+//                           dampening, nesterov, maximize; `first_step` = 1 on the step
+//                           that creates the momentum buffers (buf = grad, no dampening).
+//   ember_multi_adam_<dt>   Adam (decoupled_weight_decay = 0) and AdamW (= 1), amsgrad;
+//                           bias_correction1 = 1 - beta1**t and bias_correction2_sqrt =
+//                           sqrt(1 - beta2**t) from the host (t: the tensors' step count).
+// The names are torch.optim's; ember/optim/reference.py is the plain specification.
 //   ember_multi_unscale_<dt> GradScaler's unscale: g *= inv (inv[0] rounded to the
 //                           gradient's dtype first, as the CPU path), in place; a
 //                           result that is inf or NaN sets *found = 1.  inv and found
@@ -30,70 +32,75 @@ template <typename P>
 __device__ __forceinline__ P* tensor_ptr(const u64* ptrs, int t) { return (P*)ptrs[t]; }
 
 template <typename T>
-__device__ void multi_sgd(const u64* params, const u64* grads, const u64* bufs, const i64* sizes,
-                          const int* chunk_tensor, const i64* chunk_begin, i64 nchunks, i64 chunk,
-                          double lr, double momentum, double dampening, double weight_decay,
-                          int nesterov, int maximize, int first) {
+__device__ void multi_sgd(const u64* params, const u64* grads, const u64* momentum_buffers,
+                          const i64* sizes, const int* chunk_tensor, const i64* chunk_begin,
+                          i64 nchunks, i64 chunk, double lr, double momentum, double dampening,
+                          double weight_decay, int nesterov, int maximize, int first_step) {
   typedef typename AccT<T>::type A;
-  const A lr_ = (A)lr, mom = (A)momentum, damp = (A)dampening, wd = (A)weight_decay;
+  const A lr_ = (A)lr, momentum_ = (A)momentum, dampening_ = (A)dampening;
+  const A weight_decay_ = (A)weight_decay;
   for (i64 c = blockIdx.x; c < nchunks; c += gridDim.x) {
     const int t = chunk_tensor[c];
     const i64 b = chunk_begin[c];
     const i64 e = b + chunk < sizes[t] ? b + chunk : sizes[t];
-    T* p = tensor_ptr<T>(params, t);
-    const T* g = tensor_ptr<const T>(grads, t);
-    A* buf = mom != A(0) ? tensor_ptr<A>(bufs, t) : (A*)0;
+    T* param = tensor_ptr<T>(params, t);
+    const T* grad = tensor_ptr<const T>(grads, t);
+    A* momentum_buffer = momentum_ != A(0) ? tensor_ptr<A>(momentum_buffers, t) : (A*)0;
     for (i64 i = b + threadIdx.x; i < e; i += blockDim.x) {
-      const A pv = ld(p[i]);
-      A d = ld(g[i]);
-      if (maximize) d = -d;
-      if (wd != A(0)) d += wd * pv;
-      if (buf) {
-        const A m = first ? d : mom * buf[i] + (A(1) - damp) * d;
-        buf[i] = m;
-        d = nesterov ? d + mom * m : m;
+      const A p = ld(param[i]);
+      A d_p = ld(grad[i]);
+      if (maximize) d_p = -d_p;
+      if (weight_decay_ != A(0)) d_p += weight_decay_ * p;
+      if (momentum_buffer) {
+        const A buf = first_step ? d_p : momentum_ * momentum_buffer[i] + (A(1) - dampening_) * d_p;
+        momentum_buffer[i] = buf;
+        d_p = nesterov ? d_p + momentum_ * buf : buf;
       }
-      p[i] = st<T>(pv - lr_ * d);
+      param[i] = st<T>(p - lr_ * d_p);
     }
   }
 }
 
 template <typename T>
-__device__ void multi_adam(const u64* params, const u64* grads, const u64* exp_avgs, const u64* exp_avg_sqs,
-                           const u64* max_exp_avg_sqs, const i64* sizes, const int* chunk_tensor,
-                           const i64* chunk_begin, i64 nchunks, i64 chunk, double lr, double beta1,
-                           double beta2, double eps, double weight_decay, double bc1, double bc2_sqrt,
-                           int decoupled, int amsgrad, int maximize) {
+__device__ void multi_adam(const u64* params, const u64* grads, const u64* exp_avgs,
+                           const u64* exp_avg_sqs, const u64* max_exp_avg_sqs, const i64* sizes,
+                           const int* chunk_tensor, const i64* chunk_begin, i64 nchunks, i64 chunk,
+                           double lr, double beta1, double beta2, double eps, double weight_decay,
+                           double bias_correction1, double bias_correction2_sqrt,
+                           int decoupled_weight_decay, int amsgrad, int maximize) {
   typedef typename AccT<T>::type A;
-  const A b1 = (A)beta1, b2 = (A)beta2, eps_ = (A)eps, wd = (A)weight_decay;
-  const A step_size = (A)(lr / bc1), bc2s = (A)bc2_sqrt, decay = (A)(1.0 - lr * weight_decay);
+  const A beta1_ = (A)beta1, beta2_ = (A)beta2, eps_ = (A)eps, weight_decay_ = (A)weight_decay;
+  const A step_size = (A)(lr / bias_correction1);
+  const A bias_correction2_sqrt_ = (A)bias_correction2_sqrt;
+  const A param_decay = (A)(1.0 - lr * weight_decay);   // AdamW: param *= 1 - lr * weight_decay
   for (i64 c = blockIdx.x; c < nchunks; c += gridDim.x) {
     const int t = chunk_tensor[c];
     const i64 b = chunk_begin[c];
     const i64 e = b + chunk < sizes[t] ? b + chunk : sizes[t];
-    T* p = tensor_ptr<T>(params, t);
-    const T* g = tensor_ptr<const T>(grads, t);
-    A* m = tensor_ptr<A>(exp_avgs, t);
-    A* v = tensor_ptr<A>(exp_avg_sqs, t);
-    A* vmax = amsgrad ? tensor_ptr<A>(max_exp_avg_sqs, t) : (A*)0;
+    T* param = tensor_ptr<T>(params, t);
+    const T* grad = tensor_ptr<const T>(grads, t);
+    A* exp_avg = tensor_ptr<A>(exp_avgs, t);
+    A* exp_avg_sq = tensor_ptr<A>(exp_avg_sqs, t);
+    A* max_exp_avg_sq = amsgrad ? tensor_ptr<A>(max_exp_avg_sqs, t) : (A*)0;
     for (i64 i = b + threadIdx.x; i < e; i += blockDim.x) {
-      A pv = ld(p[i]);
-      A gv = ld(g[i]);
-      if (maximize) gv = -gv;
-      if (wd != A(0)) {
-        if (decoupled) pv *= decay;
-        else gv += wd * pv;
+      A p = ld(param[i]);
+      A g = ld(grad[i]);
+      if (maximize) g = -g;
+      if (weight_decay_ != A(0)) {
+        if (decoupled_weight_decay) p *= param_decay;
+        else g += weight_decay_ * p;
       }
-      const A mi = b1 * m[i] + (A(1) - b1) * gv;
-      const A vi = b2 * v[i] + (A(1) - b2) * gv * gv;
-      m[i] = mi;
-      v[i] = vi;
-      A vd = vi;
-      if (vmax) {
-        vd = vmax[i] > vi ? vmax[i] : vi;
-        vmax[i] = vd;
+      const A m = beta1_ * exp_avg[i] + (A(1) - beta1_) * g;
+      const A v = beta2_ * exp_avg_sq[i] + (A(1) - beta2_) * g * g;
+      exp_avg[i] = m;
+      exp_avg_sq[i] = v;
+      A v_used = v;
+      if (max_exp_avg_sq) {
+        v_used = max_exp_avg_sq[i] > v ? max_exp_avg_sq[i] : v;
+        max_exp_avg_sq[i] = v_used;
       }
-      p[i] = st<T>(pv - step_size * mi / (m_sqrt(vd) / bc2s + eps_));
+      const A denom = m_sqrt(v_used) / bias_correction2_sqrt_ + eps_;
+      param[i] = st<T>(p - step_size * m / denom);
     }
   }
 }
@@ -121,21 +128,21 @@ __device__ void multi_unscale(const u64* grads, const i64* sizes, const int* chu
 }
 
 #define DEF_OPTIM(dt, T)                                                                            \
-  extern "C" __global__ void ember_multi_sgd_##dt(const u64* params, const u64* grads, const u64* bufs, \
-      const i64* sizes, const int* chunk_tensor, const i64* chunk_begin, i64 nchunks, i64 chunk,    \
-      double lr, double momentum, double dampening, double weight_decay, int nesterov, int maximize, \
-      int first) {                                                                                  \
-    multi_sgd<T>(params, grads, bufs, sizes, chunk_tensor, chunk_begin, nchunks, chunk, lr, momentum, \
-                 dampening, weight_decay, nesterov, maximize, first);                               \
+  extern "C" __global__ void ember_multi_sgd_##dt(const u64* params, const u64* grads,              \
+      const u64* momentum_buffers, const i64* sizes, const int* chunk_tensor, const i64* chunk_begin, \
+      i64 nchunks, i64 chunk, double lr, double momentum, double dampening, double weight_decay,    \
+      int nesterov, int maximize, int first_step) {                                                 \
+    multi_sgd<T>(params, grads, momentum_buffers, sizes, chunk_tensor, chunk_begin, nchunks, chunk, \
+                 lr, momentum, dampening, weight_decay, nesterov, maximize, first_step);            \
   }                                                                                                 \
   extern "C" __global__ void ember_multi_adam_##dt(const u64* params, const u64* grads,             \
       const u64* exp_avgs, const u64* exp_avg_sqs, const u64* max_exp_avg_sqs, const i64* sizes,    \
       const int* chunk_tensor, const i64* chunk_begin, i64 nchunks, i64 chunk, double lr,           \
-      double beta1, double beta2, double eps, double weight_decay, double bc1, double bc2_sqrt,      \
-      int decoupled, int amsgrad, int maximize) {                                                   \
+      double beta1, double beta2, double eps, double weight_decay, double bias_correction1,         \
+      double bias_correction2_sqrt, int decoupled_weight_decay, int amsgrad, int maximize) {        \
     multi_adam<T>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, sizes, chunk_tensor,       \
-                  chunk_begin, nchunks, chunk, lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt,  \
-                  decoupled, amsgrad, maximize);                                                    \
+                  chunk_begin, nchunks, chunk, lr, beta1, beta2, eps, weight_decay, bias_correction1, \
+                  bias_correction2_sqrt, decoupled_weight_decay, amsgrad, maximize);                \
   }                                                                                                 \
   extern "C" __global__ void ember_multi_unscale_##dt(const u64* grads, const i64* sizes,           \
       const int* chunk_tensor, const i64* chunk_begin, i64 nchunks, i64 chunk, const float* inv,    \
