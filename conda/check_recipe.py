@@ -200,7 +200,8 @@ def check_sdist(sdist, name, version):
               f in ("meson.build", "meson.options", "pyproject.toml", "LICENSE", "README.md")]
     missing = [f for f in needed if f not in inside]
     generated = [f for f in inside if f.endswith((".so", ".c", ".pyc")) or
-                 f == "ember/_build_config.py" or re.match(r"ember/_kernels/cpu/_loops_", f)]
+                 f in ("ember/_build_config.py", "ember/_core/opcodes.pxd") or
+                 re.match(r"ember/_kernels/cpu/_loops_", f)]
     if missing or generated:
         raise CheckError(f"sdist {os.path.basename(sdist)}: missing {missing[:20]}, "
                          f"generated files in it {generated[:20]}")
@@ -231,6 +232,8 @@ def check_installed(py, tracked):
         problems.append("missing generated loops ember/_kernels/cpu/_loops_ops0")
     if "ember/_build_config.py" not in files:
         problems.append("missing ember/_build_config.py (the build record)")
+    if "ember/_core/opcodes.pxd" not in files:
+        problems.append("missing ember/_core/opcodes.pxd (generated from the op table)")
     if problems:
         raise CheckError("installed ember (the wheel's RECORD):\n  " + "\n  ".join(problems))
     return len(files), len(exts), len(pkgs)

@@ -52,7 +52,10 @@ Tensor = ndarray
 from ember._build_config import VERSION as __version__  # noqa: E402  (meson.build's version)
 __array_api_version__ = "2024.12"
 
-_array._set_namespace(_sys.modules[__name__], _elementwise._assign)
+# the connections an import cannot make (array methods -> this namespace, autograd ->
+# the namespace and the elementwise op table): all in ember/_wiring.py, documented there
+from ember import _wiring                                         # noqa: E402
+_wiring.connect_namespace(_sys.modules[__name__])
 
 # autograd: grad-mode switches at the top level (as in PyTorch), then every
 # public function gets its gradient rule
@@ -60,8 +63,7 @@ from ember import autograd                                        # noqa: E402
 from ember.autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa: E402,F401
                                       inference_mode, is_grad_enabled,
                                       is_inference_mode_enabled)
-from ember.autograd.install import install as _install_autograd   # noqa: E402
-_install_autograd(_sys.modules[__name__])
+_wiring.connect_autograd(_sys.modules[__name__])
 
 # NumPy's submodules and configuration, and PyTorch's seeding names (issue #22)
 from ember import lib, emath                                      # noqa: E402,F401

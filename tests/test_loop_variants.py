@@ -32,7 +32,8 @@ def inputs(dtype):
 
 out = {}
 with np.errstate(all="ignore"):
-    for name, arity, _, _ in optable.OPS:
+    for row in optable.OPS:
+        name, arity = row.name, row.arity
         fn = getattr(ember, name)
         for dt in ["bool", "int8", "int32", "int64", "uint16", "float16", "bfloat16", "float32",
                    "float64", "complex64"]:

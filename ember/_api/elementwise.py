@@ -292,17 +292,9 @@ def _result(res, out, opname="ufunc"):
 
 # ---------------------------------------------------------------- the ufuncs
 
-_NIN = {name: (2 if name in (
-    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod", "power",
-    "maximum", "minimum", "fmax", "fmin", "arctan2", "hypot", "copysign", "nextafter",
-    "logaddexp", "logaddexp2", "heaviside", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "left_shift", "right_shift", "equal", "not_equal", "less", "less_equal", "greater",
-    "greater_equal", "logical_and", "logical_or", "logical_xor") else 1)
-    for name in _ew.op_names()}
-
-for _name in _ew.op_names():
-    globals()[_name] = ufunc(_name, _NIN[_name])
-    __all__.append(_name)
+for _row in _ew.op_table():         # one ember.ufunc per row of the op table
+    globals()[_row.name] = ufunc(_row.name, _row.arity)
+    __all__.append(_row.name)
 
 _ALIASES = {
     # Array API names

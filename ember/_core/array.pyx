@@ -79,21 +79,29 @@ def _set_grad_enabled(bint on):
     return prev
 
 
-cdef object _E = None          # the ember namespace, set by ember/__init__.py
-cdef object _P = None          # the same functions without autograd dispatch (set by autograd)
+# What this module calls but cannot import: the layers above it, connected once they
+# exist (see ember/_wiring.py, which sets all of these and says why each is late).
+#   _ember          the ember namespace (methods call ember.<fn>: reshape, matmul...)
+#   _ember_untracked the same functions before autograd wrapped them: what a method calls
+#                   when nothing is recorded (no dispatch cost)
+#   _assign         elementwise.assign(dst, src), for x[...] = v
+#   _binary/_unary  elementwise's operator entries (set by elementwise.pyx on import)
+#   _gpu_backend    ember.cuda._runtime, set by ember.cuda when a GPU is first used
+cdef object _ember = None
+cdef object _ember_untracked = None
 
 
 def _set_plain_namespace(ns):
-    global _P
-    _P = ns
+    global _ember_untracked
+    _ember_untracked = ns
 cdef binary_hook_t _binary = NULL
 cdef unary_hook_t _unary = NULL
-cdef object _assign = None     # assign(dst, src): broadcast + cast copy, set by elementwise
+cdef object _assign = None
 
 
 def _set_namespace(ns, assign):
-    global _E, _assign
-    _E = ns
+    global _ember, _assign
+    _ember = ns
     _assign = assign
 
 
@@ -180,7 +188,7 @@ cdef list _DEVICE_CONTEXTS = []     # default devices that ``with ember.device(.
 
 # The GPU backend (ember.cuda._runtime), set when it initialises; None until then.
 # Every GPU array is made by it, so while it is None no array lives on a GPU.
-cdef object _G = None
+cdef object _gpu_backend = None
 cdef list _CUDA_DEVICES = []        # Device('cuda', i), one object per index
 
 
@@ -195,8 +203,8 @@ def _cuda_device(int index):
 
 
 def _set_gpu_backend(backend):
-    global _G
-    _G = backend
+    global _gpu_backend
+    _gpu_backend = backend
 
 
 cdef object cuda_device(int index):
@@ -254,14 +262,14 @@ def check_device(device, opname="ember"):
     d = device if isinstance(device, Device) else Device(device)
     if d.type == "cpu":
         return CPU
-    if _G is None:
+    if _gpu_backend is None:
         import ember.cuda
         if not ember.cuda.is_available():
             raise RuntimeError(
                 f"{opname}: device {d} is not available, CUDA is not usable here: "
                 f"{ember.cuda._unavailable_reason()}")
         ember.cuda._init()
-    return _G.check_device(d, opname)
+    return _gpu_backend.check_device(d, opname)
 
 
 # ---------------------------------------------------------------- helpers
@@ -636,7 +644,7 @@ cdef object host_values(ndarray x):
     """x's values as a NumPy array: a view for host arrays, a copy for GPU arrays
     (which waits for the GPU: only value-reading methods use this)."""
     if on_gpu(x):
-        return _G.to_numpy(x)
+        return _gpu_backend.to_numpy(x)
     return numpy_view(x)
 
 
@@ -812,7 +820,7 @@ def _empty(shape, dtype=None, str opname="empty"):
         dims[i] = shape[i]
     checked_size(len(shape), dims, ITEMSIZE[code], opname)     # before any device allocates
     if _alloc_device is not CPU:
-        return _G.empty(shape, DTYPE_OBJS[code], _alloc_device)
+        return _gpu_backend.empty(shape, DTYPE_OBJS[code], _alloc_device)
     return new_empty(code, len(shape), dims, opname)
 
 
@@ -820,7 +828,7 @@ def _zeros(shape, dtype=None, str opname="zeros"):
     """A fresh C-contiguous array of zeros (all-zero bytes are zero in every dtype)."""
     cdef ndarray x = _empty(shape, dtype, opname)
     if on_gpu(x):
-        _G.memset0(x)
+        _gpu_backend.memset0(x)
     else:
         memset(x.data, 0, x.size * x.itemsize)
     return x
@@ -1058,9 +1066,9 @@ cdef inline bint _tracked_value(object v) noexcept:
 cdef inline object _ns(ndarray x):
     """Where a method finds its function: the plain one unless x is being recorded
     (or lives on a GPU: the dispatching entry then picks the GPU implementation)."""
-    if _P is None or (x._requires_grad and ember_grad_mode) or on_gpu(x):
-        return _E
-    return _P
+    if _ember_untracked is None or (x._requires_grad and ember_grad_mode) or on_gpu(x):
+        return _ember
+    return _ember_untracked
 
 
 cdef inline object _bin(int op, object a, object b):
@@ -1105,8 +1113,8 @@ cdef object _divide(ndarray self, object other, object rounding_mode):
     if rounding_mode == "floor":
         return _bin(OP_FLOOR_DIVIDE, self, other)
     if rounding_mode == "trunc":
-        return _E.trunc(_bin(OP_DIVIDE, self, other)).astype(
-            _E.result_type(self, other), copy=False)
+        return _ember.trunc(_bin(OP_DIVIDE, self, other)).astype(
+            _ember.result_type(self, other), copy=False)
     raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
 
@@ -1277,11 +1285,11 @@ cdef class ndarray:
     def flat(self):
         """A flat (C-order) iterator over the array that also indexes and assigns
         (NumPy's ``flatiter``)."""
-        return _E._flatiter(self)
+        return _ember._flatiter(self)
 
     @flat.setter
     def flat(self, value):
-        _E._flatiter(self)[...] = value
+        _ember._flatiter(self)[...] = value
 
     @property
     def T(self):
@@ -1290,7 +1298,7 @@ cdef class ndarray:
         cdef Py_ssize_t st[MAXDIM]
         cdef int i
         if _tracking(self):
-            return _E.permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
+            return _ember.permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
         for i in range(self.ndim):
             sh[i] = self.shape[self.ndim - 1 - i]
             st[i] = self.strides[self.ndim - 1 - i]
@@ -1305,7 +1313,7 @@ cdef class ndarray:
         if self.ndim < 2:
             raise ValueError(f"mT: array must have at least 2 dimensions, got shape {shape_tuple(self)}")
         if _tracking(self):
-            return _E.matrix_transpose(self)
+            return _ember.matrix_transpose(self)
         for i in range(self.ndim):
             sh[i] = self.shape[i]
             st[i] = self.strides[i]
@@ -1315,11 +1323,11 @@ cdef class ndarray:
 
     @property
     def real(self):
-        return _E.real(self)
+        return _ember.real(self)
 
     @property
     def imag(self):
-        return _E.imag(self)
+        return _ember.imag(self)
 
     # ------------------------------------------------------------ autograd slots
     @property
@@ -1366,28 +1374,28 @@ cdef class ndarray:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this array into the ``.grad`` of the leaves
         (see ``ember.autograd.backward``)."""
-        if gradient is None and inputs is None and _E.autograd._engine._backward_scalar(
+        if gradient is None and inputs is None and _ember.autograd._engine._backward_scalar(
                 self, create_graph if retain_graph is None else retain_graph, create_graph):
             return
-        _E.autograd.backward(self, gradient, retain_graph=retain_graph,
+        _ember.autograd.backward(self, gradient, retain_graph=retain_graph,
                              create_graph=create_graph, inputs=inputs)
 
     def retain_grad(self):
         """Keep ``.grad`` for this non-leaf array on backward (leaves always do)."""
-        _E.autograd._retain_grad(self)
+        _ember.autograd._retain_grad(self)
 
     @property
     def retains_grad(self):
-        return _E.autograd._retains_grad(self)
+        return _ember.autograd._retains_grad(self)
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` when this array's gradient is computed; a returned
         array replaces the gradient.  Returns a handle with ``remove()``."""
-        return _E.autograd._register_hook(self, hook)
+        return _ember.autograd._register_hook(self, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(x)`` after the gradient is accumulated into leaf ``x.grad``."""
-        return _E.autograd._register_post_accumulate_grad_hook(self, hook)
+        return _ember.autograd._register_post_accumulate_grad_hook(self, hook)
 
     # ------------------------------------------------------------ conversion
     def __array__(self, dtype=None, /, *, copy=None):
@@ -1414,7 +1422,7 @@ cdef class ndarray:
     def __array_namespace__(self, api_version=None):
         if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"__array_namespace__: unsupported API version {api_version!r}")
-        return _E
+        return _ember
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         if max_version is not None and not (isinstance(max_version, tuple)
@@ -1422,7 +1430,7 @@ cdef class ndarray:
             raise TypeError(f"__dlpack__: max_version must be None or a tuple with two "
                             f"elements, got {type(max_version).__name__}")
         if on_gpu(self):
-            return _G.dlpack(self, stream=stream, max_version=max_version,
+            return _gpu_backend.dlpack(self, stream=stream, max_version=max_version,
                              dl_device=dl_device, copy=copy)
         if stream is not None:
             raise BufferError("__dlpack__: stream must be None for CPU arrays")
@@ -1449,8 +1457,8 @@ cdef class ndarray:
         if not on_gpu(self):
             raise AttributeError("__cuda_array_interface__: only CUDA arrays have it "
                                  "(this array is on cpu)")
-        if _G is not None:      # the consumer must not read what a failed check left
-            _G.flush_checks()
+        if _gpu_backend is not None:      # the consumer must not read what a failed check left
+            _gpu_backend.flush_checks()
         return {"shape": shape_tuple(self), "typestr": DTYPE_OBJS[self.tcode].str,
                 "data": (<size_t>self.data, bool(self.readonly)), "version": 3,
                 "strides": None if self.c_contig else
@@ -1477,8 +1485,8 @@ cdef class ndarray:
         if d == self.device:
             return self.copy() if copy else self
         if _tracking(self):
-            return _E._to_device(self, d)
-        return _G.transfer(self, d)
+            return _ember._to_device(self, d)
+        return _gpu_backend.transfer(self, d)
 
     def cuda(self, device=None, non_blocking=False):
         """A copy on a CUDA device (self when already there)."""
@@ -1608,7 +1616,7 @@ cdef class ndarray:
 
     def __reduce__(self):
         if on_gpu(self):
-            return (_G.from_host_on, (host_values(self), self.storage.device_index))
+            return (_gpu_backend.from_host_on, (host_values(self), self.storage.device_index))
         return (_from_numpy, (numpy_view(self).copy(),))
 
     def __copy__(self):
@@ -1623,7 +1631,7 @@ cdef class ndarray:
     def __getitem__(self, key):
         cdef object v
         if _tracking(self):
-            return _E._ag_getitem(self, key)
+            return _ember._ag_getitem(self, key)
         if isinstance(key, int) and not isinstance(key, bool):
             return _index_pyint(self, key)
         if isinstance(key, tuple):
@@ -1634,14 +1642,14 @@ cdef class ndarray:
             v = None
         if v is not None:
             return v
-        return _E._getitem_advanced(self, key)
+        return _ember._getitem_advanced(self, key)
 
     def __setitem__(self, key, value):
         cdef object v
         if self.readonly:
             raise ValueError("assignment destination is read-only")
         if ember_grad_mode and (self._requires_grad or _tracked_value(value)):
-            _E._ag_setitem(self, key, value)
+            _ember._ag_setitem(self, key, value)
             return
         if isinstance(key, int) and not isinstance(key, bool):
             v = _index_pyint(self, key)
@@ -1652,7 +1660,7 @@ cdef class ndarray:
         else:
             v = None
         if v is None:
-            _E._setitem_advanced(self, key, value)
+            _ember._setitem_advanced(self, key, value)
         else:
             if (<ndarray>v).ndim == 0 and _is_sequence_value(value) and _int_key(key, self.ndim):
                 value = _element_of_sequence(self.tcode, value)
@@ -1696,13 +1704,13 @@ cdef class ndarray:
     def __rshift__(self, other): return _bin(OP_RIGHT_SHIFT, self, other)
     def __rrshift__(self, other): return _bin(OP_RIGHT_SHIFT, other, self)
     def __irshift__(self, other): return _inplace(OP_RIGHT_SHIFT, self, other)
-    def __matmul__(self, other): return _E.matmul(self, other)
-    def __rmatmul__(self, other): return _E.matmul(other, self)
+    def __matmul__(self, other): return _ember.matmul(self, other)
+    def __rmatmul__(self, other): return _ember.matmul(other, self)
     def __imatmul__(self, other):
         check_writeable(self, "matmul")
-        res = _E.matmul(self, other)
+        res = _ember.matmul(self, other)
         if ember_grad_mode and (self._requires_grad or _tracked_value(res)):
-            _E._ag_setitem(self, Ellipsis, res)
+            _ember._ag_setitem(self, Ellipsis, res)
             return self
         _assign(self, res)
         self.storage.version += 1
@@ -1732,10 +1740,10 @@ cdef class ndarray:
 
     # ------------------------------------------------------------ NumPy protocols
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _E._array_ufunc(ufunc, method, inputs, kwargs)
+        return _ember._array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        return _E._array_function(func, types, args, kwargs)
+        return _ember._array_function(func, types, args, kwargs)
 
     # ------------------------------------------------------------ methods
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, *,
@@ -1761,9 +1769,9 @@ cdef class ndarray:
         if code == self.tcode and not copy:
             return self
         if _tracking(self):
-            return _E.astype(self, dtype, copy=copy)
+            return _ember.astype(self, dtype, copy=copy)
         if on_gpu(self):
-            return _G.astype(self, DTYPE_OBJS[code])
+            return _gpu_backend.astype(self, DTYPE_OBJS[code])
         out = new_empty(code, self.ndim, self.shape)
         _assign(out, self)
         return out
@@ -1774,9 +1782,9 @@ cdef class ndarray:
             raise (TypeError if not isinstance(order, str) else ValueError)(
                 f"copy: order must be one of 'C', 'F', 'A', 'K', got {order!r}")
         if _tracking(self):
-            return _E.astype(self, self.dtype, copy=True)
+            return _ember.astype(self, self.dtype, copy=True)
         if on_gpu(self):
-            return _G.astype(self, DTYPE_OBJS[self.tcode])
+            return _gpu_backend.astype(self, DTYPE_OBJS[self.tcode])
         out = new_empty(self.tcode, self.ndim, self.shape)
         _assign(out, self)
         return out
@@ -1796,7 +1804,7 @@ cdef class ndarray:
             raise ValueError(f"fill: the value must be a scalar (a 0-d array at most), got "
                              f"{type(value).__name__} of shape {_np.shape(value)}")
         if ember_grad_mode and (self._requires_grad or _tracked_value(value)):
-            _E._ag_setitem(self, Ellipsis, value)
+            _ember._ag_setitem(self, Ellipsis, value)
             return
         _assign(self, value)
         self.storage.version += 1
@@ -1854,7 +1862,7 @@ cdef class ndarray:
             v = _reshape_contiguous(self, <tuple>shape)
             if v is not None:
                 return v
-        return _E.reshape(self, shape, order=order, copy=copy)
+        return _ember.reshape(self, shape, order=order, copy=copy)
 
     def view(self, *args, dtype=None):
         """``x.view(shape...)`` reshapes without copying (PyTorch); ``x.view(dtype)``
@@ -1865,10 +1873,10 @@ cdef class ndarray:
             dtype = args[0]
             args = ()
         if dtype is not None:
-            return _E._view_dtype(self, dtype)
+            return _ember._view_dtype(self, dtype)
         if len(args) == 1 and not isinstance(args[0], int):
             args = args[0]
-        return _E.reshape(self, args, copy=False)
+        return _ember.reshape(self, args, copy=False)
 
     def transpose(self, *axes, dim0=None, dim1=None):
         """NumPy's transpose: reverse the axes, or permute them as given.  PyTorch's
@@ -1886,12 +1894,12 @@ cdef class ndarray:
             axes = axes[0]
         if not axes:
             axes = None
-        return _E.transpose(self, axes)
+        return _ember.transpose(self, axes)
 
     def permute(self, *dims):
         if len(dims) == 1 and not isinstance(dims[0], int):
             dims = dims[0]
-        return _E.permute_dims(self, tuple(dims))
+        return _ember.permute_dims(self, tuple(dims))
 
     def swapaxes(self, axis1, axis2): return _ns(self).swapaxes(self, axis1, axis2)
     def squeeze(self, axis=None, *, dim=None): return _ns(self).squeeze(self, axis if dim is None else dim)
@@ -1903,7 +1911,7 @@ cdef class ndarray:
             raise TypeError(f"flatten: end_dim must be an int, got {type(end_dim).__name__}")
         if start_dim is not None or isinstance(order, int) or end_dim != -1:
             s = start_dim if start_dim is not None else (order if isinstance(order, int) else 0)
-            return _E.flatten(self, s, end_dim)
+            return _ember.flatten(self, s, end_dim)
         return _ns(self).reshape(self, (-1,), order=order, copy=True)
     def ravel(self, order="C"): return _ns(self).ravel(self, order=order)
     def expand(self, *shape):
@@ -1911,39 +1919,39 @@ cdef class ndarray:
             shape = shape[0]
         shape = tuple(self.shape[i - len(shape) + self.ndim] if s == -1 else s
                       for i, s in enumerate(shape))
-        return _E.broadcast_to(self, shape)
-    def repeat(self, repeats, axis=None): return _E.repeat(self, repeats, axis=axis)
-    def take(self, indices, axis=None): return _E.take(self, indices, axis=axis)
+        return _ember.broadcast_to(self, shape)
+    def repeat(self, repeats, axis=None): return _ember.repeat(self, repeats, axis=axis)
+    def take(self, indices, axis=None): return _ember.take(self, indices, axis=axis)
     def clip(self, min=None, max=None): return _ns(self).clip(self, min, max)
     def round(self, decimals=0): return _ns(self).round(self, decimals=decimals)
     def conj(self): return _ns(self).conj(self)
     def conjugate(self): return _ns(self).conj(self)
-    def nonzero(self, *, as_tuple=None): return _E.nonzero(self, as_tuple=as_tuple)
+    def nonzero(self, *, as_tuple=None): return _ember.nonzero(self, as_tuple=as_tuple)
     def diagonal(self, offset=0, axis1=0, axis2=1): return _ns(self).diagonal(self, offset=offset, axis1=axis1, axis2=axis2)
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None): return _ns(self).trace(self, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype)
-    def dot(self, other): return _E.dot(self, other)
+    def dot(self, other): return _ember.dot(self, other)
     def argsort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True, dim=None):
         if order is not None:
             raise ValueError("argsort: cannot specify order when the array has no fields")
-        return _E.argsort(self, axis=axis if dim is None else dim, descending=descending,
+        return _ember.argsort(self, axis=axis if dim is None else dim, descending=descending,
                           stable=stable, kind=kind)
     def sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=True, dim=None):
         """Sort in place along `axis` (NumPy's method semantics).  With PyTorch's
         ``dim=``: a sorted copy and the indices, as the named tuple ``(values, indices)``."""
         if dim is not None:
-            return _E.sort(self, dim=dim, descending=descending, stable=stable)
+            return _ember.sort(self, dim=dim, descending=descending, stable=stable)
         if order is not None:
             raise ValueError("sort: cannot specify order when the array has no fields")
         check_writeable(self, "sort")
         if _tracking(self):
             # sort a copy: the sort node must not save the array it then overwrites
-            res = _E.sort(self.copy(), axis=axis, descending=descending, stable=stable,
+            res = _ember.sort(self.copy(), axis=axis, descending=descending, stable=stable,
                           kind=kind)
-            _E._ag_setitem(self, Ellipsis, res)
+            _ember._ag_setitem(self, Ellipsis, res)
             return
-        res = _E.sort(self, axis=axis, descending=descending, stable=stable, kind=kind)
+        res = _ember.sort(self, axis=axis, descending=descending, stable=stable, kind=kind)
         if _tracking(self):
-            _E._ag_setitem(self, Ellipsis, res)
+            _ember._ag_setitem(self, Ellipsis, res)
             return
         _assign(self, res)
         self.storage.version += 1
@@ -1962,13 +1970,13 @@ cdef class ndarray:
                        keepdims=keepdims if keepdim is None else keepdim)
     def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, dim=None, keepdim=None, unbiased=None):
         if dim is not None or keepdim is not None or unbiased is not None:
-            return _E.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, correction=correction,
+            return _ember.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, correction=correction,
                           dim=dim, keepdim=keepdim, unbiased=unbiased)
         return _ns(self).var(self, axis=axis if dim is None else dim, dtype=dtype, out=out, ddof=ddof,
                       keepdims=keepdims if keepdim is None else keepdim, correction=correction)
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None, dim=None, keepdim=None, unbiased=None):
         if dim is not None or keepdim is not None or unbiased is not None:
-            return _E.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, correction=correction,
+            return _ember.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, correction=correction,
                           dim=dim, keepdim=keepdim, unbiased=unbiased)
         return _ns(self).std(self, axis=axis if dim is None else dim, dtype=dtype, out=out, ddof=ddof,
                       keepdims=keepdims if keepdim is None else keepdim, correction=correction)
@@ -1976,14 +1984,14 @@ cdef class ndarray:
         """NumPy's ``min``; PyTorch's ``min(dim=d)`` (or with ``keepdim=``) returns the
         named tuple ``(values, indices)``, and ``min(other_array)`` is elementwise."""
         if dim is not None or keepdim is not None or isinstance(axis, ndarray):
-            return _E.min(self, *(() if axis is None else (axis,)), dim=dim, keepdim=keepdim)
+            return _ember.min(self, *(() if axis is None else (axis,)), dim=dim, keepdim=keepdim)
         return _ns(self).min(self, axis=axis if dim is None else dim, out=out,
                       keepdims=keepdims if keepdim is None else keepdim)
     def max(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
         """NumPy's ``max``; PyTorch's ``max(dim=d)`` (or with ``keepdim=``) returns the
         named tuple ``(values, indices)``, and ``max(other_array)`` is elementwise."""
         if dim is not None or keepdim is not None or isinstance(axis, ndarray):
-            return _E.max(self, *(() if axis is None else (axis,)), dim=dim, keepdim=keepdim)
+            return _ember.max(self, *(() if axis is None else (axis,)), dim=dim, keepdim=keepdim)
         return _ns(self).max(self, axis=axis if dim is None else dim, out=out,
                       keepdims=keepdims if keepdim is None else keepdim)
     def argmin(self, axis=None, out=None, *, keepdims=False, dim=None, keepdim=None):
@@ -2020,7 +2028,7 @@ cdef class ndarray:
 
     def type_as(self, other): return self.astype(DTYPE_OBJS[as_ndarray(other).tcode], copy=False)
     def ndimension(self): return self.ndim
-    def t(self): return _E.t(self)
+    def t(self): return _ember.t(self)
     def swapdims(self, dim0, dim1): return _ns(self).swapaxes(self, dim0, dim1)
     def movedim(self, source, destination): return _ns(self).moveaxis(self, source, destination)
     def view_as(self, other): return self.view(shape_tuple(as_ndarray(other)))
@@ -2034,7 +2042,7 @@ cdef class ndarray:
         return _ns(self).tile(self, tuple(dims))
 
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):
-        return _E.repeat(self, repeats, axis=dim)
+        return _ember.repeat(self, repeats, axis=dim)
 
     def flip(self, *dims):
         if len(dims) == 1 and not isinstance(dims[0], int):
@@ -2054,7 +2062,7 @@ cdef class ndarray:
     def ge(self, other): return _bin(OP_GREATER_EQUAL, self, other)
     def equal(self, other):
         """True when `other` has this shape and the same elements (PyTorch's ``equal``)."""
-        return bool(_E.array_equal(self, other))
+        return bool(_ember.array_equal(self, other))
     def add(self, other, *, alpha=1): return _bin(OP_ADD, self, other if alpha == 1 else other * alpha)
     def sub(self, other, *, alpha=1): return _bin(OP_SUBTRACT, self, other if alpha == 1 else other * alpha)
     def mul(self, other): return _bin(OP_MULTIPLY, self, other)
@@ -2065,28 +2073,28 @@ cdef class ndarray:
     def exp(self): return _ns(self).exp(self)
     def log(self): return _ns(self).log(self)
     def sqrt(self): return _ns(self).sqrt(self)
-    def rsqrt(self): return _E.rsqrt(self)
+    def rsqrt(self): return _ember.rsqrt(self)
     def square(self): return _ns(self).square(self)
     def sin(self): return _ns(self).sin(self)
     def cos(self): return _ns(self).cos(self)
     def tanh(self): return _ns(self).tanh(self)
-    def sigmoid(self): return _E.sigmoid(self)
-    def relu(self): return _E.relu(self)
-    def softmax(self, dim, dtype=None): return _E.softmax(self, dim, dtype=dtype)
-    def log_softmax(self, dim, dtype=None): return _E.log_softmax(self, dim, dtype=dtype)
+    def sigmoid(self): return _ember.sigmoid(self)
+    def relu(self): return _ember.relu(self)
+    def softmax(self, dim, dtype=None): return _ember.softmax(self, dim, dtype=dtype)
+    def log_softmax(self, dim, dtype=None): return _ember.log_softmax(self, dim, dtype=dtype)
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return _E.logsumexp(self, axis=axis if dim is None else dim,
+        return _ember.logsumexp(self, axis=axis if dim is None else dim,
                             keepdims=keepdim if keepdims is None else keepdims)
-    def clamp(self, min=None, max=None): return _E.clamp(self, min, max)
-    def clamp_min(self, min): return _E.clip(self, min, None)
-    def clamp_max(self, max): return _E.clip(self, None, max)
-    def where(self, condition, other): return _E.where(condition, self, other)
+    def clamp(self, min=None, max=None): return _ember.clamp(self, min, max)
+    def clamp_min(self, min): return _ember.clip(self, min, None)
+    def clamp_max(self, max): return _ember.clip(self, None, max)
+    def where(self, condition, other): return _ember.where(condition, self, other)
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
-        return _E.norm(self, p, dim, keepdim, dtype)
-    def mm(self, mat2): return _E.mm(self, mat2)
-    def bmm(self, mat2): return _E.bmm(self, mat2)
-    def mv(self, vec): return _E.mv(self, vec)
-    def matmul(self, other): return _E.matmul(self, other)
+        return _ember.norm(self, p, dim, keepdim, dtype)
+    def mm(self, mat2): return _ember.mm(self, mat2)
+    def bmm(self, mat2): return _ember.bmm(self, mat2)
+    def mv(self, vec): return _ember.mv(self, vec)
+    def matmul(self, other): return _ember.matmul(self, other)
 
     # in place (PyTorch's trailing underscore): the result is written into self and self
     # is returned; autograd records it as PyTorch does (a leaf that requires grad refuses)
@@ -2099,7 +2107,7 @@ cdef class ndarray:
         return _write(self, _divide(_src(self), other, rounding_mode))
     def pow_(self, exponent): return _inplace(OP_POWER, self, exponent)
     def neg_(self): return _write(self, _unary(OP_NEGATIVE, self, None))
-    def clamp_(self, min=None, max=None): return _write(self, _E.clamp(_src(self), min, max))
+    def clamp_(self, min=None, max=None): return _write(self, _ember.clamp(_src(self), min, max))
     def zero_(self):
         self.fill(0)
         return self
@@ -2111,20 +2119,20 @@ cdef class ndarray:
         if isinstance(src, ndarray) and (<ndarray>src).storage.device_index != self.storage.device_index:
             src = src.to(self.device)
         return _write(self, src)
-    def masked_fill(self, mask, value): return _E.masked_fill(self, mask, value)
-    def masked_fill_(self, mask, value): return _write(self, _E.masked_fill(_src(self), mask, value))
-    def masked_select(self, mask): return _E.masked_select(self, mask)
+    def masked_fill(self, mask, value): return _ember.masked_fill(self, mask, value)
+    def masked_fill_(self, mask, value): return _write(self, _ember.masked_fill(_src(self), mask, value))
+    def masked_select(self, mask): return _ember.masked_select(self, mask)
     def uniform_(self, a=0.0, b=1.0, *, generator=None):
         """Fill with uniform samples in [a, b) (float arrays)."""
-        return _write(self, _E.rand(shape_tuple(self), dtype=self.dtype, device=self.device,
+        return _write(self, _ember.rand(shape_tuple(self), dtype=self.dtype, device=self.device,
                                     generator=generator) * (b - a) + a)
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
         """Fill with normal samples (float arrays)."""
-        return _write(self, _E.randn(shape_tuple(self), dtype=self.dtype, device=self.device,
+        return _write(self, _ember.randn(shape_tuple(self), dtype=self.dtype, device=self.device,
                                      generator=generator) * std + mean)
 
     # indexing under PyTorch's names (dim first, as in PyTorch)
-    def narrow(self, dim, start, length): return _E.narrow(self, dim, start, length)
+    def narrow(self, dim, start, length): return _ember.narrow(self, dim, start, length)
     def select(self, dim, index):
         """The slice at `index` along `dim` (a view; PyTorch's ``select``)."""
         cdef int d = normalize_axis(dim, self.ndim, "select")
@@ -2132,35 +2140,35 @@ cdef class ndarray:
     def split(self, split_size, dim=0):
         """PyTorch's ``split``: pieces of `split_size` along `dim` (the last may be
         shorter), or of the sizes in a list (NumPy arrays have no ``split`` method)."""
-        return _E._torch.torch_split(self, split_size, dim)
-    def chunk(self, chunks, dim=0): return _E.chunk(self, chunks, dim)
-    def unbind(self, dim=0): return _E.unbind(self, dim)
-    def gather(self, dim, index): return _E.gather(self, dim, index)
+        return _ember._torch.torch_split(self, split_size, dim)
+    def chunk(self, chunks, dim=0): return _ember.chunk(self, chunks, dim)
+    def unbind(self, dim=0): return _ember.unbind(self, dim)
+    def gather(self, dim, index): return _ember.gather(self, dim, index)
     def scatter(self, dim, index, src=None, *, value=None, reduce=None):
-        return _E.scatter(self, dim, index, src, value=value, reduce=reduce)
+        return _ember.scatter(self, dim, index, src, value=value, reduce=reduce)
     def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
-        return _write(self, _E.scatter(_src(self), dim, index, src, value=value, reduce=reduce))
-    def scatter_add(self, dim, index, src): return _E.scatter_add(self, dim, index, src)
-    def scatter_add_(self, dim, index, src): return _write(self, _E.scatter_add(_src(self), dim, index, src))
-    def index_select(self, dim, index): return _E.index_select(self, dim, index)
-    def index_add(self, dim, index, source, *, alpha=1): return _E.index_add(self, dim, index, source, alpha=alpha)
+        return _write(self, _ember.scatter(_src(self), dim, index, src, value=value, reduce=reduce))
+    def scatter_add(self, dim, index, src): return _ember.scatter_add(self, dim, index, src)
+    def scatter_add_(self, dim, index, src): return _write(self, _ember.scatter_add(_src(self), dim, index, src))
+    def index_select(self, dim, index): return _ember.index_select(self, dim, index)
+    def index_add(self, dim, index, source, *, alpha=1): return _ember.index_add(self, dim, index, source, alpha=alpha)
     def index_add_(self, dim, index, source, *, alpha=1):
-        return _write(self, _E.index_add(_src(self), dim, index, source, alpha=alpha))
-    def topk(self, k, dim=-1, largest=True, sorted=True): return _E.topk(self, k, dim, largest, sorted)
+        return _write(self, _ember.index_add(_src(self), dim, index, source, alpha=alpha))
+    def topk(self, k, dim=-1, largest=True, sorted=True): return _ember.topk(self, k, dim, largest, sorted)
 
     # new arrays with this array's dtype and device (PyTorch's new_*)
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-        return _E.zeros(_size_arg(size, "new_zeros"), dtype=self.dtype if dtype is None else dtype,
+        return _ember.zeros(_size_arg(size, "new_zeros"), dtype=self.dtype if dtype is None else dtype,
                         device=self.device if device is None else device, requires_grad=requires_grad)
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-        return _E.ones(_size_arg(size, "new_ones"), dtype=self.dtype if dtype is None else dtype,
+        return _ember.ones(_size_arg(size, "new_ones"), dtype=self.dtype if dtype is None else dtype,
                        device=self.device if device is None else device, requires_grad=requires_grad)
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-        return _E.empty(_size_arg(size, "new_empty"), dtype=self.dtype if dtype is None else dtype,
+        return _ember.empty(_size_arg(size, "new_empty"), dtype=self.dtype if dtype is None else dtype,
                         device=self.device if device is None else device, requires_grad=requires_grad)
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-        return _E.full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
+        return _ember.full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
                        device=self.device if device is None else device, requires_grad=requires_grad)
     def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-        return _E.tensor(data, dtype=self.dtype if dtype is None else dtype,
+        return _ember.tensor(data, dtype=self.dtype if dtype is None else dtype,
                          device=self.device if device is None else device, requires_grad=requires_grad)

@@ -84,8 +84,7 @@ cdef extern from *:
 cdef loop_fn LOOPS[NOPS][NTYPES]
 cdef loop_fn CASTS[NTYPES][NTYPES]
 cdef char OPCLASS[NOPS]
-cdef list OPNAMES = [row[0] for row in _optable.OPS]
-cdef dict _BOOL_OUT = {row[0]: row[2] for row in _optable.OPS}
+cdef list OPNAMES = [row.name for row in _optable.OPS]
 cdef list NPUFUNCS = [getattr(_np, n) for n in OPNAMES]
 
 cdef int _i, _j
@@ -96,12 +95,16 @@ cdef inline bint _on_dev(object a) noexcept:
     return a is not None and isinstance(a, ndarray) and (<ndarray>a).storage.device_index >= 0
 
 
-cdef object _gpu_ew = None      # ember.cuda._elementwise once the GPU backend is up
+# The GPU backend's elementwise module (ember.cuda._elementwise: binary, unary, cast,
+# assign with the signatures of this module's), set by ember.cuda when it starts: ember
+# imports no CuPy until a GPU is used, and the backend sits below this layer's users.
+# None: no array lives on a GPU, and the host loops run unconditionally.
+cdef object _gpu_elementwise = None
 
 
 def _set_gpu_elementwise(mod):
-    global _gpu_ew
-    _gpu_ew = mod
+    global _gpu_elementwise
+    _gpu_elementwise = mod
 
 
 for _i in range(NOPS):
@@ -114,27 +117,15 @@ for _s, _d, _addr in _loops_casts.cast_addresses():
     CASTS[_s][_d] = <loop_fn><size_t>_addr
 
 if len(OPNAMES) != NOPS or OPNAMES.index("signbit") != OP_SIGNBIT or OPNAMES.index("add") != OP_ADD:
-    raise ImportError("ember: opcodes.pxd is out of date with gen_loops.OPS")
+    raise ImportError("ember: the generated opcodes.pxd is out of date with optable.OPS "
+                      "(rebuild ember)")
 
-# How an op picks its loop dtype from the promoted input dtype:
-#   'a' arithmetic: the promoted dtype;  'f' float-valued: integers go to the
-#   default float dtype;  'c' comparison/logical: promoted, output bool;
-#   'i' integer/bool only.
-_FLOAT_OPS = {"divide", "arctan2", "hypot", "copysign", "nextafter", "logaddexp",
-              "logaddexp2", "heaviside", "reciprocal", "sqrt", "cbrt", "exp", "exp2",
-              "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin",
-              "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
-              "arctanh", "deg2rad", "rad2deg", "rint"}
-_INT_OPS = {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"}
-for _i, _name in enumerate(OPNAMES):
-    if _BOOL_OUT[_name]:
-        OPCLASS[_i] = b'c'
-    elif _name in _FLOAT_OPS:
-        OPCLASS[_i] = b'f'
-    elif _name in _INT_OPS:
-        OPCLASS[_i] = b'i'
-    else:
-        OPCLASS[_i] = b'a'
+# How an op picks its loop dtype from the promoted input dtype: the row's class
+# (optable.Op.cls): 'a' arithmetic: the promoted dtype;  'f' float-valued: integers
+# go to the default float dtype;  'c' comparison/logical: promoted, output bool;
+# 'i' integer/bool only.
+for _i, _row in enumerate(_optable.OPS):
+    OPCLASS[_i] = ord(_row.cls)
 
 # Ops that have no bool loop but that NumPy computes for bool inputs in a wider
 # integer type (e.g. bool ** bool -> int8): read NumPy's choice once, here.
@@ -469,8 +460,8 @@ cdef inline bint _is_scalar(object o):
 
 cdef ndarray cast(ndarray x, int tcode):
     """A C-contiguous copy of x in dtype tcode."""
-    if _gpu_ew is not None and x.storage.device_index >= 0:
-        return _gpu_ew.cast(x, tcode)
+    if _gpu_elementwise is not None and x.storage.device_index >= 0:
+        return _gpu_elementwise.cast(x, tcode)
     cdef ndarray out = new_empty(tcode, x.ndim, x.shape)
     assign(out, x)
     return out
@@ -495,8 +486,8 @@ cdef int assign(ndarray dst, object src) except -1:
     cdef loop_fn f
     if dst.readonly:
         raise ValueError("assignment destination is read-only")
-    if _gpu_ew is not None and (dst.storage.device_index >= 0 or _on_dev(src)):
-        _gpu_ew.assign(dst, src)
+    if _gpu_elementwise is not None and (dst.storage.device_index >= 0 or _on_dev(src)):
+        _gpu_elementwise.assign(dst, src)
         return 0
     if (KIND[dst.tcode] == b'i' or KIND[dst.tcode] == b'u') and isinstance(src, (int, float)) \
             and not isinstance(src, bool):
@@ -696,8 +687,8 @@ cdef object binary(int op, object a, object b, object out):
 
     if out is not None and isinstance(out, ndarray) and (<ndarray>out).readonly:
         raise ValueError(f"{OPNAMES[op]}: output array is read-only")
-    if _gpu_ew is not None and (_on_dev(a) or _on_dev(b) or _on_dev(out)):
-        return _gpu_ew.binary(op, a, b, out)
+    if _gpu_elementwise is not None and (_on_dev(a) or _on_dev(b) or _on_dev(out)):
+        return _gpu_elementwise.binary(op, a, b, out)
     if not a_arr and not _is_scalar(a):
         a = as_ndarray(a)
         a_arr = True
@@ -794,8 +785,8 @@ cdef object binary(int op, object a, object b, object out):
 cdef object unary(int op, object a, object out):
     if out is not None and isinstance(out, ndarray) and (<ndarray>out).readonly:
         raise ValueError(f"{OPNAMES[op]}: output array is read-only")
-    if _gpu_ew is not None and (_on_dev(a) or _on_dev(out)):
-        return _gpu_ew.unary(op, a, out)
+    if _gpu_elementwise is not None and (_on_dev(a) or _on_dev(out)):
+        return _gpu_elementwise.unary(op, a, out)
     cdef ndarray x = as_ndarray(a), o
     cdef int tloop = _loop_dtype(op, x.tcode, OPNAMES[op])
     cdef int tout = _out_dtype(op, tloop)
@@ -829,16 +820,18 @@ cdef object unary(int op, object a, object out):
     return o
 
 
-# autograd: the engine registers these; an entry point calls them when grad mode
-# is on and an operand requires grad (two flag tests on the hot path)
-cdef ag_binary_t _ag_binary = NULL
-cdef ag_unary_t _ag_unary = NULL
+# autograd's recording entry points (ember.autograd.engine registers them when it is
+# imported: the engine sits above this module and calls back into it).  The operators
+# call them when grad mode is on and an operand requires grad (two flag tests on the
+# hot path); NULL until then.
+cdef ag_binary_t _autograd_binary = NULL
+cdef ag_unary_t _autograd_unary = NULL
 
 
 cdef void set_autograd_hooks(ag_binary_t b, ag_unary_t u) noexcept:
-    global _ag_binary, _ag_unary
-    _ag_binary = b
-    _ag_unary = u
+    global _autograd_binary, _autograd_unary
+    _autograd_binary = b
+    _autograd_unary = u
 
 
 cdef inline bint _needs_grad(object a) noexcept:
@@ -856,14 +849,14 @@ cdef object unary_ag(int op, object a, object out):
 
 cdef object _binary_hook(int op, object a, object b, object out):
     if (_needs_grad(a) or _needs_grad(b) or (out is not None and _needs_grad(out))) \
-            and grad_enabled() and _ag_binary != NULL:
-        return _ag_binary(op, a, b, out)
+            and grad_enabled() and _autograd_binary != NULL:
+        return _autograd_binary(op, a, b, out)
     return binary(op, a, b, out)
 
 cdef object _unary_hook(int op, object a, object out):
     if (_needs_grad(a) or (out is not None and _needs_grad(out))) and grad_enabled() \
-            and _ag_unary != NULL:
-        return _ag_unary(op, a, out)
+            and _autograd_unary != NULL:
+        return _autograd_unary(op, a, out)
     return unary(op, a, out)
 
 set_elementwise_hooks(_binary_hook, _unary_hook)
@@ -913,4 +906,17 @@ def has_loop(str name not None, dtype):
 
 
 def op_names():
+    """The elementwise ops' names, in op-code order (the rows of optable.OPS)."""
     return list(OPNAMES)
+
+
+def op_table():
+    """The rows of the op table (``optable.Op``: name, arity, cls, loops, gpu, grad), in
+    op-code order: what the API, autograd, the GPU backend and the tests read."""
+    return list(_optable.OPS)
+
+
+def gpu_kernels(int arity):
+    """{op name: GPU kernel name} of the ops of this arity with their own kernel in
+    ember/cuda/kernels/elementwise.cu (the table's ``gpu`` column)."""
+    return {row.name: row.gpu for row in _optable.OPS if row.arity == arity and row.gpu}

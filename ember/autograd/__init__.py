@@ -14,6 +14,7 @@ ops, so ``create_graph=True`` gives gradients of any order.
 """
 import weakref as _weakref
 
+import ember as _ember        # the namespace (being built when this imports: used in calls)
 from ember._core.array import ndarray
 from ember.autograd import engine as _engine
 from ember.autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
@@ -24,7 +25,6 @@ __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "in
            "is_grad_enabled", "Function", "once_differentiable", "gradcheck", "gradgradcheck",
            "detect_anomaly", "set_detect_anomaly", "functional", "defgrad"]
 
-_E = None
 
 
 def _as_tuple(x):
@@ -46,9 +46,9 @@ def _root_grads(outputs, grad_outputs, opname):
                 raise RuntimeError(f"{opname}: grad can be implicitly created only for outputs "
                                    f"with one element; output {i} has shape "
                                    f"{tuple(y.shape)}: pass a gradient of that shape")
-            g = _E.ones(y.shape, dtype=y.dtype, device=y.device)
+            g = _ember.ones(y.shape, dtype=y.dtype, device=y.device)
         else:
-            g = g if isinstance(g, ndarray) else _E.asarray(g, dtype=y.dtype)
+            g = g if isinstance(g, ndarray) else _ember.asarray(g, dtype=y.dtype)
             if tuple(g.shape) != tuple(y.shape):
                 raise RuntimeError(f"{opname}: gradient {i} has shape {tuple(g.shape)} but the "
                                    f"output has shape {tuple(y.shape)}")
@@ -122,7 +122,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, (x, g) in enumerate(zip(ins, res)):
         if g is None:
             if materialize_grads:
-                g = _E.zeros(x.shape, dtype=x.dtype, device=x.device)
+                g = _ember.zeros(x.shape, dtype=x.dtype, device=x.device)
             elif not allow_unused:
                 raise RuntimeError(f"grad: inputs[{i}] (shape {tuple(x.shape)}) was not used to "
                                    f"compute the outputs; pass allow_unused=True to get None")

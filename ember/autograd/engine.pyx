@@ -26,7 +26,7 @@ import weakref as _weakref
 import traceback as _traceback
 from ember._core.dtypes import dtype_kind
 
-cdef object _E = None               # the ember namespace (set by ember.autograd)
+cdef object _ember = None           # the ember namespace (set by ember._wiring)
 cdef list _EW_RULES = []            # elementwise op code -> Rule or None
 cdef list _EW_NONDIFF = []          # elementwise op code -> True if its results are constants
 cdef dict _EW_CODES = {}            # elementwise op name -> op code
@@ -34,8 +34,8 @@ cdef bint _anomaly = False          # ember.autograd.detect_anomaly()
 
 
 def _set_namespace(ns, list op_names not None):
-    global _E, _EW_RULES, _EW_CODES
-    _E = ns
+    global _ember, _EW_RULES, _EW_CODES
+    _ember = ns
     _EW_RULES = [None] * len(op_names)
     _EW_NONDIFF[:] = [False] * len(op_names)
     _EW_CODES = {n: i for i, n in enumerate(op_names)}
@@ -159,13 +159,13 @@ cdef object _fit(object g, tuple meta, str opname, Py_ssize_t k):
     cdef ndarray x
     shape, dtype = meta
     if not isinstance(g, ndarray):
-        g = _E.asarray(g, dtype=dtype)
+        g = _ember.asarray(g, dtype=dtype)
     x = <ndarray>g
     if not _same_shape(x, <tuple>shape):
         g = _sum_to(g, shape_tuple(x), shape, opname, k)
     if (<ndarray>g).dtype is not dtype and (<ndarray>g).dtype != dtype:
         if KIND[(<ndarray>g).tcode] == b'c' and dtype_kind(dtype) != 'c':
-            g = _E.real(g)
+            g = _ember.real(g)
         g = g.astype(dtype)
     return g
 
@@ -184,9 +184,9 @@ cdef object _sum_to(object g, tuple gshape, tuple shape, str opname, Py_ssize_t 
                                f"{_shape_str(gshape)}, which cannot be reduced to the input's "
                                f"shape {_shape_str(shape)}")
     if axes:
-        g = _E.sum(g, axis=tuple(axes), keepdims=True)
+        g = _ember.sum(g, axis=tuple(axes), keepdims=True)
     if lead:
-        g = _E.reshape(g, shape)
+        g = _ember.reshape(g, shape)
     return g
 
 
@@ -292,7 +292,7 @@ cdef list _materialize(list grads, object out_meta):
     for i in range(len(grads)):
         g = grads[i]
         if g is None and out_meta is not None and out_meta[i] is not None:
-            g = _E.zeros(out_meta[i][0], dtype=out_meta[i][1])
+            g = _ember.zeros(out_meta[i][0], dtype=out_meta[i][1])
         res.append(g)
     return res
 
@@ -392,7 +392,7 @@ def _accumulator(ndarray leaf not None):
 
 cdef inline Node edge_node(ndarray x):
     if x._view_of is not None and (<tuple>x._view_of)[2] != x.storage.version:
-        _E._ag_refresh_view(x)      # its base was written in place since: re-derive its history
+        _ember._ag_refresh_view(x)      # its base was written in place since: re-derive its history
     if x.grad_fn is not None:
         return <Node>x.grad_fn
     return accumulator_of(x)
@@ -531,7 +531,7 @@ cdef object record(Rule rule, tuple args, dict kwargs, object result):
             _set_history(x, node, i)
             if args and isinstance(args[0], ndarray) and x.storage is (<ndarray>args[0]).storage \
                     and (<ndarray>args[0])._requires_grad and rule.forward is not None:
-                _E._ag_mark_view(args[0], x, rule, args, kwargs, i, single)
+                _ember._ag_mark_view(args[0], x, rule, args, kwargs, i, single)
     return result
 
 
@@ -683,7 +683,7 @@ cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res)
     return res
 
 
-cdef object _ag_binary(int op, object a, object b, object out):
+cdef object _record_binary(int op, object a, object b, object out):
     """The elementwise dispatcher calls this when an operand requires grad."""
     cdef object rule = _EW_RULES[op]
     if out is not None:
@@ -700,7 +700,7 @@ cdef object _ag_binary(int op, object a, object b, object out):
     return record(<Rule>rule, (a, b), None, res)
 
 
-cdef object _ag_unary(int op, object a, object out):
+cdef object _record_unary(int op, object a, object out):
     cdef object rule = _EW_RULES[op]
     if out is not None:
         return _inplace_elementwise(op, a, None, out)
@@ -729,10 +729,10 @@ cdef object _inplace_elementwise(int op, object a, object b, object out):
             return binary(op, args[0], args[1], None)
         finally:
             set_grad_mode(True)
-    return _E._ag_inplace(rule, compute, args, out)
+    return _ember._ag_inplace(rule, compute, args, out)
 
 
-set_autograd_hooks(_ag_binary, _ag_unary)
+set_autograd_hooks(_record_binary, _record_unary)
 
 
 def _register_elementwise(str name not None, Rule rule not None):
@@ -760,7 +760,7 @@ def _elementwise_rule(str name not None):
 cdef _check_anomaly(Node node, list grads):
     for g in grads:
         if isinstance(g, ndarray) and _is_float(<ndarray>g) and (<ndarray>g).size:
-            if bool(_E.any(_E.isnan(g))):
+            if bool(_ember.any(_ember.isnan(g))):
                 where = node.creation_trace or "(the forward ran before detect_anomaly was on)\n"
                 raise RuntimeError(
                     f"Function '{node.name}' returned nan values in its output; the forward "
@@ -1022,7 +1022,7 @@ def _backward_scalar(ndarray y not None, bint retain_graph, bint create_graph):
     if y.size != 1 or not y._requires_grad:
         return False
     if y.storage.device_index >= 0:
-        run_backward((y,), (_E.ones_like(y),), retain_graph, create_graph, None, True)
+        run_backward((y,), (_ember.ones_like(y),), retain_graph, create_graph, None, True)
         return True
     g = new_empty(y.tcode, y.ndim, y.shape)
     write_scalar(g.data, y.tcode, 1)
@@ -1030,14 +1030,14 @@ def _backward_scalar(ndarray y not None, bint retain_graph, bint create_graph):
     return True
 
 
-cdef object _SUM_FN = None
-cdef Rule _SUM_RULE = None
+cdef object _host_sum = None
+cdef Rule _sum_rule = None
 
 
 def _set_sum(fn, Rule rule not None):
-    global _SUM_FN, _SUM_RULE
-    _SUM_FN = fn
-    _SUM_RULE = rule
+    global _host_sum, _sum_rule
+    _host_sum = fn
+    _sum_rule = rule
 
 
 def _sum_all(ndarray x not None):
@@ -1045,9 +1045,9 @@ def _sum_all(ndarray x not None):
     without keyword-argument handling)."""
     set_grad_mode(False)
     try:
-        res = _E.sum(x) if x.storage.device_index >= 0 else _SUM_FN(x)
+        res = _ember.sum(x) if x.storage.device_index >= 0 else _host_sum(x)
     finally:
         set_grad_mode(True)
     if not isinstance(res, ndarray):
-        return record(_SUM_RULE, (x,), None, res)
-    return record_ew(_SUM_RULE, x, None, True, <ndarray>res)
+        return record(_sum_rule, (x,), None, res)
+    return record_ew(_sum_rule, x, None, True, <ndarray>res)

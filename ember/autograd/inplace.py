@@ -15,12 +15,12 @@
 """
 import numpy as np
 
+import ember as _ember        # the namespace (being built when this imports: used in calls)
 from ember._core import array as _array
 from ember._core.array import ndarray
 from ember.autograd import engine
 from ember.autograd.registry import defgrad, RULES
 
-_E = None        # the ember namespace (set by install)
 
 
 def _no_grad():
@@ -64,8 +64,8 @@ def _ag_mark_view(x, out, rule, args, kwargs, index, single):
 
 def _public_op(rule):
     if rule.name.startswith("linalg."):
-        return getattr(_E.linalg, rule.name[len("linalg."):], rule.forward)
-    return getattr(_E, rule.name, rule.forward)
+        return getattr(_ember.linalg, rule.name[len("linalg."):], rule.forward)
+    return getattr(_ember, rule.name, rule.forward)
 
 
 def _pick(t, i):
@@ -147,7 +147,7 @@ def _ag_inplace(rule, compute, args, out):
         args = tuple(_snapshot(a) if _shares(a, out) else a for a in args)
     new = compute(*args)
     if not isinstance(new, ndarray):
-        new = _E.asarray(new)
+        new = _ember.asarray(new)
     if rule is not None and (tracked or out.requires_grad):
         new = engine._record(rule, tuple(args), None, new)
     _write_and_rebase(out, new)
@@ -157,7 +157,7 @@ def _ag_inplace(rule, compute, args, out):
 def _write_and_rebase(out, new):
     prev = _no_grad()
     try:
-        _E._elementwise._assign(out, new)
+        _ember._elementwise._assign(out, new)
         out._bump_version()
     finally:
         _restore(prev)
@@ -176,7 +176,7 @@ def _write_and_rebase(out, new):
         g = grads[0]
         prev = _no_grad()
         try:
-            mask = _E.ones(meta[0], dtype=meta[1])
+            mask = _ember.ones(meta[0], dtype=meta[1])
             fn(mask)[...] = 0
         finally:
             _restore(prev)
@@ -226,14 +226,14 @@ def _owned_key(key):
 
 def _index_add_into(g, key, shape, dtype):
     """zeros(shape)[key] += g, with repeated indices accumulating."""
-    z = _E.zeros(shape, dtype=dtype)
+    z = _ember.zeros(shape, dtype=dtype)
     np.add.at(_array._numpy(z), _np_key(key), _array._numpy(g) if isinstance(g, ndarray) else g)
     return z
 
 
 @defgrad("_getitem", save_args=False)
 def _(g, res, x, key):
-    return (_E._index_add_into(g, key, x.shape, x.dtype),)
+    return (_ember._index_add_into(g, key, x.shape, x.dtype),)
 
 
 @defgrad("_index_add_into")
@@ -243,7 +243,7 @@ def _(gz, res, g, key, shape, dtype):
 
 def _ag_getitem(x, key):
     # index arrays as NumPy arrays: the node keeps the key, not ember arrays
-    return _E._getitem(x, _owned_key(key))
+    return _ember._getitem(x, _owned_key(key))
 
 
 def _setitem_value(x, key, value):
@@ -257,7 +257,7 @@ def _setitem_value(x, key, value):
 def _(g, res, x, key, value):
     prev = _no_grad()
     try:
-        mask = _E.ones(x.shape, dtype=g.dtype)
+        mask = _ember.ones(x.shape, dtype=g.dtype)
         mask[key] = 0
     finally:
         _restore(prev)
@@ -270,7 +270,7 @@ def _(g, res, x, key, value):
 def _ag_setitem(x, key, value):
     """x[key] = value with autograd (x gets a new history)."""
     if isinstance(value, (list, tuple)):
-        value = _E.asarray(value)
+        value = _ember.asarray(value)
     key = _owned_key(key)
     rule = RULES["_setitem_value"]
 

@@ -1,8 +1,9 @@
-"""Put autograd on the public namespace.
+"""Put autograd on the public namespace (called by ``ember._wiring.connect_autograd``).
 
 Every public function of ``ember`` (and ``ember.linalg``) becomes a
 ``DiffOp`` with its gradient rule, if it has one; the elementwise ufuncs get
-their rules in the engine's op-code table (they record from Cython).  A
+their rules in the engine's op-code table (they record from Cython), as the op
+table's ``grad`` column says.  A
 function with no rule raises rather than silently dropping the gradient when
 an input requires grad and it returns floating-point arrays, unless it is
 declared non-differentiable (its results are constants, as ``zeros_like``).
@@ -16,21 +17,19 @@ from ember._core.array import ndarray
 from ember.autograd import engine, inplace, registry
 from ember.autograd.dispatch import DiffOp
 
-# rule modules register on import
-from ember.autograd.rules import load_all as _load_rules
-
-# functions that produce constants or integer data whatever their input
+# API functions (outside the elementwise table) whose results are constants or integer
+# data whatever their input.  The elementwise ones come from the op table (its rows with
+# grad=False, registered by register_elementwise); tests/test_optable.py checks that
+# every name registered as non-differentiable is a public ember function.
 registry.nondifferentiable(
     "zeros_like", "ones_like", "empty_like", "full_like", "shape", "ndim", "size",
-    "result_type", "can_cast", "isdtype", "finfo", "iinfo", "asnumpy", "from_dlpack",
+    "result_type", "can_cast", "isdtype", "finfo", "iinfo", "from_dlpack",
     "allclose", "array_equal", "array_equiv", "isclose", "count_nonzero", "nonzero",
     "argwhere", "flatnonzero", "argmax", "argmin", "argsort", "searchsorted", "digitize",
-    "bincount", "histogram", "histogram_bin_edges", "unique_counts", "unique_inverse",
-    "nanargmax", "nanargmin", "argpartition", "lexsort", "isfinite", "isinf", "isnan",
-    "signbit", "all", "any", "array_split_indices", "broadcast_shapes", "tril_indices",
-    "triu_indices", "indices", "diag_indices", "ndindex", "unravel_index", "ravel_multi_index",
-    "iscomplexobj", "isrealobj", "iscomplex", "isreal", "isscalar", "shares_memory",
-    "may_share_memory", "asarray_chkfinite_nograd", "heaviside", "around_int",
+    "bincount", "histogram", "unique_counts", "unique_inverse", "nanargmax", "nanargmin",
+    "argpartition", "lexsort", "all", "any", "broadcast_shapes", "tril_indices",
+    "triu_indices", "indices", "diag_indices", "ndindex", "unravel_index",
+    "ravel_multi_index", "iscomplex", "isreal",
 )
 
 from ember.autograd.rules.device import to_device as _to_device_fn
@@ -94,25 +93,28 @@ def _wrap(fn, name):
     return DiffOp(fn, name, rule)
 
 
-def install(ns):
-    """Wrap ns's public functions (ns is the ember module)."""
-    from ember._core import elementwise as _ew
-    # array methods call these when nothing is being recorded (no dispatch cost)
-    _array._set_plain_namespace(types.SimpleNamespace(**vars(ns)))
-    _load_rules()
-    engine._set_namespace(ns, list(_ew.op_names()))
-    from ember.autograd import fast_rules
-    fast_rules.install()
-    inplace._E = ns
-    import ember.autograd as ag
-    ag._E = ns
-    for name in _ew.op_names():
-        rule = registry.RULES.get(name)
-        if rule is not None:
-            engine._register_elementwise(name, rule)
-        elif name in registry.NONDIFF:
-            engine._register_elementwise_nondiff(name)
+def register_elementwise(op_table):
+    """Give each elementwise op (a row of the op table) its rule, in the engine's op-code
+    table, or mark it non-differentiable, as its row's ``grad`` says.  A row and the
+    rules that disagree (grad=True without a @defgrad rule, or a rule for a grad=False
+    op) are a build mistake, refused here rather than found by a user."""
+    for code, row in enumerate(op_table):
+        rule = registry.RULES.get(row.name)
+        if row.grad and rule is None:
+            raise ImportError(f"ember: elementwise op {row.name!r} has grad=True in "
+                              f"_kernels/cpu/optable.py but no @defgrad rule")
+        if not row.grad and rule is not None:
+            raise ImportError(f"ember: elementwise op {row.name!r} has a gradient rule but "
+                              f"grad=False in _kernels/cpu/optable.py")
+        if row.grad:
+            engine._register_elementwise(row.name, rule)
+        else:
+            registry.nondifferentiable(row.name)
+            engine._register_elementwise_nondiff(row.name)
 
+
+def wrap_public_functions(ns):
+    """Make ns's public functions (ns is the ember module) and ember.linalg's DiffOps."""
     for name, fn in _INTERNAL.items():
         setattr(ns, name, _wrap(fn, name))
     done = {}           # aliases (around = round) stay one object
@@ -131,11 +133,3 @@ def install(ns):
         obj = getattr(linalg, name)
         if isinstance(obj, types.FunctionType):
             setattr(linalg, name, _wrap(obj, "linalg." + name))
-    from ember._api import reductions as _red
-    engine._set_sum(_red.sum, registry.RULES["sum"])
-    ns._ag_sum_all = engine._sum_all
-    ns._ag_getitem = inplace._ag_getitem
-    ns._ag_setitem = inplace._ag_setitem
-    ns._ag_inplace = inplace._ag_inplace
-    ns._ag_mark_view = inplace._ag_mark_view
-    ns._ag_refresh_view = inplace._ag_refresh_view

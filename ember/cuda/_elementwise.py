@@ -22,11 +22,8 @@ from ember.cuda._kernels import function as _function
 from ember._core.dtypes import dtype_kind
 
 OPNAMES = _ew.op_names()
-_BINARY_KERNEL = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
-                  "true_divide": "div", "maximum": "maximum", "minimum": "minimum",
-                  "power": "pow"}
-_UNARY_KERNEL = {"negative": "neg", "absolute": "abs", "exp": "exp", "log": "log",
-                 "sqrt": "sqrt", "tanh": "tanh"}
+_BINARY_KERNEL = _ew.gpu_kernels(2)     # op name -> kernel name: the op table's gpu column
+_UNARY_KERNEL = _ew.gpu_kernels(1)
 _MAX_KERNEL_DIMS = 8          # EMBER_MAX_DIMS in ember_common.cu
 _THREADS = 256
 _SCALARS = (bool, int, float, complex)

@@ -1,16 +1,15 @@
 """Gradient rules of the elementwise ops (ufuncs) and their Python-level relatives.
 
+Every row of the op table (``ember/_kernels/cpu/optable.py``) with ``grad=True`` has its
+rule here, under the row's name; the rows with ``grad=False`` (comparisons, bit
+operations, ``floor_divide``...) are non-differentiable from the table itself.
+
 For complex inputs the rules follow PyTorch's convention: the gradient of a
 holomorphic f is ``grad * conj(f'(z))``.
 """
 import ember as E
-from ember.autograd.registry import defgrad, nondifferentiable
+from ember.autograd.registry import defgrad
 from ember._core.dtypes import dtype_kind
-
-nondifferentiable("floor_divide", "heaviside", "bitwise_and", "bitwise_or", "bitwise_xor",
-                  "left_shift", "right_shift", "invert", "equal", "not_equal", "less",
-                  "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
-                  "logical_xor", "logical_not", "isnan", "isinf", "isfinite", "signbit")
 
 
 def _c(x):
