@@ -1,14 +1,24 @@
-"""Small helpers shared by the API modules."""
+"""Small pure-Python helpers shared by every layer above the core (the API modules,
+the GPU backend, nn): axis and shape arguments, ``out=``, C strides.
+
+``ember._api._util`` re-exports them for the API modules.
+"""
+import builtins
 import operator
 
 import numpy as np
 
 from ember._core import array as _array
 from ember._core.array import ndarray
+from ember._core.dtypes import default_float_dtype, dtype_kind
 
 wrap = _array._wrap          # NumPy array / array-like -> ember array (zero-copy when possible)
 numpy_view = _array._numpy   # ember array -> NumPy view of the same memory (no copy)
 empty_raw = _array._empty    # (shape, dtype) -> uninitialised C-contiguous ember array
+
+__all__ = ["wrap", "numpy_view", "empty_raw", "as_array", "np_of", "pick_axis", "norm_axis_args",
+           "matrix_axes", "normalize_axis", "normalize_axis_tuple", "c_strides",
+           "float_draw_dtype", "check_index_add", "shape_str", "into_out"]
 
 
 def as_array(x):
@@ -73,6 +83,49 @@ def normalize_axis_tuple(axis, ndim, opname, allow_duplicates=False):
     return axes
 
 
+def c_strides(shape, itemsize):
+    """The strides of a C-contiguous array of `shape` (sizes 0 count as 1).
+
+    >>> c_strides((2, 3), 4)
+    (12, 4)
+    """
+    strides, st = [], itemsize
+    for s in reversed(shape):
+        strides.append(st)
+        st *= builtins.max(s, 1)
+    return tuple(reversed(strides))
+
+
+def float_draw_dtype(dtype):
+    """The floating dtype of a random draw (None: the default float dtype); the host
+    generators (ember.random) and the GPU's (ember.cuda.ops_random) share the rule.
+
+    >>> float_draw_dtype("float64")
+    dtype('float64')
+    """
+    dt = np.dtype(default_float_dtype() if dtype is None else dtype)
+    if dtype_kind(dt) != "f":
+        raise TypeError(f"random: dtype must be a floating dtype, got {dt}")
+    return dt
+
+
+def check_index_add(x, ax, idx, src):
+    """index_add's argument checks (idx: the index array of either device)."""
+    if idx.ndim > 1:
+        raise ValueError(f"index_add: index must be 1-dimensional, got shape {shape_str(idx.shape)}")
+    if dtype_kind(idx.dtype) not in "iu" and idx.size:
+        raise IndexError(f"index_add: index must hold integers, got dtype {idx.dtype}")
+    n = idx.size
+    expected = x.shape[:ax] + (n,) + x.shape[ax + 1:] if x.ndim else (n,)
+    if src.shape != expected and not (x.ndim == 0 and src.size == n):
+        raise ValueError(f"index_add: source has shape {shape_str(src.shape)}, expected "
+                         f"{shape_str(expected)} for x of shape {shape_str(x.shape)} and "
+                         f"{n} indices along axis {ax}")
+    if not np.can_cast(src.dtype, x.dtype, "same_kind"):
+        raise TypeError(f"index_add: cannot add source of dtype {src.dtype} into x of dtype "
+                        f"{x.dtype}")
+
+
 def shape_str(shape):
     return str(tuple(shape)).replace(" ", "")
 
@@ -81,7 +134,7 @@ def into_out(res, out, opname):
     """res, or res written into `out` (an ember array of res's shape) and `out`.
 
     >>> import ember
-    >>> from ember._api._util import into_out
+    >>> from ember._core.util import into_out
     >>> o = ember.zeros(2); into_out(ember.ones(2), o, "op") is o, o.tolist()
     (True, [1.0, 1.0])
     """

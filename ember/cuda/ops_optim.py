@@ -24,6 +24,7 @@ parameter's GPU on first use.
 import math
 
 import numpy as np
+from ember._core.public import ops as _public_ops
 
 __all__ = ["sgd_group", "adam_group", "adagrad_group", "rmsprop_group",
            "init_state_adagrad", "any_on_gpu", "unscale_grads"]
@@ -84,7 +85,7 @@ def _check_grad(p, g, opname, i):
     if g.grad_fn is not None or g.requires_grad:
         g = g.detach()
     if not g.is_contiguous():
-        import ember
+        ember = _public_ops()
         g = ember.ascontiguousarray(g)
     return g
 
@@ -117,7 +118,7 @@ def _buf(st, key, p, dtype, opname, i, create=True):
     if moved.dtype != dtype:
         moved = moved.astype(dtype)
     if not moved.is_contiguous():
-        import ember
+        ember = _public_ops()
         moved = ember.ascontiguousarray(moved)
     if moved is not b:
         st[key] = moved
@@ -161,7 +162,7 @@ class _Items:
 
     def finish(self):
         """Copy updated contiguous stand-ins back into non-contiguous parameters."""
-        import ember
+        ember = _public_ops()
         with ember.no_grad():
             for _, p, pc, _ in self.rows:
                 if pc is not p:
@@ -169,7 +170,7 @@ class _Items:
 
 
 def _contig_copy(p):
-    import ember
+    ember = _public_ops()
     with ember.no_grad():
         return ember.ascontiguousarray(p.detach())
 
@@ -237,7 +238,7 @@ def unscale_grads(grads, inv_scale):
     """GradScaler's unscale of contiguous GPU gradients: g *= inv_scale in place, one
     launch per (device, dtype) (ember_multi_unscale); returns {device: int32 (1,) GPU
     array}, 1 where a result was inf or NaN.  Nothing is read back."""
-    import ember
+    ember = _public_ops()
     R = _R()
     groups = {}
     for g in grads:
@@ -349,7 +350,7 @@ def init_state_adagrad(p, st, initial_accumulator_value):
 def adagrad_group(params, state, lr, lr_decay, eps, weight_decay, initial_accumulator_value,
                   maximize, opname="Adagrad"):
     """One Adagrad step over a group of GPU parameters (see ember.optim.Adagrad)."""
-    import ember
+    ember = _public_ops()
     items = _Items(params, opname)
     rows = []
     for i, p, pc, g in items.rows:
@@ -373,7 +374,7 @@ def adagrad_group(params, state, lr, lr_decay, eps, weight_decay, initial_accumu
 def rmsprop_group(params, state, lr, alpha, eps, weight_decay, momentum, centered, maximize,
                   opname="RMSprop"):
     """One RMSprop step over a group of GPU parameters (see ember.optim.RMSprop)."""
-    import ember
+    ember = _public_ops()
     items = _Items(params, opname)
     rows = []
     for i, p, pc, g in items.rows:
