@@ -598,11 +598,6 @@ def diff(x, /, n=1, axis=-1, prepend=None, append=None, *, dim=None):
     return wrap(np.asarray(np.diff(a, n=n, axis=ax, **kw)))
 
 
-def _connect_gpu(call):
-    """Hand these functions to the GPU backend when it starts: it registers the GPU form
-    of each (ember.cuda.ops_reduce; the backend never imports this layer)."""
-    from ember.cuda import ops_reduce
-    ops_reduce.register_reductions(_sys.modules[__name__])
-
-
-_gpu_hooks.on_gpu_start(_connect_gpu)
+# the GPU backend builds the GPU form of each function here from it (ember.cuda.ops_reduce,
+# which never imports this layer)
+_gpu_hooks.provide_host_functions("reductions", _sys.modules[__name__])

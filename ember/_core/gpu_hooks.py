@@ -35,6 +35,20 @@ def gpu_started(call):
         fn(call)
 
 
+_host_tables = {}
+
+
+def provide_host_functions(family, module):
+    """An upper-layer module offers its functions to the GPU backend, which builds their
+    GPU forms from them (ember._api.reductions -> ember.cuda.ops_reduce)."""
+    _host_tables[family] = module
+
+
+def host_functions(family):
+    """The module offered for `family` (KeyError if none was)."""
+    return _host_tables[family]
+
+
 def start_gpu_backend(opname, device):
     """Load and start the GPU backend for `device` (asked for by op `opname`); a clear
     RuntimeError when CUDA is not usable here."""

@@ -12,12 +12,13 @@ ops dispatch here too.  The op's route is resolved once and kept on the op objec
    An implementation returns ``NotImplemented`` for the inputs it has no kernel for
    (integer dtypes, complex...): the op's own definition then runs, as in 2 (the
    dispatcher hands the composite over; the backend never imports it);
-2. the op's own definition, when it is device-generic: built only from views,
-   ember ops and fresh arrays, declared where it is written (``DEVICE_GENERIC =
-   True`` in its module, or ``fn.device_generic = True`` for one function; see
-   :func:`is_device_generic`).  It runs with the op's GPU as the default and the
-   allocation device, so what it allocates lands there; if it needs host memory
-   after all it raises HostOnlyError before touching any data, and the call goes on to
+   A function declared ``fn.device_generic = True`` where it is written (built only
+   from ember ops) is its own GPU implementation;
+2. the op's own definition, when its module declares ``DEVICE_GENERIC = True``
+   (views, ember ops and fresh arrays; see :func:`is_device_generic`).  It runs
+   with the op's GPU as the default and the allocation device, so what it
+   allocates lands there; if it needs host memory after all it raises
+   HostOnlyError before touching any data, and the call goes on to
 3. CuPy's function of the same name (NumPy's namespace), on zero-copy views;
 4. otherwise NotImplementedError naming the op and the device.
 
@@ -84,14 +85,17 @@ _IMPL, _GENERIC, _CUPY = 0, 1, 2
 
 
 def route(op):
-    """(kind, function) that runs `op` on GPU arrays: a registered implementation, the
-    op's device-generic definition, or CuPy's function of its name (None: none)."""
+    """(kind, function) that runs `op` on GPU arrays: a registered implementation (or the
+    op's definition declared device-generic itself), the definition of a device-generic
+    module (CuPy after a HostOnlyError), or CuPy's function of its name."""
     cached = op.__dict__.get("_gpu_route")
     if cached is not None and cached[0] == _Registry.version:
         return cached[1]
     impl = _IMPLS.get(op.name)
     if impl is not None:
         r = (_IMPL, impl)
+    elif getattr(op.fn, "device_generic", False):
+        r = (_IMPL, op.fn)
     elif is_device_generic(op.fn):
         r = (_GENERIC, op.fn)
     else:

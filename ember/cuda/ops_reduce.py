@@ -12,8 +12,8 @@ the same name, and the result takes the dtype the host function gives, so both
 devices agree.
 
 The host functions are ember._api.reductions', which sits above this backend: it
-hands itself over when the backend starts (``register_reductions``), and this module
-registers the GPU form of each of its functions then.
+offers itself through ember._core.gpu_hooks, and this module registers the GPU form of
+each of its functions when it loads (``register_reductions``).
 """
 import builtins
 import functools
@@ -28,6 +28,7 @@ from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op, cupy_call, host_context, _IMPLS
 from ember._core.dtypes import dtype_kind, BFLOAT16
 from ember._core.public import ops as _public_ops
+from ember._core import gpu_hooks
 
 _THREADS = 256
 _KERNEL_RED = {"sum": "sum", "mean": "mean", "max": "max", "amax": "max", "min": "min",
@@ -400,22 +401,24 @@ def _make_fast(name):
     gpu_op(name)(impl)
 
 
-_host = None        # ember._api.reductions, once it has handed itself over
+_host = None        # ember._api.reductions
 
 
 def register_reductions(host):
-    """Register the GPU form of every reduction of `host` (ember._api.reductions, which
-    calls this when the GPU backend starts): CuPy's function of the same name with the
-    host's dtype (``_generic``), ember's kernels first for ``_KERNEL_RED``; the
-    reductions this module implements itself (argmax, logsumexp...) keep theirs."""
+    """Register the GPU form of every reduction of `host` (ember._api.reductions, offered
+    through ember._core.gpu_hooks): CuPy's function of the same name with the host's
+    dtype (``_generic``), ember's kernels first for ``_KERNEL_RED``; the reductions this
+    module implements itself (argmax, logsumexp...) keep theirs."""
     global _host
     _host = host
-    for name in host.__all__:
+    # an alias (amax is max) is dispatched as the op it names: nothing to register
+    names = [n for n in host.__all__ if getattr(getattr(host, n), "__name__", n) == n]
+    for name in names:
         impl = _IMPLS.get(name)
         if impl is None or getattr(impl, "from_host_table", False):
             _register_generic(name)
     for name in _KERNEL_RED:
-        if name in host.__all__:
+        if name in names:
             _make_fast(name)
 
 
@@ -489,3 +492,6 @@ def vector_norm(x, /, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=Non
     if ord == 2:
         return ember.sqrt(ember.sum(a * a, axis=ax, keepdims=keepdims))
     return ember.sum(a ** ord, axis=ax, keepdims=keepdims) ** (1.0 / ord)
+
+
+register_reductions(gpu_hooks.host_functions("reductions"))
