@@ -15,6 +15,7 @@ Run ``python tests/import_graph.py`` to print the circles (strongly connected gr
 files that import each other, directly or through others); it exits 1 if there are any.
 """
 import ast
+import functools
 import os
 import re
 import sys
@@ -120,8 +121,10 @@ def imports_of(name, path, mods):
     return found
 
 
+@functools.lru_cache(maxsize=None)
 def graph(root=ROOT, with_root=False):
-    """{module: set of modules it imports}; the root package only with `with_root`."""
+    """{module: set of modules it imports}; the root package only with `with_root`
+    (built once per process: do not change it)."""
     mods = module_files(root)
     g = {name: imports_of(name, path, mods) for name, path in mods.items()}
     if not with_root:
