@@ -25,7 +25,6 @@ from ember._core.util import c_strides
 from ember.cuda import _checks
 from ember.cuda._sources import CASTS
 from ember.cuda._cupy import cp
-from ember.cuda import _kernels
 
 
 def is_gpu(x):
@@ -386,12 +385,6 @@ def vec_blocks(n, itemsize, threads=256):
     return max(1, min((nvec + threads - 1) // threads, max_resident_blocks()))
 
 
-def launch(name, grid, block, args, shmem=0, cupy_args=False):
-    """Launch ember kernel `name` (ember/cuda/kernels/*.cu) on the current stream of the
-    current device: the one launch of the backend's Python side.  `args` are ember GPU
-    arrays and scalars (``cupy_args=True``: CuPy arrays among them are taken as ember
-    arrays over the same memory)."""
-    if cupy_args:
-        c = cp()
-        args = tuple(from_cupy(a) if isinstance(a, c.ndarray) else a for a in args)
-    _kernels.launch(name, grid, block, args, shmem)
+def launch(name, grid, block, args, shmem=0):
+    from ember.cuda._kernels import launch as _launch
+    _launch(name, grid, block, args, shmem)

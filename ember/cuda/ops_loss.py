@@ -23,7 +23,7 @@ import numpy as np
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
 from ember.cuda import _checks
-from ember.cuda.ops_softmax import row_grid, row_threads
+from ember.cuda.ops_softmax import launch, row_grid, row_threads
 
 __all__ = ["cross_entropy_nc_grad", "nll_nc_grad", "smoothed_targets", "coef",
            "check_in_unit_interval"]
@@ -78,9 +78,8 @@ def _row_lse(xc, tc, ignore_index, eps, opname=None):
     if N == 0:
         return loss, lse
     bad = cp.zeros(1, dtype=cp.int32)
-    R.launch(f"ember_cross_entropy_fwd_{R.suffix(xc.dtype)}", row_grid(N), row_threads(C),
-             (xc, tc, loss, lse, int(N), int(C), int(ignore_index), float(eps), bad),
-             cupy_args=True)
+    launch(f"ember_cross_entropy_fwd_{R.suffix(xc.dtype)}", row_grid(N), row_threads(C),
+           (xc, tc, loss, lse, int(N), int(C), int(ignore_index), float(eps), bad))
     if opname is not None:
         _defer_target_check(bad, tc, C, ignore_index, opname)
     return loss, lse
@@ -156,9 +155,8 @@ def _ce_backward(g, x, target, weight, ignore_index, reduction, label_smoothing)
             if reduction == 1:
                 grad = grad / wt.sum()
             grad, stride = grad.astype(acc), 0
-        R.launch(f"ember_cross_entropy_bwd_{R.suffix(xc.dtype)}", R.blocks(N * C), 256,
-                 (xc, tc, lse, grad, stride, dx, int(N), int(C), int(ignore_index), eps),
-                 cupy_args=True)
+        launch(f"ember_cross_entropy_bwd_{R.suffix(xc.dtype)}", R.blocks(N * C), 256,
+               (xc, tc, lse, grad, stride, dx, int(N), int(C), int(ignore_index), eps))
         return R.from_cupy(dx)
     # class weights: gx = coef * (a * p - (eps / C) * w) - coef * (1 - eps) * wt * onehot(t)
     w64 = wc.astype(_F64)

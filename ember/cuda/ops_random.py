@@ -130,14 +130,15 @@ def _draw(kind, shape, dt, a, b, idx):
     every caller runs under its device guard): uniform [a, b) or normal (mean a, std b),
     float32 or float64 kernels (other floats: cast from float32)."""
     cp = R.cp()
+    from ember.cuda.ops_softmax import launch
     kdt = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
     out = cp.empty(shape, dtype=kdt)
     n = int(out.size)
     if n:
         s, off = _take(idx)
         per = 2 if kdt == np.float64 else 4       # values per Philox call
-        R.launch(f"ember_{kind}_{R.suffix(kdt)}", R.blocks((n + per - 1) // per), 256,
-                 (out, n, s, off, float(a), float(b)), cupy_args=True)
+        launch(f"ember_{kind}_{R.suffix(kdt)}", R.blocks((n + per - 1) // per), 256,
+               (out, n, s, off, float(a), float(b)))
     return out if kdt == dt else out.astype(dt)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
 from ember.cuda import _checks
+from ember.cuda.ops_softmax import launch
 from ember._core.dtypes import dtype_kind, bfloat16
 
 __all__ = ["set_deterministic", "inverse_counts", "renorm_",
@@ -74,8 +75,8 @@ def _gather(weight, indices, opname="embedding"):
     check = n and _checks.checks_enabled()
     if n and D:
         bad = cp.zeros(1, dtype=cp.int32)
-        R.launch(f"ember_embedding_fwd_{R.suffix(w.dtype)}", R.blocks(n * 32), 256,
-                 (w, idx, out, n, int(V), int(D), bad), cupy_args=True)
+        launch(f"ember_embedding_fwd_{R.suffix(w.dtype)}", R.blocks(n * 32), 256,
+               (w, idx, out, n, int(V), int(D), bad))
     elif check:
         bad = cp.any((idx < 0) | (idx >= V))
     if check:
@@ -108,9 +109,8 @@ def index_add_rows(src, idx, n_out, skip_index=-1):
     sfx = R.suffix(src.dtype)
     if not _state["deterministic"]:
         bad = cp.zeros(1, dtype=cp.int32)
-        R.launch(f"ember_index_add_{sfx}", R.blocks(n * D), 256,
-                 (src, idx, out, 1, int(n_out), int(n), int(D), int(skip_index), bad),
-                 cupy_args=True)
+        launch(f"ember_index_add_{sfx}", R.blocks(n * D), 256,
+               (src, idx, out, 1, int(n_out), int(n), int(D), int(skip_index), bad))
         return out
     perm = cp.ascontiguousarray(cp.argsort(idx).astype(_I64, copy=False))
     sidx = cp.ascontiguousarray(idx[perm])
@@ -118,9 +118,8 @@ def index_add_rows(src, idx, n_out, skip_index=-1):
     seg = cp.ascontiguousarray(cp.concatenate([starts.astype(_I64),
                                                cp.full(1, n, dtype=_I64)]))
     nseg = int(starts.size)
-    R.launch(f"ember_index_add_sorted_{sfx}", R.blocks(nseg * D), 256,
-             (src, sidx, perm, seg, nseg, out, 1, int(n_out), int(n), int(D), int(skip_index)),
-             cupy_args=True)
+    launch(f"ember_index_add_sorted_{sfx}", R.blocks(nseg * D), 256,
+           (src, sidx, perm, seg, nseg, out, 1, int(n_out), int(n), int(D), int(skip_index)))
     return out
 
 
