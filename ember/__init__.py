@@ -114,7 +114,8 @@ def __getattr__(name):
         import importlib
         return importlib.import_module("ember." + name)
     if name in _FUNCTIONAL:
-        from ember.nn import functional
+        import importlib                # the training layer, loaded on first use like ember.nn
+        functional = importlib.import_module("ember.nn.functional")
         if hasattr(functional, name):
             return getattr(functional, name)
     if _TORCH_DTYPES.get(name):

@@ -544,3 +544,13 @@ for _name in __all__:
             and not isinstance(_fn, type):
         globals()[_name] = _on_one_blas_thread(_fn)
 del _name, _fn
+
+# The factorisations run unchanged on GPU arrays: their views and results follow the
+# array's device (_view / _ember), so the GPU gets the CPU's argument checks, dtype rules
+# (integers in the default float dtype, 16-bit in float32) and result types (QRResult,
+# SVDResult, ...), with cuSOLVER through CuPy's linalg doing the work.  The GPU dispatch
+# (ember/cuda/_dispatch.py) runs them there.
+for _name in ("inv", "solve", "det", "slogdet", "cholesky", "qr", "svd", "eigh", "eigvalsh",
+              "eig", "eigvals", "lstsq", "pinv", "matrix_rank", "cond"):
+    globals()[_name].device_generic = True
+del _name

@@ -28,14 +28,11 @@ True
 dtype('float32')
 """
 import operator
-import sys
 
 import numpy as np
 
-from ember._core.dtypes import default_float_dtype
-from ember._api._util import as_array, numpy_view, empty_raw
+from ember._api._util import as_array, numpy_view, empty_raw, float_draw_dtype
 from ember._core.array import ndarray
-from ember._core.dtypes import dtype_kind
 
 __all__ = ["Generator", "default_rng", "seed", "manual_seed", "rand", "randn", "randint",
            "random", "random_sample", "ranf", "sample", "normal", "uniform", "choice",
@@ -65,12 +62,7 @@ def _ember(res):
     return out
 
 
-def _float(dtype):
-    """The floating dtype of a draw (None: the default float dtype)."""
-    dt = np.dtype(default_float_dtype() if dtype is None else dtype)
-    if dtype_kind(dt) != "f":
-        raise TypeError(f"random: dtype must be a floating dtype, got {dt}")
-    return dt
+_float = float_draw_dtype      # the floating dtype of a draw (None: the default float dtype)
 
 
 def _np_arg(a):
@@ -322,15 +314,11 @@ class _GlobalState:
 
 
 _global = _GlobalState(None)
-_cuda_seed = None       # the last seed(s): CUDA generators (ember.cuda.ops_random) start from it
-
-
 def _reseed_cuda(s):
-    global _cuda_seed
-    _cuda_seed = s
-    gpu = sys.modules.get("ember.cuda.ops_random")
-    if gpu is not None:
-        gpu.manual_seed_all(s)
+    """The CUDA generators (ember.cuda.ops_random, which keeps the seed: devices used later
+    start from it) follow every seeding of the global state; no GPU is touched."""
+    from ember.cuda import ops_random
+    ops_random.manual_seed_all(s)
 
 
 def _gpu(device):

@@ -15,7 +15,9 @@ MODULES = ["ember", "ember._api.creation", "ember._api.dtype_funcs", "ember._api
            "ember.lib.stride_tricks", "ember._config", "ember.fft",
            "ember.fft._transforms", "ember.fft._helpers", "ember.fft._args",
            "ember._torch", "ember.return_types", "ember.accelerator", "ember.backends",
-           "ember.backends.cudnn", "ember.backends.mps", "ember.utils"]
+           "ember.backends.cudnn", "ember.backends.mps", "ember.utils", "ember._core.util",
+           "ember._core.gpu_hooks", "ember._core.public", "ember._core.nn_args",
+           "ember._core.result_types"]
 # the training packages: every module in them
 PACKAGES = ["ember.nn", "ember.optim", "ember.data", "ember.amp", "ember.cuda", "ember.distributed"]
 

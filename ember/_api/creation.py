@@ -17,7 +17,11 @@ from ember._core.array import ndarray, check_device
 from ember._core.dtypes import _code, default_float_dtype, default_complex_dtype, dtype_from_code
 from ember._api._util import wrap, numpy_view, empty_raw, as_array, normalize_axis, check_order
 from ember._core.dtypes import dtype_kind
-from ember._api._dlpack_bf16 import import_bfloat16
+from ember._core.dlpack_bf16 import import_bfloat16
+
+# the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
+# dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
+DEVICE_GENERIC = True
 
 __all__ = ["asarray", "array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like",
            "ones_like", "full_like", "arange", "linspace", "logspace", "eye", "identity",
@@ -98,8 +102,13 @@ def _placed(fn):
             finally:
                 _array._swap_alloc_device(prev)
         from ember.cuda import _creation
-        return _creation.create(name, fn, d, args, kwargs)
+        return _creation.create(name, fn, d, args, kwargs, _host_body)
     return placed
+
+
+def _host_body(name):
+    """The host body (unplaced) of creation function `name`, for the GPU backend."""
+    return globals()[name].__wrapped__
 
 
 def _resolve_dtype(dtype):

@@ -14,6 +14,10 @@ from ember._core.array import ndarray
 from ember._core.dtypes import (_code, promote_codes, weak_result_code, dtype_from_code,
                                 scalar_code, bfloat16, BFLOAT16, dtype_kind)
 
+# the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
+# dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
+DEVICE_GENERIC = True
+
 __all__ = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "half", "single",
            "double", "float_", "int_", "intp", "uint", "cfloat", "cdouble", "bool_",

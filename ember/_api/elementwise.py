@@ -16,6 +16,7 @@ from ember._core.array import ndarray
 from ember._core.dtypes import default_float_dtype
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, shape_str, into_out
 from ember._core.dtypes import dtype_kind
+from ember._core.public import ops as _public_ops
 
 __all__ = ["ufunc", "where", "clip", "round", "around", "real", "imag", "conj", "conjugate",
            "isclose", "allclose", "array_equal", "array_equiv", "nan_to_num", "angle", "sinc",
@@ -142,7 +143,7 @@ class ufunc(_ew.UfuncBase):
         >>> ember.maximum.reduce(ember.asarray([[1, 5], [3, 2]]), axis=1).tolist()
         [5, 3]
         """
-        import ember
+        ember = _public_ops()
         self._need_binary("reduce")
         dtype = _loop_dtype(dtype)
         if self.__name__ == "add" and initial is np._NoValue and where is True:
@@ -168,7 +169,7 @@ class ufunc(_ew.UfuncBase):
         """
         self._need_binary("accumulate")
         dtype = _loop_dtype(dtype)
-        import ember
+        ember = _public_ops()
         if isinstance(array, ndarray) and array.requires_grad and self.__name__ in ("add", "multiply"):
             fn = ember.cumsum if self.__name__ == "add" else ember.cumprod
             return fn(array, axis=axis, dtype=dtype, out=out)
@@ -357,7 +358,7 @@ def where(condition, x=None, y=None, /):
     >>> ember.where(ember.asarray([True, False]), 1.0, ember.asarray([5.0, 6.0])).tolist()
     [1.0, 6.0]
     """
-    import ember
+    ember = _public_ops()
     if x is None and y is None:
         return ember.nonzero(condition)
     if x is None or y is None:
@@ -411,6 +412,11 @@ def clip(x, /, min=None, max=None, *, out=None, a_min=np._NoValue, a_max=np._NoV
     if out is not None:
         return _assign_out(out, res, "clip")
     return res
+
+
+# clip's body is maximum/minimum, which run on a GPU: there it keeps the CPU's dtype and
+# bound rules and its min=/max= keywords (CuPy's clip takes a_min/a_max only)
+clip.device_generic = True
 
 
 def _int_bound(b, dt, lower):

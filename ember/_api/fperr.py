@@ -20,6 +20,10 @@ import contextlib
 import contextvars
 import warnings
 
+# the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
+# dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
+DEVICE_GENERIC = True
+
 __all__ = ["seterr", "geterr", "errstate", "seterrcall", "geterrcall"]
 
 _CATEGORIES = ("divide", "over", "under", "invalid")

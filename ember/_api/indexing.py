@@ -14,7 +14,12 @@ import numpy as np
 from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str, into_out
+from ember._core.util import check_index_add as _check_index_add
 from ember._core.dtypes import dtype_kind
+
+# the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
+# dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
+DEVICE_GENERIC = True
 
 __all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "flatnonzero",
            "compress", "extract", "index_add", "put", "place", "diag_indices", "tril_indices",
@@ -240,23 +245,6 @@ def put(x, indices, values, mode="raise"):
     _inplace_target(x, "put")
     np.put(numpy_view(x), numpy_view(as_array(indices)), numpy_view(as_array(values)), mode=mode)
     x._bump_version()
-
-
-def _check_index_add(x, ax, idx, src):
-    """index_add's argument checks (idx: the index array of either device)."""
-    if idx.ndim > 1:
-        raise ValueError(f"index_add: index must be 1-dimensional, got shape {shape_str(idx.shape)}")
-    if dtype_kind(idx.dtype) not in "iu" and idx.size:
-        raise IndexError(f"index_add: index must hold integers, got dtype {idx.dtype}")
-    n = idx.size
-    expected = x.shape[:ax] + (n,) + x.shape[ax + 1:] if x.ndim else (n,)
-    if src.shape != expected and not (x.ndim == 0 and src.size == n):
-        raise ValueError(f"index_add: source has shape {shape_str(src.shape)}, expected "
-                         f"{shape_str(expected)} for x of shape {shape_str(x.shape)} and "
-                         f"{n} indices along axis {ax}")
-    if not np.can_cast(src.dtype, x.dtype, "same_kind"):
-        raise TypeError(f"index_add: cannot add source of dtype {src.dtype} into x of dtype "
-                        f"{x.dtype}")
 
 
 def index_add(x, axis, index, source, *, alpha=1, dim=None):

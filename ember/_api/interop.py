@@ -9,6 +9,11 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._api._util import numpy_view, wrap
+from ember._core.public import ops as _public_ops
+
+# the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
+# dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
+DEVICE_GENERIC = True
 
 __all__ = []
 
@@ -39,7 +44,7 @@ def _array_ufunc(ufunc, method, inputs, kwargs):
     ufuncs; everything else (methods, other ufuncs, keywords ember lacks, NumPy
     outputs) runs NumPy on zero-copy views, and array results come back as ember
     arrays (NumPy scalars stay scalars, a NumPy ``out=`` stays NumPy's)."""
-    import ember
+    ember = _public_ops()
     ours = getattr(ember, ufunc.__name__, None)
     if method == "__call__" and isinstance(ours, ember.ufunc) and ours.nin == ufunc.nin \
             and kwargs.get("where", True) is True:
@@ -76,7 +81,7 @@ def _run_numpy(ufunc, method, inputs, kwargs):
 
 
 def _array_function(func, types, args, kwargs):
-    import ember
+    ember = _public_ops()
     name = func.__name__
     module = getattr(func, "__module__", "") or ""
     ours = None

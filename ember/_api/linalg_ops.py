@@ -15,13 +15,14 @@ from ember._kernels.cpu.gemm import matmul as _gemm, one_blas_thread
 from ember._core.dtypes import default_float_dtype
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
 from ember._core.dtypes import dtype_kind, is_half_dtype
+from ember._core.public import ops as _public_ops
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot",
            "matrix_transpose", "trace", "diagonal", "kron", "cross"]
 
 
 def _promote(a, b):
-    import ember
+    ember = _public_ops()
     dt = ember.result_type(a, b)
     return (a if a.dtype == dt else a.astype(dt)), (b if b.dtype == dt else b.astype(dt))
 
@@ -189,7 +190,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True):
     res_dt = None
     if dtype is None and builtins.any(is_half_dtype(a.dtype) for a in arrays):
         # 16-bit floats contract in float32 (BLAS) and round once, as matmul does
-        import ember
+        ember = _public_ops()
         res_dt = ember.result_type(*[a.dtype for a in arrays])
         ops = [o.astype(np.float32) if isinstance(o, np.ndarray) and is_half_dtype(o.dtype) else o
                for o in ops]
@@ -210,7 +211,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     >>> ember.vecdot(ember.ones((2, 3)), ember.ones(3)).tolist()
     [3.0, 3.0]
     """
-    import ember
+    ember = _public_ops()
     a, b = _promote(as_array(x1), as_array(x2))
     nd = builtins.max(a.ndim, b.ndim)
     if not -nd <= axis < 0:
@@ -278,7 +279,7 @@ def trace(x, /, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     >>> ember.trace(ember.eye(3)).item()
     3.0
     """
-    import ember
+    ember = _public_ops()
     d = diagonal(x, offset=offset, axis1=axis1, axis2=axis2)
     return ember.sum(d, axis=-1, dtype=dtype, out=out)
 

@@ -20,8 +20,12 @@ from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._core.dtypes import _code, dtype_from_code, promote_codes
 from ember._core.elementwise import _assign
-from ember._api._util import as_array, numpy_view, empty_raw, shape_str
+from ember._api._util import as_array, numpy_view, empty_raw, shape_str, c_strides
 from ember._core.dtypes import dtype_kind
+
+# the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
+# dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
+DEVICE_GENERIC = True
 
 __all__ = ["reshape", "transpose", "permute_dims", "permute", "moveaxis", "swapaxes",
            "expand_dims", "unsqueeze", "squeeze", "flip", "fliplr", "flipud", "rot90", "roll",
@@ -115,14 +119,6 @@ def _copy_of(np_arr):
     return out
 
 
-def _c_strides(shape, itemsize):
-    strides, st = [], itemsize
-    for s in reversed(shape):
-        strides.append(st)
-        st *= builtins.max(s, 1)
-    return tuple(reversed(strides))
-
-
 def _is_f_contig(x):
     expected = x.itemsize
     for s, st in zip(x.shape, x.strides):
@@ -165,7 +161,7 @@ def _nocopy_strides(old_shape, old_strides, new_shape, itemsize):
     not straddle a break between such runs.
     """
     if math.prod(new_shape) == 0:
-        return _c_strides(new_shape, itemsize)
+        return c_strides(new_shape, itemsize)
     olds = [(s, st) for s, st in zip(old_shape, old_strides) if s != 1]
     new_strides = [0] * len(new_shape)
     oi = ni = 0
@@ -260,7 +256,7 @@ def reshape(x, /, shape, *, order="C", copy=None):
                          f"(copy=False)")
     out = empty_raw(shape, x.dtype)
     if out.size:
-        _fill(_view(out, x.shape, _c_strides(x.shape, x.itemsize), 0), x)
+        _fill(_view(out, x.shape, c_strides(x.shape, x.itemsize), 0), x)
     return out
 
 
@@ -926,7 +922,7 @@ def tile(x, repetitions, /):
     if out.size:
         inter = tuple(v for r, s in zip(reps, shp) for v in (r, s))
         src_strides = tuple(v for st in xst for v in (0, st))
-        _fill(_view(out, inter, _c_strides(inter, out.itemsize), 0),
+        _fill(_view(out, inter, c_strides(inter, out.itemsize), 0),
               _view(x, inter, src_strides))
     return out
 
@@ -973,7 +969,7 @@ def repeat(x, /, repeats, *, axis=None, dim=None):
     if out.size:
         inter = shp[:ax] + (shp[ax], n) + shp[ax + 1:]
         st = x.strides
-        _fill(_view(out, inter, _c_strides(inter, out.itemsize), 0),
+        _fill(_view(out, inter, c_strides(inter, out.itemsize), 0),
               _view(x, inter, st[:ax + 1] + (0,) + st[ax + 1:]))
     return out
 

@@ -7,6 +7,10 @@ from ember._core.dtypes import default_float_dtype, default_complex_dtype
 from ember._core.array import ndarray
 from ember._api._util import as_array, numpy_view
 
+# the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
+# dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
+DEVICE_GENERIC = True
+
 __all__ = ["astype", "shape", "ndim", "size", "copyto", "__array_namespace_info__"]
 
 

@@ -16,6 +16,7 @@ from ember._core.array import ndarray
 from ember._core.dtypes import _code, dtype_from_code, default_float_dtype, default_complex_dtype
 from ember._core.dtypes import dtype_kind
 from ember._api._util import as_array, numpy_view, empty_raw, shape_str
+from ember._core.public import ops as _public_ops
 
 __all__ = ["fromiter", "interp", "indices", "ndindex", "ndenumerate", "packbits", "unpackbits",
            "flatiter"]
@@ -185,7 +186,7 @@ class flatiter:
         return f"<ember.flatiter of an array of shape {shape_str(self.base.shape)}>"
 
     def _flat(self):
-        import ember
+        ember = _public_ops()
         return ember.reshape(self.base, (-1,))       # a view when the strides allow
 
     def __iter__(self):
@@ -197,7 +198,7 @@ class flatiter:
         return self._flat()[key]
 
     def __setitem__(self, key, value):
-        import ember
+        ember = _public_ops()
         x = self.base
         if isinstance(key, tuple) and len(key) == 1:
             key = key[0]

@@ -8,6 +8,7 @@ function takes ``axis`` (None, int or tuple), ``keepdims`` and PyTorch's
 """
 import builtins
 import operator
+import sys as _sys
 
 import numpy as np
 
@@ -19,6 +20,8 @@ from ember._kernels.cpu import reduce as _R
 from ember._api._util import (as_array, numpy_view, wrap, empty_raw, normalize_axis, into_out,
                               normalize_axis_tuple, pick_axis)
 from ember._core.dtypes import dtype_kind, is_half_dtype, BFLOAT16
+from ember._core.public import ops as _public_ops
+from ember._core import gpu_hooks as _gpu_hooks
 
 __all__ = ["sum", "prod", "mean", "var", "std", "min", "max", "amin", "amax", "argmin",
            "argmax", "all", "any", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
@@ -465,7 +468,7 @@ def logsumexp(x, /, axis=None, keepdims=False, *, dim=None, keepdim=None):
     >>> round(ember.logsumexp(ember.asarray([0.0, 0.0])).item(), 6)
     0.693147
     """
-    import ember
+    ember = _public_ops()
     x = as_array(x)
     keepdims = keepdims if keepdim is None else keepdim
     axes = _axes(x, axis, dim, "logsumexp")
@@ -598,3 +601,8 @@ def diff(x, /, n=1, axis=-1, prepend=None, append=None, *, dim=None):
         a = np.diff(a, n=1, axis=ax, **kw)
         n, kw = builtins.min(int(n) - 1, a.shape[ax]), {}
     return wrap(np.asarray(np.diff(a, n=n, axis=ax, **kw)))
+
+
+# the GPU backend builds the GPU form of each function here from it (ember.cuda.ops_reduce,
+# which never imports this layer)
+_gpu_hooks.provide_host_functions("reductions", _sys.modules[__name__])

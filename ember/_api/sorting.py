@@ -4,21 +4,21 @@ Sorts are stable by default, also ``descending=True`` (equal elements keep
 their original order, as the Array API requires).
 """
 import builtins
-from collections import namedtuple
 
 import numpy as np
 
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, pick_axis
 from ember._core.dtypes import dtype_kind
+from ember._core.result_types import UniqueAllResult, UniqueCountsResult, UniqueInverseResult
+
+# the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
+# dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
+DEVICE_GENERIC = True
 
 __all__ = ["sort", "argsort", "searchsorted", "unique", "unique_values", "unique_counts",
            "unique_inverse", "unique_all", "partition", "argpartition", "lexsort", "msort",
            "bincount", "histogram", "digitize", "isin", "in1d", "intersect1d", "union1d",
            "setdiff1d", "topk"]
-
-UniqueAllResult = namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
-UniqueCountsResult = namedtuple("UniqueCountsResult", ["values", "counts"])
-UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
 
 
 def _ember(res):

@@ -25,6 +25,8 @@ from ember._core.opcodes cimport *
 import numpy as _np
 import operator as _operator
 from ember._core.dtypes import dtype_kind
+from ember._core import gpu_hooks
+from ember._core.dlpack_bf16 import CapsuleProducer as _CapsuleProducer
 
 cnp.import_array()
 
@@ -263,12 +265,7 @@ def check_device(device, opname="ember"):
     if d.type == "cpu":
         return CPU
     if _gpu_backend is None:
-        import ember.cuda
-        if not ember.cuda.is_available():
-            raise RuntimeError(
-                f"{opname}: device {d} is not available, CUDA is not usable here: "
-                f"{ember.cuda._unavailable_reason()}")
-        ember.cuda._init()
+        gpu_hooks.start_gpu_backend(opname, d)     # loads ember.cuda, which sets the backend
     return _gpu_backend.check_device(d, opname)
 
 
@@ -716,19 +713,6 @@ cdef object _first_leaf(object obj):
     return obj
 
 
-class _CapsuleProducer:
-    """Presents a bare DLPack capsule as a CPU DLPack producer (it can be consumed once)."""
-
-    def __init__(self, capsule):
-        self.capsule = capsule
-
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return self.capsule
-
-    def __dlpack_device__(self):
-        return (1, 0)
-
-
 cdef ndarray as_ndarray(object obj):
     """Anything array-like -> ember array; zero-copy where the memory allows."""
     cdef int code
@@ -781,7 +765,7 @@ cdef ndarray as_ndarray(object obj):
         # a bfloat16 producer whose __array__ refuses (torch.Tensor) may still speak DLPack
         if not hasattr(obj, "__dlpack__") or obj.__dlpack_device__()[0] != 1:
             raise
-        from ember._api._dlpack_bf16 import import_bfloat16
+        from ember._core.dlpack_bf16 import import_bfloat16
         arr = import_bfloat16(obj)
         if arr is None:
             raise
@@ -1443,7 +1427,7 @@ cdef class ndarray:
         if max_version is not None:
             kw["max_version"] = max_version
         if self.tcode == T_BFLOAT16:        # NumPy's exporter knows no bfloat16
-            from ember._api._dlpack_bf16 import export_bfloat16
+            from ember._core.dlpack_bf16 import export_bfloat16
             return export_bfloat16(arr, **kw)
         try:
             return arr.__dlpack__(**kw)

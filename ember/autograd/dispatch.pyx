@@ -10,6 +10,8 @@ to silently drop gradients when it returns floating-point arrays.
 cimport cython
 from ember._core.array cimport ndarray, grad_enabled, set_grad_mode, alloc_is_cpu
 from ember._core.array import _swap_alloc_device
+from ember._core import gpu_hooks as _gpu_hooks
+from ember._core.public import ops as _public_ops
 from ember.autograd.engine cimport Rule, record
 
 import inspect as _inspect
@@ -57,12 +59,16 @@ cdef inline bint _any_on_gpu(tuple args, dict kwargs):
 
 
 cdef object _gpu_call = None     # ember.cuda._dispatch.call, once the GPU backend is up
+                                 # (ember._core.gpu_hooks)
 cdef object _autocast = None     # ember.amp's argument caster while an autocast region is open
 
 
 def _set_gpu_dispatch(fn):
     global _gpu_call
     _gpu_call = fn
+
+
+_gpu_hooks.on_gpu_start(_set_gpu_dispatch)     # ember.cuda's dispatcher, once it starts
 
 
 def _set_autocast(fn):
@@ -188,8 +194,7 @@ cdef class DiffOp:
 
 def _public(str name not None):
     """The public function ``ember.<name>`` (``linalg.<name>`` too): how DiffOps pickle."""
-    import ember
-    obj = ember
+    obj = _public_ops()
     for part in name.split("."):
         obj = getattr(obj, part)
     return obj

@@ -192,6 +192,9 @@ def _getitem(x, key):
     return x[key]
 
 
+_getitem.device_generic = True          # runs unchanged on GPU arrays (ember/cuda/_dispatch.py)
+
+
 def _np_key(key):
     from ember._api.indexing import _np_key as conv
     return conv(key)
@@ -251,6 +254,9 @@ def _setitem_value(x, key, value):
     new = x.copy()
     new[key] = value
     return new
+
+
+_setitem_value.device_generic = True
 
 
 @defgrad("_setitem_value", save_args=False)

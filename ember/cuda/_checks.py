@@ -44,7 +44,7 @@ _DEFERRED_NOTE = ("\n(found by an earlier GPU op, which ran asynchronously; repo
 
 
 def _cp():
-    from ember.cuda._runtime import cp          # (CuPy only once a check exists)
+    from ember.cuda._cupy import cp             # (CuPy only once a check exists)
     return cp()
 
 

@@ -3,23 +3,34 @@
 of a CuPy array or a CUDA DLPack producer wraps its memory without a copy;
 everything else is built on the host by the same code as always (so dtypes and
 values agree exactly) and copied to the GPU once.
+
+The creation functions themselves live in ember._api.creation, which calls
+:func:`create` with the host body and a way to find the other bodies (``zeros_like``
+needs ``zeros``'s): this backend never imports the namespace above it.
 """
 import numpy as np
 
 from ember._core import array as _array
 from ember._core.array import ndarray
 from ember.cuda import _runtime as R
-from ember._api.creation import _finish
 
 _FILLED = {"empty": None, "zeros": 0, "ones": 1}
 
 
-def create(name, fn, d, args, kwargs):
-    """ember.<name>(*args, device=d, **kwargs) for a CUDA Device d (made current)."""
-    return R.run_on(d.index, _create, name, fn, d, args, kwargs)
+def _finish(x, requires_grad):
+    if requires_grad:
+        x.requires_grad = True
+    return x
 
 
-def _create(name, fn, d, args, kwargs):
+def create(name, fn, d, args, kwargs, body_of):
+    """ember.<name>(*args, device=d, **kwargs) for a CUDA Device d (made current); `fn` is
+    the host body of `name`, ``body_of(other_name)`` the host body of another creation
+    function."""
+    return R.run_on(d.index, _create, name, fn, d, args, kwargs, body_of)
+
+
+def _create(name, fn, d, args, kwargs, body_of):
     idx = d.index
     requires_grad = kwargs.pop("requires_grad", False)
     if name.endswith("_like"):
@@ -28,12 +39,11 @@ def _create(name, fn, d, args, kwargs):
         shape = tuple(x.shape) if shape is None else shape
         dtype = kwargs.pop("dtype", None) or x.dtype
         base = name[:-len("_like")]
-        from ember._api import creation
         kwargs.pop("subok", None)
         if kwargs.get("order") in ("K", "A"):
             kwargs.pop("order")             # a fresh GPU array is C-contiguous
-        return _finish(_create(base, getattr(creation, base).__wrapped__, d,
-                              (shape,) + tuple(args[1:]), dict(kwargs, dtype=dtype)),
+        return _finish(_create(base, body_of(base), d, (shape,) + tuple(args[1:]),
+                               dict(kwargs, dtype=dtype), body_of),
                        requires_grad)
     if name in _FILLED or name == "full":
         shape = args[0]

@@ -69,7 +69,7 @@ def _init():
     _require("init")
     from ember._core import array as _array
     from ember._core import elementwise as _ew
-    from ember.autograd import dispatch as _dispatch_ops
+    from ember._core import gpu_hooks
     from ember.cuda import _runtime, _elementwise, _dispatch, _launch
     _launch.load_driver()
     import cupy
@@ -78,7 +78,7 @@ def _init():
     _array._set_gpu_backend(_runtime)
     _ew._set_gpu_elementwise(_elementwise)
     _dispatch.load_ops()
-    _dispatch_ops._set_gpu_dispatch(_dispatch.call)
+    gpu_hooks.gpu_started(_dispatch.call)      # autograd's DiffOp routes GPU calls to it
     _state["init"] = True
 
 

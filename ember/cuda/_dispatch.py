@@ -1,23 +1,33 @@
-"""Which code runs a public op when its arrays live on a GPU.
+"""Which code runs a public op when its arrays live on a GPU: the one GPU dispatch.
 
 ``DiffOp.__call__`` (ember/autograd/dispatch.pyx) hands every call with a GPU
-array argument to :func:`call`.  Autograd is unaffected: the op records its
-gradient rule as on the host, and the rule's ember ops dispatch here too.
-The order of resolution:
+array argument to :func:`call`, with the op object itself.  Autograd is
+unaffected: the op records its gradient rule as on the host, and the rule's ember
+ops dispatch here too.  The op's route is resolved once and kept on the op object
+(``op._gpu_route``; a change to the registrations invalidates it):
 
-1. a GPU implementation registered with ``@gpu_op(name)`` (ember's CUDA
-   kernels, cuBLAS through CuPy, or a CuPy formulation);
-2. the host implementation itself when its module builds results only from
-   views, ember ops and fresh arrays (``manipulation``, ``indexing``...): it
-   runs with the op's GPU as the default and the allocation device, so what it
-   allocates lands there; if it needs host memory after all it raises HostOnlyError before
-   touching any data, and the call goes on to
+1. a GPU implementation registered with ``@gpu_op(name)`` under the op's public
+   name (ember's CUDA kernels, cuBLAS through CuPy, or a CuPy formulation);
+   ``registered_names()`` lists them, and the tests check that each names an op.
+   An implementation returns ``NotImplemented`` for the inputs it has no kernel for
+   (integer dtypes, complex...): the op's own definition then runs, as in 2 (the
+   dispatcher hands the composite over; the backend never imports it);
+   A function declared ``fn.device_generic = True`` where it is written (built only
+   from ember ops) is its own GPU implementation;
+2. the op's own definition, when its module declares ``DEVICE_GENERIC = True``
+   (views, ember ops and fresh arrays; see :func:`is_device_generic`).  It runs
+   with the op's GPU as the default and the allocation device, so what it
+   allocates lands there; if it needs host memory after all it raises
+   HostOnlyError before touching any data, and the call goes on to
 3. CuPy's function of the same name (NumPy's namespace), on zero-copy views;
 4. otherwise NotImplementedError naming the op and the device.
+
+This module never imports the layers above it: the op objects come in as arguments.
 """
 import importlib
 import itertools
 import pkgutil
+import sys
 
 import numpy as np
 
@@ -25,14 +35,21 @@ from ember._core import array as _array
 from ember._core.array import ndarray, HostOnlyError
 from ember.cuda import _runtime as R
 
-_IMPLS = {}
+class _Registry(dict):
+    """public op name -> GPU implementation; every change bumps ``version``, which
+    retires the routes cached on op objects."""
+    version = 0
 
-# host implementations that are device-generic (no CPU kernel or NumPy call
-# touches array data without going through numpy_view, which refuses GPU arrays)
-_GENERIC_MODULES = {"ember._api.manipulation", "ember._api.indexing", "ember._api.creation",
-                    "ember._api.misc", "ember._api.sorting", "ember._api.dtype_funcs",
-                    "ember._api.interop", "ember.nn.modules.rnn", "ember.lib.stride_tricks",
-                    "ember._api.fperr"}
+    def __setitem__(self, key, value):
+        type(self).version += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        type(self).version += 1
+        super().__delitem__(key)
+
+
+_IMPLS = _Registry()
 
 # ember keyword spellings CuPy does not know
 _KW_ALIASES = {"dim": "axis", "keepdim": "keepdims"}
@@ -46,6 +63,45 @@ def gpu_op(*names):
             _IMPLS[name] = fn
         return fn
     return register
+
+
+def registered_names():
+    """The public op names with a registered GPU implementation (sorted)."""
+    return sorted(_IMPLS)
+
+
+def is_device_generic(fn):
+    """Whether the host definition `fn` runs unchanged on GPU arrays: declared by
+    ``fn.device_generic = True`` or ``DEVICE_GENERIC = True`` in its module (no CPU
+    kernel or NumPy call touches array data without going through numpy_view, which
+    refuses GPU arrays)."""
+    if getattr(fn, "device_generic", False):
+        return True
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    return bool(getattr(module, "DEVICE_GENERIC", False))
+
+
+_IMPL, _GENERIC, _CUPY = 0, 1, 2
+
+
+def route(op):
+    """(kind, function) that runs `op` on GPU arrays: a registered implementation (or the
+    op's definition declared device-generic itself), the definition of a device-generic
+    module (CuPy after a HostOnlyError), or CuPy's function of its name."""
+    cached = op.__dict__.get("_gpu_route")
+    if cached is not None and cached[0] == _Registry.version:
+        return cached[1]
+    impl = _IMPLS.get(op.name)
+    if impl is not None:
+        r = (_IMPL, impl)
+    elif getattr(op.fn, "device_generic", False):
+        r = (_IMPL, op.fn)
+    elif is_device_generic(op.fn):
+        r = (_GENERIC, op.fn)
+    else:
+        r = (_CUPY, None)
+    op.__dict__["_gpu_route"] = (_Registry.version, r)
+    return r
 
 
 def _devices(args, kwargs):
@@ -128,11 +184,13 @@ def _call_on(op, dev, args, kwargs):
     prev = _array._swap_default_device(dev)
     prev_alloc = _array._swap_alloc_device(dev)
     try:
-        impl = _IMPLS.get(name)
-        if impl is not None:
-            return impl(*args, **kwargs)
-        fn = op.fn
-        if getattr(fn, "__module__", None) in _GENERIC_MODULES:
+        kind, fn = route(op)
+        if kind == _IMPL:
+            res = fn(*args, **kwargs)
+            if res is not NotImplemented:
+                return res
+            kind, fn = _GENERIC, op.fn
+        if kind == _GENERIC:
             try:
                 return fn(*args, **kwargs)
             except HostOnlyError:
@@ -207,9 +265,9 @@ def load_ops():
 
     A module that fails to import is reported with a warning and recorded in
     LOAD_ERRORS; its ops then fall back to CuPy or raise NotImplementedError."""
+    import os
     import warnings
-    import ember.cuda as pkg
-    for info in pkgutil.iter_modules(pkg.__path__):
+    for info in pkgutil.iter_modules([os.path.dirname(os.path.abspath(__file__))]):
         if info.name.startswith("ops_"):
             try:
                 importlib.import_module(f"ember.cuda.{info.name}")

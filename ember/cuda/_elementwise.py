@@ -20,6 +20,7 @@ from ember.cuda import _checks
 from ember.cuda import _launch
 from ember.cuda._kernels import function as _function
 from ember._core.dtypes import dtype_kind
+from ember._core.public import ops as _public_ops
 
 OPNAMES = _ew.op_names()
 _BINARY_KERNEL = _ew.gpu_kernels(2)     # op name -> kernel name: the op table's gpu column
@@ -237,7 +238,7 @@ def _same_errors_as_host(name, operands):
     if verdict is False:
         probe = [np.zeros(0, o.dtype) if isinstance(o, ndarray) else o for o in operands]
         try:
-            import ember
+            ember = _public_ops()
             fn = getattr(ember, name)
             fn(*[R._array._wrap(p) if isinstance(p, np.ndarray) else p for p in probe])
             verdict = None

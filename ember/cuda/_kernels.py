@@ -2,9 +2,9 @@
 device by NVRTC (``cupy.RawModule``; CuPy also caches the binary on disk, so a
 later process skips the compiler), and kernels are looked up by name once.
 """
-from ember import cuda as _src
+from ember.cuda import _sources as _src
 from ember.cuda import _launch
-from ember.cuda._runtime import cp
+from ember.cuda._cupy import cp
 
 _FAMILY_OF = {name: family for family in _src.FAMILIES for name in _src.kernel_names(family)}
 _modules = {}       # (device, family) -> cupy.RawModule

@@ -21,19 +21,10 @@ import numpy as np
 from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._core.dtypes import _code, dtype_from_code, BFLOAT16
-from ember._api.manipulation import _c_strides
-from ember.cuda import _checks, CASTS
-
-_cp = None
-
-
-def cp():
-    """The cupy module (imported on first use)."""
-    global _cp
-    if _cp is None:
-        import cupy
-        _cp = cupy
-    return _cp
+from ember._core.util import c_strides
+from ember.cuda import _checks
+from ember.cuda._sources import CASTS
+from ember.cuda._cupy import cp
 
 
 def is_gpu(x):
@@ -174,7 +165,7 @@ def empty(shape, dtype, device=None):
         with _on(idx):
             mem = c.cuda.alloc(nbytes)
     return _array._wrap_device_memory(mem.ptr, nbytes, mem, idx, shape,
-                                      _c_strides(shape, dt.itemsize), 0, dt)
+                                      c_strides(shape, dt.itemsize), 0, dt)
 
 
 def memset0(x):
@@ -355,7 +346,7 @@ def dlpack(x, *, stream=None, max_version=None, dl_device=None, copy=None):
         kw.pop("max_version", None)
         capsule = c.__dlpack__(**kw)
     if bf16:
-        from ember._api._dlpack_bf16 import retag_as_bfloat16
+        from ember._core.dlpack_bf16 import retag_as_bfloat16
         retag_as_bfloat16(capsule)
     return capsule
 

@@ -7,7 +7,6 @@ kernels' formulas.  dtype rules follow the CPU exactly: float16 is computed in
 float32 and handed back as float16, integer inputs give the default float dtype,
 complex inputs are refused (except by tanh, which defers to ember.tanh).
 """
-import importlib
 
 import numpy as np
 
@@ -124,15 +123,6 @@ def _unary_cu(op, x, opname):
     return _result(y, orig)
 
 
-def _A():
-    return importlib.import_module("ember.nn.functional.activation")
-
-
-def _E():
-    import ember
-    return ember
-
-
 def _floaty(x):
     return dtype_kind(x.dtype) == "f"
 
@@ -143,7 +133,7 @@ def _floaty(x):
 def _relu(input):
     if _floaty(input) and R.suffix(input.dtype) is not None:
         return _unary_cu("relu", input, "relu")
-    return _E().maximum(input, 0)       # integers keep their dtype, as on the CPU
+    return NotImplemented               # integers: the op's definition (maximum(x, 0))
 
 
 @gpu_op("nn.functional.activation._relu_backward")
@@ -154,11 +144,6 @@ def _relu_backward(g, r):
 
 
 # ---------------------------------------------------------------- hardtanh / leaky relu
-
-@gpu_op("nn.functional.activation._hardtanh")
-def _hardtanh(input, min_val=-1.0, max_val=1.0):
-    return _E().clip(input, min_val, max_val)
-
 
 @gpu_op("nn.functional.activation._hardtanh_backward")
 def _hardtanh_backward(g, x, min_val, max_val):
@@ -190,7 +175,7 @@ def _sigmoid_backward(g, r):
 @gpu_op("nn.functional.tanh")
 def tanh(input):
     if dtype_kind(input.dtype) == "c":
-        return _E().tanh(input)
+        return NotImplemented           # the op's definition: ember.tanh
     return _unary_cu("tanh", input, "tanh")
 
 
@@ -225,7 +210,7 @@ def _gelu_backward(g, x):
 def _gelu_tanh(input):
     if _floaty(input) and R.suffix(input.dtype) is not None:
         return _unary_cu("gelu_tanh", input, "gelu")
-    return _A()._gelu_tanh.__wrapped__(input)    # the CPU body: ember ops, on the GPU
+    return NotImplemented               # the op's definition: ember ops, on the GPU
 
 
 # ---------------------------------------------------------------- elu / softplus

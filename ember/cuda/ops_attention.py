@@ -8,20 +8,15 @@ does.  ``sdpa_grad`` / ``core_grad`` are the first-order branches of the gradien
 rules (attention.py calls them for GPU arrays; its create_graph branch is ember
 ops and needs nothing here).
 """
-import importlib
-
 import numpy as np
 
 from ember.cuda._dispatch import gpu_op
+from ember._core.nn_args import qkv_views, merged_view, core_dims
 from ember.cuda import _runtime as R
 from ember.cuda._gemm import mm
 from ember.cuda.ops_softmax import row_softmax, row_softmax_backward
 
 __all__ = ["sdpa_grad", "core_grad"]
-
-
-def _A():
-    return importlib.import_module("ember.nn.functional.attention")
 
 
 def _cp_or_none(g):
@@ -91,13 +86,12 @@ def sdpa_grad(g_out, g_p, p, query, key, value, bias_grad, scale):
 def _self_attention_core(qkv, bias, num_heads, scale, bf):
     """Multi-head self-attention from the packed projection on CUDA (see attention.py)."""
     cp = R.cp()
-    A = _A()
-    n, e, d = A._core_dims(qkv, num_heads, bf)
+    n, e, d = core_dims(qkv, num_heads, bf)
     c = cp.ascontiguousarray(R.as_cupy(qkv))
-    q, k, v = A._qkv_views(c, n, num_heads, d, bf)
+    q, k, v = qkv_views(c, n, num_heads, d, bf)
     out = cp.empty(tuple(qkv.shape[:2]) + (e,), dtype=c.dtype)
     p = _scores_softmax(q, k, bias, scale, q.shape[:-2])
-    A._merged_view(out, n, num_heads, d, bf)[...] = mm(p, v)
+    merged_view(out, n, num_heads, d, bf)[...] = mm(p, v)
     return R.from_cupy(out), R.from_cupy(p)
 
 
@@ -106,15 +100,14 @@ def core_grad(g_out, g_p, p, qkv, num_heads, scale, bf, bias_grad):
     """attention._core_grad's first-order branch for GPU arrays: (dqkv, dbias, None, None,
     None), dqkv packed like qkv."""
     cp = R.cp()
-    A = _A()
-    n, e, d = A._core_dims(qkv, num_heads, bf)
+    n, e, d = core_dims(qkv, num_heads, bf)
     c = cp.ascontiguousarray(R.as_cupy(qkv))
-    q, k, v = A._qkv_views(c, n, num_heads, d, bf)
+    q, k, v = qkv_views(c, n, num_heads, d, bf)
     dqkv = cp.empty(tuple(qkv.shape), dtype=c.dtype)
     go = None
     if g_out is not None:
-        go = A._merged_view(cp.ascontiguousarray(R.as_cupy(g_out)), n, num_heads, d, bf)
+        go = merged_view(cp.ascontiguousarray(R.as_cupy(g_out)), n, num_heads, d, bf)
     dq, dk, dv, ds = _attention_grad(go, _cp_or_none(g_p), R.as_cupy(p), q, k, v, scale)
-    for dst, src in zip(A._qkv_views(dqkv, n, num_heads, d, bf), (dq, dk, dv)):
+    for dst, src in zip(qkv_views(dqkv, n, num_heads, d, bf), (dq, dk, dv)):
         dst[...] = src
     return R.from_cupy(dqkv), (R.from_cupy(ds) if bias_grad else None), None, None, None

@@ -11,14 +11,13 @@ the next synchronisation (ember.cuda._checks); a write into an existing array
 import numpy as np
 
 from ember._core.array import ndarray
-from ember._api.indexing import _check_index_add
-from ember._api import elementwise as _ew_api
-from ember.autograd import inplace as _inplace
+from ember._core.util import check_index_add as _check_index_add
 from ember.cuda import _runtime as R
 from ember.cuda._gemm import mm
 from ember.cuda import _checks
 from ember.cuda._dispatch import gpu_op
 from ember._core.dtypes import dtype_kind, BFLOAT16
+from ember._core.public import ops as _public_ops
 
 
 def _key(key, x, wait=False, check=True):
@@ -114,13 +113,6 @@ def setitem_advanced(x, key, value):
         raise type(e)(f"index assignment: {e} (array shape {tuple(x.shape)})") from None
 
 
-# clip's host body is maximum/minimum, which run on the GPU: it keeps the CPU's
-# dtype and bound rules and its min=/max= keywords (CuPy's clip takes a_min/a_max only)
-gpu_op("clip")(_ew_api.clip)
-gpu_op("_getitem")(_inplace._getitem)
-gpu_op("_setitem_value")(_inplace._setitem_value)
-
-
 @gpu_op("_index_add_into")
 def _index_add_into(g, key, shape, dtype):
     """zeros(shape)[key] += g with repeated indices accumulating (atomics)."""
@@ -167,7 +159,7 @@ def matmul(a, b, /, *, out=None):
 def _index_arg(index, device):
     """An array argument (ember, NumPy or list) as a CuPy array on `device` (dtype
     unchecked)."""
-    import ember
+    ember = _public_ops()
     idx = index if isinstance(index, ndarray) else ember.asarray(index)
     return R.as_cupy(idx if idx.is_cuda else idx.to(device))
 
@@ -175,7 +167,7 @@ def _index_arg(index, device):
 @gpu_op("index_add")
 def index_add(x, axis, index, source, *, alpha=1, dim=None):
     """A copy of x with alpha * source added at index along axis (atomics on the GPU)."""
-    from ember._api._util import normalize_axis
+    from ember._core.util import normalize_axis
     if dim is not None:
         axis = dim
     ax = normalize_axis(axis, x.ndim, "index_add")
@@ -203,7 +195,7 @@ def index_add(x, axis, index, source, *, alpha=1, dim=None):
 @gpu_op("scatter_add")
 def scatter_add(x, axis, index, src):
     """A copy of x with src added at positions `index` along axis (atomics on the GPU)."""
-    from ember._api._util import normalize_axis
+    from ember._core.util import normalize_axis
     ax = normalize_axis(axis, x.ndim, "scatter_add")
     idx = _index_arg(index, x.device)
     if dtype_kind(idx.dtype) not in "iu" and idx.size:
@@ -234,32 +226,32 @@ def along_axis_key(idx, ax):
 
 @gpu_op("linalg.diagonal")
 def linalg_diagonal(x, /, *, offset=0, dim1=-2, dim2=-1):
-    import ember
+    ember = _public_ops()
     return ember.diagonal(x, offset=offset, axis1=dim1, axis2=dim2)
 
 
 @gpu_op("linalg.trace")
 def linalg_trace(x, /, *, offset=0, dtype=None):
-    import ember
+    ember = _public_ops()
     return ember.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
 @gpu_op("linalg.outer")
 def linalg_outer(x1, x2, /):
-    import ember
+    ember = _public_ops()
     return ember.outer(x1, x2)
 
 
 @gpu_op("linalg.tensordot")
 def linalg_tensordot(x1, x2, /, *, axes=2):
-    import ember
+    ember = _public_ops()
     return ember.tensordot(x1, x2, axes=axes)
 
 
 @gpu_op("vecdot", "linalg.vecdot")
 def vecdot(x1, x2, /, *, axis=-1):
     """sum(conj(x1) * x2) over `axis`, after broadcasting (the array API's vecdot)."""
-    import ember
+    ember = _public_ops()
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"vecdot: x1 and x2 must have the same size along axis {axis}, got "
                          f"shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
@@ -270,7 +262,7 @@ def vecdot(x1, x2, /, *, axis=-1):
 
 @gpu_op("linalg.multi_dot")
 def multi_dot(arrays):
-    import ember
+    ember = _public_ops()
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ValueError("multi_dot: expecting at least two arrays")
@@ -282,7 +274,7 @@ def multi_dot(arrays):
 
 @gpu_op("linalg.matrix_norm")
 def matrix_norm(x, /, ord="fro", axis=None, keepdims=False, *, dim=None, keepdim=None):
-    from ember._api._util import norm_axis_args, matrix_axes
+    from ember._core.util import norm_axis_args, matrix_axes
     axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "matrix_norm")
     axis = matrix_axes((-2, -1) if axis is None else axis, "matrix_norm")
     res = R.cp().linalg.norm(R.as_cupy(x), ord=ord, axis=axis, keepdims=keepdims)

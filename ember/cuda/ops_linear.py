@@ -1,19 +1,14 @@
 """linear and bilinear (ember.nn.functional.linear) on CUDA arrays: cuBLAS GEMMs through
-ember's own dispatch (``ember.cuda._gemm.mm``).  Argument checks and their messages are the CPU's (``_linear_error``).
+ember's own dispatch (``ember.cuda._gemm.mm``).  Argument checks and their messages are the CPU's (``ember._core.nn_args.linear_error``).
 The gradient rules are ember ops (matmul, transpose, sum, einsum), so they need nothing here.
 """
-import importlib
-
 from ember.cuda._dispatch import gpu_op
+from ember._core.nn_args import linear_error
 from ember.cuda import _runtime as R
 from ember.cuda._gemm import mm
 from ember._core.dtypes import dtype_kind
 
 __all__ = ["linear", "bilinear"]
-
-
-def _lin():
-    return importlib.import_module("ember.nn.functional.linear")
 
 
 @gpu_op("nn.functional.linear")
@@ -26,21 +21,21 @@ def linear(input, weight, bias=None):
             n_out = ws[0]
             if bias is not None and (not isinstance(bias, ndarray) or bias.dtype != dt
                                      or tuple(bias.shape) not in ((n_out,), (), (1,))):
-                _lin()._linear_error(input, weight, bias)
+                linear_error(input, weight, bias)
             x = R.as_cupy(input)
             wt = R.as_cupy(weight).T
             out = mm(x, wt)     # leading axes folded into one GEMM's rows (see _gemm)
             if bias is not None:
                 out += R.as_cupy(bias)
             return R.from_cupy(out)
-    _lin()._linear_error(input, weight, bias)
+    linear_error(input, weight, bias)
 
 
 @gpu_op("nn.functional.bilinear")
 def bilinear(input1, input2, weight, bias=None):
     """``y_o = x1 . W_o . x2 + b_o`` on CUDA: one GEMM of x1 with W, then a row-wise
     product with x2 (see ember.nn.functional.bilinear)."""
-    from ember._api._util import shape_str
+    from ember._core.util import shape_str
     if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or \
             input2.shape[-1] != weight.shape[2] or input1.shape[:-1] != input2.shape[:-1]:
         raise ValueError(f"bilinear: shapes do not match: input1 {shape_str(input1.shape)}, "

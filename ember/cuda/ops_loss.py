@@ -7,9 +7,10 @@
   argument is host memory and is not used: the backward recomputes the
   log-sum-exp with the forward kernel (one pass over the logits).
 * ``_nll_nc``: CuPy gathers and scatters.
-* The elementwise losses run their CPU bodies, which are ember ops and so run on
-  the GPU; binary_cross_entropy checks its input range on the device (reported at
-  the next synchronisation, as the class-index checks).
+* The elementwise losses are device-generic (their one definition in loss.py is ember
+  ops); binary_cross_entropy's input range is checked on the device here
+  (``check_in_unit_interval``, reported at the next synchronisation, as the class-index
+  checks).
 
 Bad class indices raise the CPU's IndexError at the next synchronisation (the
 kernels flag them without a wait: see ember.cuda._checks); the kernels never read
@@ -17,8 +18,6 @@ through them.
 The gradient rules in loss.py call ``cross_entropy_nc_grad`` / ``nll_nc_grad``
 for GPU arrays (their CPU branches read host memory).
 """
-import importlib
-
 import numpy as np
 
 from ember.cuda._dispatch import gpu_op
@@ -26,14 +25,11 @@ from ember.cuda import _runtime as R
 from ember.cuda import _checks
 from ember.cuda.ops_softmax import launch, row_grid, row_threads
 
-__all__ = ["cross_entropy_nc_grad", "nll_nc_grad", "smoothed_targets", "coef"]
+__all__ = ["cross_entropy_nc_grad", "nll_nc_grad", "smoothed_targets", "coef",
+           "check_in_unit_interval"]
 
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
-
-
-def _L():
-    return importlib.import_module("ember.nn.functional.loss")
 
 
 def _acc(dt):
@@ -212,11 +208,16 @@ def coef(g, reduction, target, ignore_index, weight):
 
 
 @R.on_arrays_device
-def cross_entropy_nc_grad(g, x, target, weight, ignore_index, reduction, label_smoothing):
-    """loss._ce_nc_grad for GPU arrays (both its create_graph and its kernel branch)."""
+def cross_entropy_nc_grad(g, x, target, weight, ignore_index, reduction, label_smoothing,
+                          softmax=None):
+    """loss._ce_nc_grad for GPU arrays (both its create_graph and its kernel branch);
+    `softmax` is nn.functional's, handed over by loss.py (the create_graph branch records
+    it; this backend does not import nn)."""
     from ember._core.array import _is_grad_enabled
     if _is_grad_enabled():
-        from ember.nn.functional.softmax import softmax
+        if softmax is None:
+            raise TypeError("cross_entropy_nc_grad: recording the gradient (create_graph) "
+                            "needs nn.functional's softmax (softmax=)")
         Q, _ = smoothed_targets(x.detach(), target, weight, ignore_index, label_smoothing)
         Q = Q.astype(x.dtype)
         a = Q.sum(axis=1, keepdims=True)
@@ -279,31 +280,10 @@ def nll_nc_grad(g, x, target, weight, ignore_index, reduction):
 
 # ---------------------------------------------------------------- elementwise losses
 
-@gpu_op("nn.functional.binary_cross_entropy")
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
-                         reduction="mean"):
-    """binary_cross_entropy on CUDA: the CPU body, with the [0, 1] check on the device."""
-    L = _L()
-    cp = R.cp()
-    red = L._reduction("binary_cross_entropy", reduction, size_average, reduce)
-    x, t = L._pair("binary_cross_entropy", input, target, same_shape=True)
+def check_in_unit_interval(x, message):
+    """Queue the check that every element of GPU array x lies in [0, 1]: ValueError(message)
+    at the next synchronisation (binary_cross_entropy's input check)."""
     c = R.as_cupy(x)
     if c.size and _checks.checks_enabled():
-        _checks.defer(~cp.all((c >= 0) & (c <= 1)), lambda: ValueError(
-            "binary_cross_entropy: all elements of input should be between 0 and 1 (pass "
-            "logits to binary_cross_entropy_with_logits instead)"))
-    l = L._bce_terms(x, t)
-    if weight is not None:
-        l = l * L._float_input("binary_cross_entropy", weight, "weight")
-    return L._reduce(l, red)
-
-
-def _register_bodies():
-    """The losses whose CPU bodies are ember ops only: the same body serves the GPU."""
-    L = _L()
-    for op in (L.mse_loss, L.l1_loss, L.smooth_l1_loss, L.huber_loss,
-               L.binary_cross_entropy_with_logits, L.kl_div):
-        gpu_op(op.name)(op.__wrapped__)
-
-
-_register_bodies()
+        cp = R.cp()
+        _checks.defer(~cp.all((c >= 0) & (c <= 1)), lambda: ValueError(message))

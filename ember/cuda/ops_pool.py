@@ -19,17 +19,12 @@ the index of the last one and the GPU kernels the first (the value is NaN either
 import numpy as np
 
 from ember.cuda._dispatch import gpu_op
+from ember._core.nn_args import pool_out
 from ember.cuda import _runtime as R
 from ember.cuda._gemm import mm
 from ember.cuda.ops_conv import geom
 
 _INT64 = np.dtype(np.int64)
-
-
-def _cpu():
-    # shape helpers shared with the CPU ops (imported late: nn sits above cuda)
-    from ember.nn.functional import pooling
-    return pooling
 
 
 def _planes(x, nd):
@@ -64,11 +59,10 @@ def _kernel(stem, dtype):
 def _max_pool(x, nd, k, s, p, d, ceil):
     """(values, int64 indices) of max pooling; k, s, p, d are (h, w) pairs."""
     cp = R.cp()
-    P = _cpu()
     xv = _planes(x, nd)
     n, H, W = xv.shape
-    OH = P._pool_out(H, k[0], s[0], p[0], d[0], ceil)
-    OW = P._pool_out(W, k[1], s[1], p[1], d[1], ceil)
+    OH = pool_out(H, k[0], s[0], p[0], d[0], ceil)
+    OW = pool_out(W, k[1], s[1], p[1], d[1], ceil)
     out = cp.empty((n, OH, OW), dtype=xv.dtype)
     idx = cp.empty((n, OH, OW), dtype=_INT64)
     if out.size:
@@ -186,11 +180,10 @@ def _avg_launch(stem, src, dst, n, H, W, OH, OW, k, s, p, include_pad, divisor, 
 @gpu_op("nn.functional.pooling._avg_pool")
 def _avg_pool(x, nd, k, s, p, ceil, include_pad, divisor):
     cp = R.cp()
-    P = _cpu()
     xv = _planes(x, nd)
     n, H, W = xv.shape
-    OH = P._pool_out(H, k[0], s[0], p[0], 1, ceil)
-    OW = P._pool_out(W, k[1], s[1], p[1], 1, ceil)
+    OH = pool_out(H, k[0], s[0], p[0], 1, ceil)
+    OW = pool_out(W, k[1], s[1], p[1], 1, ceil)
     out = cp.empty((n, OH, OW), dtype=xv.dtype)
     _avg_launch("avg_pool2d_fwd", xv, out, n, H, W, OH, OW, k, s, p, include_pad, divisor,
                 out.size)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ember.cuda import _runtime as R
 from ember._core.dtypes import dtype_kind
+from ember._core.util import float_draw_dtype
 
 __all__ = ["seed", "manual_seed", "manual_seed_all", "initial_seed", "get_rng_state",
            "set_rng_state", "uniform", "normal", "standard_normal", "random", "rand", "randn",
@@ -111,17 +112,6 @@ def set_rng_state(state, device=None):
     _gens[_index(device)] = [int(s) & _MASK63, int(off) & _MASK63]
 
 
-def _pick_up_host_seed():
-    """ember.random.seed may have run before the GPU backend loaded: start from its seed."""
-    import ember.random as host
-    s = getattr(host, "_cuda_seed", None)
-    if s is not None:
-        _all["seed"] = s
-
-
-_pick_up_host_seed()
-
-
 # ---------------------------------------------------------------- kernels
 
 def _shape(size):
@@ -132,9 +122,7 @@ def _shape(size):
     return tuple(int(s) for s in size)
 
 
-def _float_dtype(dtype):
-    from ember.random import _float
-    return _float(dtype)
+_float_dtype = float_draw_dtype
 
 
 def _draw(kind, shape, dt, a, b, idx):

@@ -10,6 +10,10 @@ loads; a whole-array reduction is two deterministic passes.  ``argmax`` /
 ``where=``, scattered axes, the statistics long tail) runs CuPy's reduction of
 the same name, and the result takes the dtype the host function gives, so both
 devices agree.
+
+The host functions are ember._api.reductions', which sits above this backend: it
+offers itself through ember._core.gpu_hooks, and this module registers the GPU form of
+each of its functions when it loads (``register_reductions``).
 """
 import builtins
 import functools
@@ -18,12 +22,13 @@ import warnings
 
 import numpy as np
 
-from ember._api import reductions as _host
-from ember._api._util import normalize_axis_tuple, pick_axis
+from ember._core.util import normalize_axis_tuple, pick_axis
 from ember._core.array import ndarray
 from ember.cuda import _runtime as R
-from ember.cuda._dispatch import gpu_op, cupy_call, host_context
+from ember.cuda._dispatch import gpu_op, cupy_call, host_context, _IMPLS
 from ember._core.dtypes import dtype_kind, BFLOAT16
+from ember._core.public import ops as _public_ops
+from ember._core import gpu_hooks
 
 _THREADS = 256
 _KERNEL_RED = {"sum": "sum", "mean": "mean", "max": "max", "amax": "max", "min": "min",
@@ -102,7 +107,7 @@ def _host_dtype(name, dtype, ndim, frozen_kwargs, frozen_pos=()):
 
 
 def _host_module_fn(name):
-    import ember
+    ember = _public_ops()
     raw = getattr(_host, name)
     fn = getattr(raw, "__wrapped__", raw)
 
@@ -358,11 +363,8 @@ def _register_generic(name):
         return _generic(name, x, kwargs, pos)
     impl.__name__ = name
     impl.via_cupy = True                # CuPy's function of this name does the work
+    impl.from_host_table = True
     gpu_op(name)(impl)
-
-
-for _name in _host.__all__:
-    _register_generic(_name)
 
 
 def _make_fast(name):
@@ -395,12 +397,29 @@ def _make_fast(name):
         return _generic(name, x, kw)
     impl.__name__ = name
     impl.via_cupy = True                # what the kernels do not cover goes to CuPy's function
+    impl.from_host_table = True
     gpu_op(name)(impl)
 
 
-for _name in _KERNEL_RED:
-    if _name in _host.__all__:
-        _make_fast(_name)
+_host = None        # ember._api.reductions
+
+
+def register_reductions(host):
+    """Register the GPU form of every reduction of `host` (ember._api.reductions, offered
+    through ember._core.gpu_hooks): CuPy's function of the same name with the host's
+    dtype (``_generic``), ember's kernels first for ``_KERNEL_RED``; the reductions this
+    module implements itself (argmax, logsumexp...) keep theirs."""
+    global _host
+    _host = host
+    # an alias (amax is max) is dispatched as the op it names: nothing to register
+    names = [n for n in host.__all__ if getattr(getattr(host, n), "__name__", n) == n]
+    for name in names:
+        impl = _IMPLS.get(name)
+        if impl is None or getattr(impl, "from_host_table", False):
+            _register_generic(name)
+    for name in _KERNEL_RED:
+        if name in names:
+            _make_fast(name)
 
 
 def _make_arg(name, is_max):
@@ -436,7 +455,7 @@ _make_arg("argmin", False)
 @gpu_op("logsumexp")
 def logsumexp(x, axis=None, keepdims=False, *, dim=None, keepdim=None):
     """log(sum(exp(x))) with the max subtracted first, from GPU ops."""
-    import ember
+    ember = _public_ops()
     axes = _axes(x, axis, dim, "logsumexp")
     keep = _keepdims(keepdims, keepdim)
     if not ember.isdtype(x.dtype, ("real floating", "complex floating")):
@@ -455,8 +474,8 @@ def logsumexp(x, axis=None, keepdims=False, *, dim=None, keepdim=None):
 @gpu_op("linalg.vector_norm")
 def vector_norm(x, /, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):
     """Vector p-norm over the axes, from GPU reductions (the host's dtype rules)."""
-    import ember
-    from ember._api._util import norm_axis_args
+    ember = _public_ops()
+    from ember._core.util import norm_axis_args
     axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "vector_norm")
     if dtype_kind(x.dtype) in "biu":
         x = x.astype(ember.get_default_dtype())
@@ -473,3 +492,6 @@ def vector_norm(x, /, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=Non
     if ord == 2:
         return ember.sqrt(ember.sum(a * a, axis=ax, keepdims=keepdims))
     return ember.sum(a ** ord, axis=ax, keepdims=keepdims) ** (1.0 / ord)
+
+
+register_reductions(gpu_hooks.host_functions("reductions"))

@@ -12,11 +12,13 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._core.dtypes import dtype_kind
-from ember._api._util import normalize_axis, shape_str
-from ember._api._util import into_out
+from ember._core.util import normalize_axis, shape_str
+from ember._core.util import into_out
 from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op
+from ember._core.result_types import UniqueAllResult, UniqueCountsResult, UniqueInverseResult
 from ember.cuda.ops_core import _check_range, _index_arg, along_axis_key
+from ember._core.public import ops as _public_ops
 
 _I64 = np.dtype(np.int64)
 
@@ -208,7 +210,7 @@ def put(x, indices, values, mode="raise"):
 @gpu_op("masked_fill")
 def masked_fill(x, mask, value):
     """A copy of GPU array x with `value` where `mask` is true (mask broadcasts)."""
-    import ember
+    ember = _public_ops()
     return ember.where(mask, value, x).astype(x.dtype, copy=False)
 
 
@@ -272,19 +274,16 @@ def unique_values(x):
 @gpu_op("unique_counts")
 def unique_counts(x):
     """Sorted unique elements of GPU array x and their counts."""
-    from ember._api.sorting import UniqueCountsResult
     return UniqueCountsResult(*_unique_sorted(x, counts=True))
 
 
 @gpu_op("unique_inverse")
 def unique_inverse(x):
     """Sorted unique elements of GPU array x and the indices that rebuild it."""
-    from ember._api.sorting import UniqueInverseResult
     return UniqueInverseResult(*_unique_sorted(x, inverse=True))
 
 
 @gpu_op("unique_all")
 def unique_all(x):
     """Sorted unique elements of GPU array x, first indices, inverse indices, counts."""
-    from ember._api.sorting import UniqueAllResult
     return UniqueAllResult(*_unique_sorted(x, index=True, inverse=True, counts=True))

@@ -7,11 +7,11 @@ the result moved back and made C-contiguous, as the CPU returns it.
 The launch helpers here (``launch``, ``row_softmax``, ``row_softmax_backward``)
 are shared with the loss and attention modules.
 """
-import importlib
 
 import numpy as np
 
 from ember.cuda._dispatch import gpu_op
+from ember._core.nn_args import float_input, softmax_dim
 from ember.cuda import _runtime as R
 
 __all__ = ["launch", "row_softmax", "row_softmax_backward", "softmax_backward",
@@ -92,10 +92,9 @@ def _along(fn, c, d, *rest):
 
 
 def _forward(opname, input, dim, axis, dtype, log, stacklevel=5):
-    S = importlib.import_module("ember.nn.functional.softmax")
-    x = S._float_input(opname, input, dtype)
+    x = float_input(opname, input, dtype)
     dt = x.dtype
-    d = S._resolve_dim(opname, x.ndim, dim, axis, stacklevel)
+    d = softmax_dim(opname, x.ndim, dim, axis, stacklevel)
     c = R.as_cupy(x)
     if R.suffix(dt) is None:        # a float dtype without kernels: compute in float32
         c = c.astype(_F32)

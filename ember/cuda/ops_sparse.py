@@ -34,7 +34,7 @@ def set_deterministic(flag):
 
 
 def _shape_str(s):
-    from ember._api._util import shape_str
+    from ember._core.util import shape_str
     return shape_str(s)
 
 

@@ -18,7 +18,6 @@ error end the process, which aborts the whole job.
 """
 import ctypes
 import datetime
-import enum
 import os
 import pickle
 import sys
@@ -27,6 +26,7 @@ import time
 import numpy as np
 
 from ember.distributed import _nccl
+from ember.distributed._reduce_op import ReduceOp
 from ember._core.dtypes import dtype_kind, BFLOAT16
 
 __all__ = ["ReduceOp", "Work", "DistBackendError", "init_process_group", "destroy_process_group",
@@ -51,36 +51,6 @@ class DistBackendError(RuntimeError):
 
 
 DistBackendError.__module__ = "ember.distributed"
-
-
-class ReduceOp(enum.Enum):
-    """How ``all_reduce`` / ``reduce`` / ``reduce_scatter`` combine the ranks' values.
-
-    >>> from ember.distributed import ReduceOp
-    >>> ReduceOp.SUM, ReduceOp("max")
-    (<ReduceOp.SUM: 'sum'>, <ReduceOp.MAX: 'max'>)
-    """
-    SUM = "sum"
-    AVG = "avg"
-    PRODUCT = "prod"
-    MIN = "min"
-    MAX = "max"
-    BAND = "band"
-    BOR = "bor"
-    BXOR = "bxor"
-
-    @classmethod
-    def _missing_(cls, value):
-        if isinstance(value, str):
-            v = value.lower()
-            if v == "product":
-                return cls.PRODUCT
-            if v == "mean":
-                return cls.AVG
-            for m in cls:
-                if m.value == v:
-                    return m
-        return None
 
 
 # ------------------------------------------------------------------ the group

@@ -108,7 +108,7 @@ def _dtype_code(dtype, opname):
 
 
 def _op_code(op, dtype, opname):
-    from ember.distributed._c10d import ReduceOp
+    from ember.distributed._reduce_op import ReduceOp
     nccl = _nccl()
     try:
         rop = op if isinstance(op, ReduceOp) else ReduceOp(op)

@@ -23,6 +23,10 @@ from ember._core.array import ndarray
 from ember._api._util import as_array, numpy_view, normalize_axis_tuple, shape_str, wrap
 from ember.autograd.registry import defop
 
+# the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
+# dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
+DEVICE_GENERIC = True
+
 __all__ = ["sliding_window_view", "as_strided"]
 
 

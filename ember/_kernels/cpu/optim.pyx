@@ -31,7 +31,7 @@ from ember._core.dtypes cimport T_FLOAT32, T_FLOAT64, DTYPE_OBJS, default_float,
 from ember._core.elementwise cimport num_threads, cast, assign
 
 import numpy as _np
-from ember._api._util import numpy_view as _numpy_view, wrap as _wrap
+from ember._core.util import numpy_view as _numpy_view, wrap as _wrap
 
 cdef extern from "optim_simd.h" nogil:
     # each optimizer's options, with torch.optim's names (see optim_simd.h)

@@ -166,6 +166,9 @@ def _hardtanh(input, min_val=-1.0, max_val=1.0):
     return _E().clip(input, min_val, max_val)
 
 
+_hardtanh.fn.device_generic = True      # ember ops only: the same body runs on a GPU
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Clamp to [min_val, max_val] (gradient 1 strictly inside, 0 outside).
 

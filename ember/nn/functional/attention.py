@@ -21,6 +21,8 @@ from ember._api._util import numpy_view, empty_raw
 from ember.autograd.registry import defop
 from ember._kernels.cpu.gemm import matmul as _gemm
 from ember._core.dtypes import dtype_kind
+from ember._core.nn_args import (qkv_views as _qkv_views, merged_view as _merged_view,
+                                 core_dims as _core_dims)
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -28,8 +30,13 @@ _CAUSAL = {}          # (L, S, dtype) -> float (L, S) bias, 0 on and below the d
 
 
 def _F():
-    from ember.nn import functional as F
-    return F
+    """The nn.functional ops attention is built from, from their own modules (the package
+    ember.nn.functional imports this one)."""
+    from types import SimpleNamespace
+    from ember.nn.functional.dropout import dropout
+    from ember.nn.functional.linear import linear
+    from ember.nn.functional.softmax import softmax
+    return SimpleNamespace(softmax=softmax, dropout=dropout, linear=linear)
 
 
 def _causal_bias(L, S, dtype, device=None):
@@ -187,28 +194,6 @@ def _sdpa(query, key, value, bias, scale):
 # q, k, v are (N, H, L, D) views of qkv, the output is written straight into the merged
 # (..., L, E) layout, and the backward writes dq, dk, dv straight into one packed
 # gradient for the projection (no head split/merge copies).
-
-def _qkv_views(a, n, h, d, bf):
-    """NumPy (N, L, 3E) (bf) or (L, N, 3E) array -> q, k, v views (N, H, L, D)."""
-    if bf:
-        a5 = a.reshape(n, -1, 3, h, d)
-        return tuple(a5[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
-    a5 = a.reshape(-1, n, 3, h, d)
-    return tuple(a5[:, :, i].transpose(1, 2, 0, 3) for i in range(3))
-
-
-def _merged_view(a, n, h, d, bf):
-    """NumPy (N, L, E) (bf) or (L, N, E) array -> its (N, H, L, D) view."""
-    if bf:
-        return a.reshape(n, -1, h, d).transpose(0, 2, 1, 3)
-    return a.reshape(-1, n, h, d).transpose(1, 2, 0, 3)
-
-
-def _core_dims(qkv, num_heads, bf):
-    n = qkv.shape[0] if bf else qkv.shape[1]
-    e = qkv.shape[2] // 3
-    return n, e, e // num_heads
-
 
 def _core_grad(g, res, qkv, bias, num_heads, scale, bf):
     g_out, g_p = g

@@ -12,6 +12,7 @@ from ember._api._util import numpy_view, empty_raw, shape_str
 from ember.autograd.registry import defop
 from ember._kernels.cpu.gemm import matmul as _gemm
 from ember._core.dtypes import dtype_kind
+from ember._core.nn_args import linear_error as _linear_error
 
 __all__ = ["linear", "bilinear"]
 
@@ -31,30 +32,6 @@ def _linear_grad(g, res, input, weight, bias=None):
     if bias is not None and bias.requires_grad:
         gb = g2.sum(axis=0)
     return gi, gw, gb
-
-
-def _linear_error(input, weight, bias):
-    if not isinstance(input, ndarray) or not isinstance(weight, ndarray):
-        raise TypeError(f"linear: input and weight must be ember arrays, got "
-                        f"{type(input).__name__} and {type(weight).__name__}")
-    if weight.ndim != 2:
-        raise ValueError(f"linear: weight must be 2-d (out_features, in_features), "
-                         f"got shape {shape_str(weight.shape)}")
-    if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
-        raise ValueError(f"linear: input shape {shape_str(input.shape)} and weight shape "
-                         f"{shape_str(weight.shape)} do not match: the last axis of the input "
-                         f"must equal weight.shape[-1] (in_features)")
-    if bias is not None and isinstance(bias, ndarray) and weight.ndim == 2 and \
-            bias.shape not in ((weight.shape[0],), (), (1,)):
-        raise ValueError(f"linear: bias shape {shape_str(bias.shape)} does not match "
-                         f"out_features={weight.shape[0]}")
-    if input.dtype != weight.dtype or (bias is not None and getattr(bias, "dtype", None)
-                                        not in (None, weight.dtype)):
-        raise TypeError(f"linear: dtypes must match, got input {input.dtype}, weight "
-                        f"{weight.dtype}" + (f", bias {bias.dtype}" if bias is not None else "")
-                        + " (convert with .astype() or module.to(dtype))")
-    raise ValueError(f"linear: unsupported input shape {shape_str(input.shape)} / weight shape "
-                     f"{shape_str(weight.shape)}")
 
 
 @defop("nn.functional.linear", grad=_linear_grad, save_args=True)

@@ -239,14 +239,27 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """
     red = _reduction("binary_cross_entropy", reduction, size_average, reduce)
     x, t = _pair("binary_cross_entropy", input, target, same_shape=True)
-    a = numpy_view(x)
-    if a.size and not ((a >= 0) & (a <= 1)).all():
-        raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1 "
-                         "(pass logits to binary_cross_entropy_with_logits instead)")
+    _check_probabilities(x)
     l = _bce_terms(x, t)
     if weight is not None:
         l = l * _float_input("binary_cross_entropy", weight, "weight")
     return _reduce(l, red)
+
+
+_BCE_RANGE = ("binary_cross_entropy: all elements of input should be between 0 and 1 (pass "
+              "logits to binary_cross_entropy_with_logits instead)")
+
+
+def _check_probabilities(x):
+    """binary_cross_entropy's [0, 1] check of its input: at once on the host; on a GPU
+    queued on the device and raised at the next synchronisation (ember.cuda._checks)."""
+    if x.is_cuda:
+        from ember.cuda.ops_loss import check_in_unit_interval
+        check_in_unit_interval(x, _BCE_RANGE)
+        return
+    a = numpy_view(x)
+    if a.size and not ((a >= 0) & (a <= 1)).all():
+        raise ValueError(_BCE_RANGE)
 
 
 def _softplus_neg(x):
@@ -437,7 +450,7 @@ def _ce_nc_grad(g, res, x, target, weight, ignore_index, reduction, label_smooth
     if x.is_cuda:                   # the kernels below read host memory
         from ember.cuda.ops_loss import cross_entropy_nc_grad
         return cross_entropy_nc_grad(g, x, target, weight, ignore_index, reduction,
-                                     label_smoothing)
+                                     label_smoothing, _softmax)
     if _grad_on():
         # create_graph: gx = coef * (softmax(x) * rowsum(Q) - Q), written with ember ops
         Q, _ = _k.smoothed_targets(x.detach(), target, weight, ignore_index, label_smoothing)
@@ -591,3 +604,11 @@ def _back_to(loss, x):
         return loss
     from ember.amp.autocast import casts_to_float32
     return loss if casts_to_float32(x) else loss.astype(x.dtype)
+
+
+# The losses whose bodies are ember ops only (binary_cross_entropy's range check is
+# device-aware): the same body runs on GPU arrays (ember/cuda/_dispatch.py).
+for _op in (mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy,
+            binary_cross_entropy_with_logits, kl_div):
+    _op.fn.device_generic = True
+del _op

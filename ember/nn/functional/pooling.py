@@ -18,6 +18,7 @@ from ember._api._util import numpy_view, empty_raw
 from ember.autograd.registry import defop
 from ember._kernels.cpu import pool as _pk
 from ember.nn.functional._half import computes_in_float32
+from ember._core.nn_args import pool_out as _pool_out
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
@@ -51,14 +52,6 @@ def _new(lead, out2, nd, dtype):
     shape = tuple(lead) + ((out2[1],) if nd == 1 else tuple(out2))
     a = empty_raw(shape, dtype)
     return a, numpy_view(a).reshape(-1, out2[0], out2[1])
-
-
-def _pool_out(n, k, s, p, d, ceil):
-    """PyTorch's pooling output size."""
-    o = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
-    if ceil and (o - 1) * s >= n + p:
-        o -= 1
-    return o
 
 
 def _sz(shape):

@@ -5,7 +5,6 @@ fused Cython kernels (ember._kernels.cpu.softmax); when the backward itself
 is recorded (``create_graph=True``) the gradient is written with ember ops on
 the saved output, so gradients of any order work.
 """
-import warnings
 
 import numpy as np
 
@@ -15,44 +14,12 @@ from ember._core.array import _is_grad_enabled as _grad_on
 from ember._api._util import as_array
 from ember._kernels.cpu import softmax as _k
 from ember.autograd.registry import defop
-from ember._core.dtypes import dtype_kind, is_half_dtype
+from ember._core.dtypes import is_half_dtype
+from ember._core.nn_args import softmax_dim as _resolve_dim, float_input as _float_input
 
 __all__ = ["softmax", "log_softmax", "softmin"]
 
 _F32 = np.dtype(np.float32)
-
-
-def _resolve_dim(opname, ndim, dim, axis, stacklevel):
-    """The softmax axis as a non-negative int; dim=None picks PyTorch's legacy default."""
-    if axis is not None:
-        if dim is not None:
-            raise TypeError(f"{opname}: pass either dim= or axis=, not both")
-        dim = axis
-    if dim is None:
-        warnings.warn(f"Implicit dimension choice for {opname} has been deprecated. "
-                      f"Change the call to include dim=X as an argument.",
-                      UserWarning, stacklevel=stacklevel)
-        dim = 0 if ndim in (0, 1, 3) else 1
-    try:
-        d = int(dim)
-    except TypeError:
-        raise TypeError(f"{opname}: dim must be an integer, got {type(dim).__name__}") from None
-    n = max(ndim, 1)
-    if not -n <= d < n:
-        raise IndexError(f"{opname}: dimension out of range (expected to be in range of "
-                         f"[{-n}, {n - 1}], but got {d})")
-    return d % n
-
-
-def _float_input(opname, input, dtype):
-    """input as an ember array in `dtype` (if given), which must be floating-point."""
-    x = input if type(input) is ndarray else as_array(input)
-    if dtype is not None:
-        x = x.astype(dtype)
-    if dtype_kind(x.dtype) != "f":
-        raise TypeError(f"{opname}: expected a floating-point input, got dtype {x.dtype} "
-                        f"(pass dtype= to compute in a floating-point type)")
-    return x
 
 
 def _prepare(opname, input, dtype):

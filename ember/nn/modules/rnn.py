@@ -28,6 +28,10 @@ from ember.autograd.registry import defop
 from ember.nn.parameter import Parameter
 from ember.nn.modules.module import Module
 
+# the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
+# dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
+DEVICE_GENERIC = True
+
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 

@@ -10,7 +10,6 @@ import ctypes
 
 import numpy as np
 
-from ember._core.array import _CapsuleProducer
 from ember._core.dtypes import BFLOAT16
 
 _K_DL_UINT, _K_DL_BFLOAT = 1, 4
@@ -24,6 +23,19 @@ _api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 # offset of DLTensor.dtype: data (8) + device (8) + ndim (4); the versioned
 # managed tensor puts its DLTensor after version, manager_ctx, deleter and flags (32)
 _DTYPE_OFFSET = {b"dltensor": 20, b"dltensor_versioned": 32 + 20}
+
+
+class CapsuleProducer:
+    """Presents a bare DLPack capsule as a CPU DLPack producer (it can be consumed once)."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
 
 
 def _dtype_bytes(capsule):
@@ -61,4 +73,4 @@ def import_bfloat16(obj):
     capsule = obj if type(obj).__name__ == "PyCapsule" else obj.__dlpack__()
     if not _retag(capsule, (_K_DL_BFLOAT, 16), (_K_DL_UINT, 16)):
         return None
-    return np.from_dlpack(_CapsuleProducer(capsule)).view(BFLOAT16)
+    return np.from_dlpack(CapsuleProducer(capsule)).view(BFLOAT16)

@@ -1,0 +1,86 @@
+"""The one GPU dispatch (ember/cuda/_dispatch.py): every GPU implementation registered by
+name names a public op that exists (a typo would silently send the op elsewhere), and
+an op's route is kept on the op object and follows changes to the registrations.
+Skipped without a GPU; CI runs it on the emulation (tests/cuda_emu)."""
+import gc
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional  # noqa: F401  (registers the nn ops)
+import ember.fft  # noqa: F401
+from ember.autograd.dispatch import DiffOp
+from cuda_helpers import GPU_MARK, HAVE_GPU, DEV, gpu
+
+pytestmark = GPU_MARK
+
+if not HAVE_GPU:
+    pytest.skip("needs the GPU backend (a GPU or the emulation)", allow_module_level=True)
+
+
+def _dispatch():
+    gpu(np.zeros(1))                    # starts the backend
+    from ember.cuda import _dispatch
+    return _dispatch
+
+
+def _public_ops():
+    """name -> DiffOp for every op object that exists (some public functions wrap theirs:
+    ember.sort's PyTorch form, ember.amax...)."""
+    ops = {}
+    for o in gc.get_objects():
+        try:
+            if type(o) is DiffOp:
+                ops[o.name] = o
+        except Exception:               # an object that cannot even be looked at
+            continue
+    return ops
+
+
+def test_every_registration_names_an_op():
+    D = _dispatch()
+    ops = _public_ops()
+    names = D.registered_names()
+    assert len(names) > 50
+    unknown = [n for n in names if n not in ops]
+    assert unknown == [], f"GPU implementations registered for no op: {unknown}"
+
+
+def test_routes_follow_the_registrations(monkeypatch):
+    D = _dispatch()
+    x = gpu(np.arange(6.0).reshape(2, 3))
+    assert D.route(ember.sum)[0] == D._IMPL                 # ember's kernels
+    assert D.route(ember.reshape)[0] == D._GENERIC          # a view: runs as written
+    assert D.route(ember.reshape)[1] is ember.reshape.fn
+    assert ember.sum.__dict__["_gpu_route"][1] == D.route(ember.sum)   # kept on the op
+
+    calls = []
+
+    def replacement(*args, **kwargs):
+        calls.append(args)
+        return args[0]
+    monkeypatch.setitem(D._IMPLS, "reshape", replacement)
+    assert D.route(ember.reshape) == (D._IMPL, replacement)
+    assert ember.reshape(x, (3, 2)) is x and len(calls) == 1
+    monkeypatch.undo()
+    assert D.route(ember.reshape)[0] == D._GENERIC
+    assert ember.reshape(x, (3, 2)).shape == (3, 2)
+
+
+def test_not_implemented_runs_the_op_definition(monkeypatch):
+    """An implementation without a kernel for its input hands the call to the op's own
+    (device-agnostic) definition: relu of an integer array is maximum(x, 0)."""
+    import ember.nn.functional as F
+    x = gpu(np.array([-2, 3], dtype=np.int32))
+    y = F.relu(x)
+    assert y.dtype == np.int32 and y.device == x.device
+    np.testing.assert_array_equal(y.cpu().numpy(), [0, 3])
+
+
+def test_is_device_generic_reads_the_declarations():
+    D = _dispatch()
+    assert D.is_device_generic(ember.reshape.fn)            # DEVICE_GENERIC in its module
+    assert D.is_device_generic(ember.nn.functional.mse_loss.fn)    # fn.device_generic
+    assert not D.is_device_generic(ember.sum.fn)
+    assert str(DEV).startswith("cuda")
