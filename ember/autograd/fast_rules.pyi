@@ -1,0 +1,3 @@
+# Type stubs for ember.autograd.fast_rules (compiled): C versions of the hottest
+# gradient rules, attached to the registered Python rules.
+def install() -> None: ...
