@@ -8,10 +8,7 @@ from numpy.typing import DTypeLike
 
 bfloat16: type[np.generic]            # the scalar type, like numpy.float16
 BFLOAT16: np.dtype[Any]               # its numpy.dtype
-DTYPE_OBJS: list[np.dtype[Any]]       # dtype code (0..14) -> numpy.dtype
 SCALAR_TYPES: tuple[type[np.generic], ...]
-default_float: int                    # code of the default float dtype
-default_complex: int
 
 def dtype_kind(dt: np.dtype[Any]) -> str: ...
 def is_half_dtype(dt: DTypeLike) -> bool: ...

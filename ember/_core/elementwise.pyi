@@ -4,12 +4,13 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Literal
 
+from typing_extensions import disjoint_base
+
 from numpy.typing import DTypeLike
 
 from ember._core.array import ndarray
 
 LOOP_ISA: Literal["avx2", "baseline"]     # which build of the generated loops runs here
-PAR_MIN: int                              # elements from which kernels use several threads
 
 def set_num_threads(n: int) -> None: ...
 def get_num_threads() -> int: ...
@@ -29,6 +30,7 @@ def call_unary(op: int, a: Any, out: ndarray | None = None) -> Any: ...
 def has_loop(name: str, dtype: DTypeLike) -> bool: ...
 def op_names() -> list[str]: ...
 
+@disjoint_base
 class UfuncBase:
     """The C fast path of ember.ufunc calls (``f(x)`` / ``f(x, y)`` without keywords)."""
     nin: int

@@ -1,8 +1,11 @@
 # Type stubs for ember.autograd.engine (compiled): graph nodes and the backward pass.
 from typing import Any, Callable, final
 
+from typing_extensions import disjoint_base
+
 from ember._core.array import ndarray
 
+@disjoint_base
 class Node:
     """A step of the recorded graph (``grad_fn`` of arrays that ops produced)."""
     next_nodes: tuple[Node | None, ...]
@@ -26,6 +29,7 @@ class AccumulateGrad(Node):
     @property
     def variable(self) -> ndarray | None: ...
 
+@disjoint_base
 class _RemovableHandle:
     def __init__(self, container: list[Any], entry: object) -> None: ...
     def remove(self) -> None: ...
@@ -60,6 +64,7 @@ class CallableNode(Node):
     slot_meta: tuple[Any, ...]
     on_release: Callable[[], object] | None
 
+@disjoint_base
 class GradMeta:
     """Per-array autograd extras: the leaf's AccumulateGrad, retain_grad, hooks."""
     accumulator: AccumulateGrad | None

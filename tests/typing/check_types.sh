@@ -88,10 +88,12 @@ t1=$((SECONDS - t0))
 echo "== 2. stubtest (${#checked[@]} modules)"
 t0=$SECONDS
 # The stubs come from the source tree (MYPYPATH); step 1 checked that the installed copies
-# are the same files.  No mypy config here (none is found from $work): pyproject's
-# [tool.mypy] silences errors in ember's unannotated Python layer, which must not hide
-# an error in a stub.
-if ! MYPYPATH="$repo" "$py" -m mypy.stubtest --cache-dir "$work/cache-stubtest" \
+# are the same files.  ember's Python layer (which the stubs import through its packages)
+# is not annotated: errors there are silenced, but not in the modules checked here.
+{ printf '[mypy]\n[mypy-ember.*]\nignore_errors = True\n'
+  for m in "${checked[@]}"; do printf '[mypy-%s]\nignore_errors = False\n' "$m"; done
+} > "$work/stubtest.ini"
+if ! MYPYPATH="$repo" "$py" -m mypy.stubtest --mypy-config-file "$work/stubtest.ini" \
     --allowlist "$here/stubtest_allowlist.txt" "${checked[@]}"; then
   status=1
   echo "check_types: stubtest found differences between ember's .pyi stubs and the built"
