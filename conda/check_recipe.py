@@ -214,7 +214,8 @@ def check_installed(py, tracked):
     files = set(json.loads(run([py, "-c", code])[0]))
     problems = []
     for f in tracked:
-        if f.startswith("ember/") and f.endswith((".py", ".pxd", ".pyx", ".cu", ".h")) \
+        if f.startswith("ember/") and f.endswith((".py", ".pxd", ".pyx", ".cu", ".h", ".pyi",
+                                                  "py.typed")) \
                 and f not in files:
             problems.append(f"missing {f}")
     pkgs = {os.path.dirname(f) for f in tracked

@@ -1,0 +1,19 @@
+# Type stubs for ember._kernels.cpu.conv (compiled, private): im2col / col2im and the
+# AVX-512 direct float32 convolution kernels.  Arrays are NumPy arrays (views of ember
+# memory); results are written into the output argument.
+from typing import Any
+
+from numpy.typing import NDArray
+
+def im2col(x: NDArray[Any], col: NDArray[Any], kh: int, kw: int, sh: int, sw: int, ph: int, pw: int,
+           dh: int, dw: int, OH: int, OW: int, sn: int, sr: int) -> None: ...
+def col2im(col: NDArray[Any], x: NDArray[Any], kh: int, kw: int, sh: int, sw: int, ph: int, pw: int,
+           dh: int, dw: int, OH: int, OW: int, sn: int, sr: int) -> None: ...
+def fast_available() -> bool: ...
+def conv2d_forward_f32(x: NDArray[Any], w: NDArray[Any], b: NDArray[Any] | None, out: NDArray[Any],
+                       sh: int, sw: int, ph0: int, ph1: int, pw0: int, pw1: int, dh: int, dw: int,
+                       groups: int) -> None: ...
+def conv2d_weight_f32(x: NDArray[Any], gout: NDArray[Any], dwout: NDArray[Any], sh: int, sw: int,
+                      ph0: int, ph1: int, pw0: int, pw1: int, dh: int, dw: int, groups: int) -> None: ...
+def conv2d_input_f32(gout: NDArray[Any], w: NDArray[Any], dx: NDArray[Any], sh: int, sw: int,
+                     ph0: int, ph1: int, pw0: int, pw1: int, dh: int, dw: int, groups: int) -> None: ...

@@ -1,0 +1,23 @@
+# Type stubs for ember._kernels.cpu.gemm (compiled, private): GEMM on ember's threads
+# through single-threaded OpenBLAS calls.
+from types import TracebackType
+from typing import Any, Literal, TypeVar, final
+
+from numpy.typing import NDArray
+
+_A = TypeVar("_A", bound=NDArray[Any])
+
+BLAS_LIBRARY: str | None          # path of the OpenBLAS NumPy loaded, None when not found
+
+@final
+class _OneBlasThread:
+    def __enter__(self) -> _OneBlasThread: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+
+one_blas_thread: _OneBlasThread   # ``with one_blas_thread:`` holds NumPy's BLAS at one thread
+
+def available() -> bool: ...
+def blas_threads_held() -> bool: ...
+def matmul(a: NDArray[Any], b: NDArray[Any], out: _A) -> _A: ...
+def matmul_new(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]: ...
+def _set_enabled(on: bool) -> None: ...
