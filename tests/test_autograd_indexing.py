@@ -148,7 +148,7 @@ CASES = [
      lambda c, a: torch.where(c > 0, a, c)),
     ("clip", lambda t: E.clip(t, -0.5, 0.7), [(3, 4)], lambda t: torch.clamp(t, -0.5, 0.7)),
     ("clip_min_only", lambda t: E.clip(t, min=0.1), [(3, 4)], lambda t: torch.clamp(t, min=0.1)),
-    ("clip_a_max", lambda t: E.clip(t, a_max=0.1), [(3, 4)], lambda t: torch.clamp(t, max=0.1)),
+    ("clip_max_only", lambda t: E.clip(t, max=0.1), [(3, 4)], lambda t: torch.clamp(t, max=0.1)),
     ("clip_arrays", lambda x, lo, hi: E.clip(x, lo, hi), [(3, 4), (4,), (3, 1)],
      lambda x, lo, hi: torch.clamp(x, lo, hi)),
     ("method_clip", lambda t: t.clip(-1.0, 1.0), [(3, 4)], lambda t: t.clip(-1.0, 1.0)),

@@ -165,7 +165,10 @@ def test_math_benchmark_runs():
     assert [r["case"].split("`")[1] for r in rows] == list(bench_math.FUNCS)
     for r in rows:
         assert set(r) >= ROW_KEYS
-        assert r["times"]["ember"] and r["times"]["numpy"], (r["case"], r["errors"])
+        # NumPy has no sigmoid/gelu/softplus/erf: those rows compare with PyTorch alone
+        assert r["times"]["ember"], (r["case"], r["errors"])
+        assert r["times"]["numpy"] or r["times"].get("torch") or \
+            r["errors"].get("numpy") == "no NumPy function", (r["case"], r["errors"])
 
 
 def test_fft_benchmark_runs():

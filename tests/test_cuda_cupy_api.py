@@ -81,7 +81,7 @@ def _keywords_cupy_refuses(name, ember_fn, allowed):
         return [], cs
     return [p.name for p in list(inspect.signature(ember_fn).parameters.values())[1:]
             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-            and D._KW_ALIASES.get(p.name, p.name) not in cs.parameters
+            and D.cupy_keyword(name, p.name) not in cs.parameters
             and not allowed(p.name)], cs
 
 

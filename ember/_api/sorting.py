@@ -42,8 +42,8 @@ def _stable_argsort(v, axis, descending):
 
 
 def check_sort_arguments(x, axis, kind, order, opname):
-    """NumPy's checks of sort's `kind` and `order` (ember arrays have no fields), and of
-    the axis of a 0-d array (only axis=None sorts one).
+    """NumPy's checks of sort's `kind` and `order` (ember arrays have no fields).  A 0-d
+    array sorts to itself, as in PyTorch (the in-place method ``x.sort()`` follows NumPy).
 
     >>> import ember
     >>> from ember._api.sorting import check_sort_arguments
@@ -58,8 +58,6 @@ def check_sort_arguments(x, axis, kind, order, opname):
                              f"(got {kind!r})")
     if order is not None:
         raise ValueError(f"{opname}: cannot specify order when the array has no fields")
-    if axis is not None and getattr(x, "ndim", 1) == 0:
-        normalize_axis(axis, 0, opname)         # raises NumPy's AxisError
 
 
 def argsort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):

@@ -1926,6 +1926,9 @@ cdef class ndarray:
             return _ember.sort(self, dim=dim, descending=descending, stable=stable)
         if order is not None:
             raise ValueError("sort: cannot specify order when the array has no fields")
+        if self.ndim == 0 and axis is not None:     # NumPy's in-place sort of a 0-d array
+            raise _np.exceptions.AxisError(f"sort: axis {axis} is out of bounds for array "
+                                           f"of dimension 0")
         check_writeable(self, "sort")
         if _tracking(self):
             # sort a copy: the sort node must not save the array it then overwrites

@@ -163,6 +163,7 @@ def can_cast_same_kind(src, dst):
     >>> can_cast_same_kind(ember.float64, ember.float16), can_cast_same_kind(ember.float32, ember.int64)
     (True, False)
     """
+    src, dst = np.dtype(src), np.dtype(dst)
     ks, kd = dtype_kind(src), dtype_kind(dst)
     if ks == kd:
         return True

@@ -53,6 +53,14 @@ _IMPLS = _Registry()
 
 # ember keyword spellings CuPy does not know
 _KW_ALIASES = {"dim": "axis", "keepdim": "keepdims"}
+# NumPy's parameter names (ember's) where CuPy's function names them otherwise
+_KW_ALIASES_BY_OP = {"extract": {"arr": "a"}, "intersect1d": {"ar1": "arr1", "ar2": "arr2"},
+                     "union1d": {"ar1": "arr1", "ar2": "arr2"}}
+
+
+def cupy_keyword(name, keyword):
+    """The name CuPy's function `name` gives ember's keyword argument `keyword`."""
+    return _KW_ALIASES_BY_OP.get(name, {}).get(keyword, _KW_ALIASES.get(keyword, keyword))
 
 
 def gpu_op(*names):
@@ -245,7 +253,7 @@ def cupy_call(name, args, kwargs):
     for k, v in kwargs.items():
         if k == "out" and v is not None:
             out = v
-        ckw[_KW_ALIASES.get(k, k)] = _to_cupy(v)
+        ckw[cupy_keyword(name, k)] = _to_cupy(v)
     try:
         res = fn(*_to_cupy(args), **ckw)
     except TypeError as err:
