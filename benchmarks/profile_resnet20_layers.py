@@ -220,6 +220,9 @@ class _KernelTimers:
 
 
 def step_rows(nets=("mlp", "lenet5", "resnet20", "transformer"), repeat=9):
+    """Per network: (name, batch, ember ms, PyTorch ms, ember's kernel ms, GFLOP per step,
+    sgemm GFLOP/s).  ember's steps run with the kernel timers on, so the kernel time and
+    the step time come from the same steps (medians over interleaved repetitions)."""
     import bench_train as bt
     rate = sgemm_gflops()
     out = []
@@ -232,21 +235,27 @@ def step_rows(nets=("mlp", "lenet5", "resnet20", "transformer"), repeat=9):
         for lib in bt.LIBS:
             for _ in range(2):
                 exec(code, envs[lib])
-        ms = _interleaved_ms({lib: (lambda e=envs[lib]: exec(code, e)) for lib in bt.LIBS},
-                             number=number, repeat=repeat, warmup=1)
         timers = _KernelTimers()
         timers.install()
+        samples = {"ember": [], "torch": [], "kern": [], "flop": []}
         try:
-            timers.active = True
-            steps = 5 * number
-            for _ in range(steps):
-                exec(code, envs["ember"])
-            timers.active = False
+            for r in range(repeat):
+                for lib in (bt.LIBS if r % 2 == 0 else bt.LIBS[::-1]):
+                    env = envs[lib]
+                    timers.ms = timers.flop = 0.0
+                    timers.active = lib == "ember"
+                    t0 = time.perf_counter_ns()
+                    for _ in range(number):
+                        exec(code, env)
+                    samples[lib].append((time.perf_counter_ns() - t0) / number / 1e6)
+                    timers.active = False
+                    if lib == "ember":
+                        samples["kern"].append(timers.ms / number)
+                        samples["flop"].append(timers.flop / number)
         finally:
             timers.uninstall()
-        kern_ms = timers.ms / steps
-        flop = timers.flop / steps
-        out.append((net, batch, ms["ember"], ms["torch"], kern_ms, flop, rate))
+        med = {k: float(np.median(v)) for k, v in samples.items()}
+        out.append((net, batch, med["ember"], med["torch"], med["kern"], med["flop"], rate))
     return out
 
 

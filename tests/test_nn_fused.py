@@ -281,3 +281,17 @@ def test_sequential_of_subclass_is_not_fused():
     x = ember.asarray(RNG.standard_normal((4, 3)).astype(np.float32))
     ref = F.relu(F.linear(x, m[0].weight, m[0].bias) * 2)
     np.testing.assert_allclose(np.asarray(m(x)), np.asarray(ref), rtol=1e-6)
+
+
+def test_sequential_under_cpu_autocast_is_not_fused():
+    """Autocast casts linear's arguments by op name: the pair runs unfused there (bfloat16
+    result, as without fusion)."""
+    m = _mlp(nn)
+    x = ember.asarray(RNG.standard_normal((4, 5)).astype(np.float32))
+    with ember.amp.autocast("cpu"):
+        y = m(x)
+        ref = F.relu(m[2](F.relu(m[0](x))))
+    assert y.dtype == ref.dtype
+    np.testing.assert_array_equal(np.asarray(y.astype(np.float32)),
+                                  np.asarray(ref.astype(np.float32)))
+    assert "LinearRelu" not in _node_name(y)

@@ -29,6 +29,8 @@ convolutions), so higher derivatives work.
 >>> linear_relu(ember.asarray([[1.0, -2.0]]), ember.ones((2, 2)), ember.asarray([0.5, 2.0])).tolist()
 [[0.0, 1.0]]
 """
+import sys
+
 import numpy as np
 
 from ember._core.array import ndarray
@@ -43,6 +45,12 @@ from ember.nn.functional.activation import _relu_backward
 __all__ = ["linear_relu", "conv2d_relu"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _autocasting():
+    """Inside an autocast region linear/conv cast their arguments by op name: not fused."""
+    amp = sys.modules.get("ember.amp.autocast")
+    return amp is not None and amp._ACTIVE[0] > 0
 
 
 def _contig(a):
@@ -114,7 +122,7 @@ def fusable_linear(input, weight, bias):
     dt = input.dtype
     if input.ndim < 2 or weight.ndim != 2 or dt not in _FLOATS or weight.dtype != dt \
             or input.shape[-1] != weight.shape[1] or input.is_cuda or weight.is_cuda \
-            or (input.ndim > 2 and not input.is_contiguous()):
+            or (input.ndim > 2 and not input.is_contiguous()) or _autocasting():
         return False
     if bias is not None and (not isinstance(bias, ndarray) or bias.dtype != dt
                              or bias.shape != (weight.shape[0],) or bias.is_cuda):
@@ -181,7 +189,7 @@ def fusable_conv2d(input, weight, bias):
         return False
     dt = input.dtype
     if input.ndim != 4 or weight.ndim != 4 or dt not in _FLOATS or weight.dtype != dt \
-            or input.is_cuda or weight.is_cuda:
+            or input.is_cuda or weight.is_cuda or _autocasting():
         return False
     if bias is not None and (not isinstance(bias, ndarray) or bias.dtype != dt
                              or bias.is_cuda):
