@@ -94,7 +94,7 @@ def sgemm_gflops():
 
 # ------------------------------------------------------------------ per-layer table
 
-def layer_rows(batch=64, repeat=11):
+def layer_rows(batch=64, repeat=11, number=3):
     import ember
     from ember.nn.functional import conv as cv
     from ember._kernels.cpu.gemm import matmul
@@ -127,7 +127,7 @@ def layer_rows(batch=64, repeat=11):
             "dw": lambda: cv._conv_weight(x, g, (O, C, k, k), *geo),
             "dw_gemm": lambda: matmul(A_w, B_w, C_w),
         }
-        ms = _interleaved_ms(fns, number=3, repeat=repeat)
+        ms = _interleaved_ms(fns, number=number, repeat=repeat)
         flop = 2.0 * O * K * NL
         rows.append((name, count, O, NL, K, flop, ms))
     return rows
@@ -219,7 +219,8 @@ class _KernelTimers:
         self._undo = []
 
 
-def step_rows(nets=("mlp", "lenet5", "resnet20", "transformer"), repeat=9):
+def step_rows(nets=("mlp", "lenet5", "resnet20", "transformer"), repeat=9, batch=None,
+              number=None):
     """Per network: (name, batch, ember ms, PyTorch ms, ember's kernel ms, GFLOP per step,
     sgemm GFLOP/s).  ember's steps run with the kernel timers on, so the kernel time and
     the step time come from the same steps (medians over interleaved repetitions)."""
@@ -227,9 +228,9 @@ def step_rows(nets=("mlp", "lenet5", "resnet20", "transformer"), repeat=9):
     rate = sgemm_gflops()
     out = []
     for net in nets:
-        batch = 32 if net == "transformer" else 64
-        ns = bt._namespaces(net, batch)
-        number = 20 if net == "mlp" else (1 if net == "resnet20" else 3)
+        nb = batch or (32 if net == "transformer" else 64)
+        ns = bt._namespaces(net, nb)
+        reps = number or (20 if net == "mlp" else (1 if net == "resnet20" else 3))
         envs = {lib: dict(ns[lib]) for lib in bt.LIBS}
         code = compile(bt.STEP, "<step>", "exec")
         for lib in bt.LIBS:
@@ -245,17 +246,17 @@ def step_rows(nets=("mlp", "lenet5", "resnet20", "transformer"), repeat=9):
                     timers.ms = timers.flop = 0.0
                     timers.active = lib == "ember"
                     t0 = time.perf_counter_ns()
-                    for _ in range(number):
+                    for _ in range(reps):
                         exec(code, env)
-                    samples[lib].append((time.perf_counter_ns() - t0) / number / 1e6)
+                    samples[lib].append((time.perf_counter_ns() - t0) / reps / 1e6)
                     timers.active = False
                     if lib == "ember":
-                        samples["kern"].append(timers.ms / number)
-                        samples["flop"].append(timers.flop / number)
+                        samples["kern"].append(timers.ms / reps)
+                        samples["flop"].append(timers.flop / reps)
         finally:
             timers.uninstall()
         med = {k: float(np.median(v)) for k, v in samples.items()}
-        out.append((net, batch, med["ember"], med["torch"], med["kern"], med["flop"], rate))
+        out.append((net, nb, med["ember"], med["torch"], med["kern"], med["flop"], rate))
     return out
 
 
