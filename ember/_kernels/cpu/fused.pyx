@@ -80,16 +80,31 @@ cdef void _bias_relu(real* y, const real* b, Py_ssize_t N, Py_ssize_t C,
 
 cdef inline void _grad_chan(const real* g, const real* y, real* gx, real* gb, Py_ssize_t N,
                             Py_ssize_t C, Py_ssize_t L, Py_ssize_t c) noexcept nogil:
-    cdef Py_ssize_t n, l, o
+    cdef Py_ssize_t n, l, o, k
     cdef double s = 0
     cdef real v, part
+    cdef real lane[16]          # 16 independent partial sums: the loop vectorises
     for n in range(N):
         o = (n * C + c) * L
+        for k in range(16):
+            lane[k] = 0
+        l = 0
+        while l + 16 <= L:
+            for k in range(16):     # g loaded unconditionally: a blend, no branch
+                v = g[o + l + k]
+                v = 0 if y[o + l + k] <= 0 else v      # NaN in y passes g, as relu's backward
+                gx[o + l + k] = v
+                lane[k] = lane[k] + v
+            l += 16
         part = 0
-        for l in range(L):
-            v = g[o + l] if y[o + l] > 0 or y[o + l] != y[o + l] else 0
+        while l < L:
+            v = g[o + l]
+            v = 0 if y[o + l] <= 0 else v
             gx[o + l] = v
             part = part + v
+            l += 1
+        for k in range(16):
+            part = part + lane[k]
         s += part
     if gb != NULL:
         gb[c] = <real>s
@@ -101,11 +116,16 @@ cdef void _grad_rows(const real* g, const real* y, real* gx, double* acc, Py_ssi
     cdef real v
     for r in range(r0, r1):
         o = r * C
-        for c in range(C):
-            v = g[o + c] if y[o + c] > 0 or y[o + c] != y[o + c] else 0
-            gx[o + c] = v
-            if acc != NULL:
+        if acc != NULL:
+            for c in range(C):
+                v = g[o + c]
+                v = 0 if y[o + c] <= 0 else v
+                gx[o + c] = v
                 acc[c] += v
+        else:
+            for c in range(C):
+                v = g[o + c]
+                gx[o + c] = 0 if y[o + c] <= 0 else v
 
 
 def bias_relu(real[:, :, ::1] y not None, const real[::1] b):

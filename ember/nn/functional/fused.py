@@ -6,12 +6,12 @@ differentiable op each, with the same numbers and gradients as the two ops:
 * forward: the GEMM (or the direct convolution) writes its output, and the bias
   and the ReLU are applied in the same pass (for the convolution, inside the
   kernel while each sample is in cache); the pre-activation is never stored;
-* backward: one pass over the output gradient masks it by ``y > 0`` and sums the
-  bias gradient at the same time (``ember._kernels.cpu.fused``), then the two
-  GEMMs (or the two adjoint convolutions) take the masked gradient.
+* backward: the output gradient is masked by ``y > 0`` (for the convolution in one
+  pass that also sums the bias gradient, ``ember._kernels.cpu.fused``; for the
+  linear layer by ReLU's backward kernel, the bias gradient by ``sum``), then the
+  two GEMMs (or the two adjoint convolutions) take the masked gradient.
 
-One node instead of two, and one pass over the output instead of three (bias add,
-ReLU, ReLU backward) plus the bias gradient's reduction.
+One node instead of two; the bias add and the ReLU are one pass instead of two.
 
 Where they are used: ``nn.Sequential`` calls them for a ``Linear`` or ``Conv2d``
 followed by a ``ReLU`` when neither module has hooks or a replaced ``forward``, and
@@ -59,7 +59,9 @@ def _contig(a):
 
 def _masked_grad(g, y, shape3, need_bias, sum_axes):
     """(g where y > 0, its sum over `sum_axes` or None) for the ReLU output y."""
-    if _grad_on() or g.dtype != y.dtype or g.shape != y.shape:
+    if _grad_on() or g.dtype != y.dtype or g.shape != y.shape or shape3[2] == 1:
+        # (rows, features), a linear layer's output: ReLU's vectorised backward kernel and
+        # ember's sum beat the one-pass kernel's per-feature double accumulators there
         gm = _relu_backward(g, y)
         return gm, (gm.sum(axis=sum_axes) if need_bias else None)
     g = _contig(g)
