@@ -4,7 +4,7 @@ against PyTorch, interleaved in one process (medians).
     python benchmarks/ab_fusion.py mlp 31 20     # network, repetitions, steps per batch
 """
 import sys, time, os
-sys.path.insert(0, "benchmarks")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 import bench_train as bt
 from ember.nn.modules import container
