@@ -17,6 +17,15 @@ TF = torch.nn.functional
 RNG = np.random.default_rng(2025)
 
 
+@pytest.fixture(autouse=True)
+def _fusion_on():
+    """The Sequential fusion is off by default; these tests check it switched on."""
+    before = container.fuse_enabled
+    container.fuse_enabled = True
+    yield
+    container.fuse_enabled = before
+
+
 def _tol(dtype):
     return dict(rtol=2e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
 

@@ -13,7 +13,9 @@ differentiable op each, with the same numbers and gradients as the two ops:
 
 One node instead of two; the bias add and the ReLU are one pass instead of two.
 
-Where they are used: ``nn.Sequential`` calls them for a ``Linear`` or ``Conv2d``
+Where they are used (when ``ember.nn.modules.container.fuse_enabled`` is True; it is
+off by default until the fused path's Python overhead is cut, see benchmarks/README.md):
+``nn.Sequential`` calls them for a ``Linear`` or ``Conv2d``
 followed by a ``ReLU`` when neither module has hooks or a replaced ``forward``, and
 the input is a CPU float32/float64 array of the plain shape (``Sequential.forward``).
 The pre-activation is internal to the Sequential, so no user code can hold it,
