@@ -178,3 +178,18 @@ def test_fft_benchmark_runs():
     for r in rows:
         assert set(r) >= ROW_KEYS
         assert r["times"]["ember"] and r["times"]["numpy"], (r["case"], r["errors"])
+
+
+def test_profile_resnet20_layers_runs(capsys):
+    """benchmarks/profile_resnet20_layers.py at tiny sizes (no timing is asserted)."""
+    pytest.importorskip("torch")
+    import profile_resnet20_layers as prof
+    rows = prof.layer_rows(batch=1, repeat=1, number=1)
+    assert len(rows) == len(prof.RESNET20_CONVS)
+    assert all(ms[k] > 0 for *_, ms in rows for k in ms)
+    prof.print_layers(rows, batch=1)
+    steps = prof.step_rows(nets=("mlp", "lenet5"), repeat=1, batch=2, number=1)
+    assert [r[0] for r in steps] == ["mlp", "lenet5"]
+    assert all(r[4] > 0 and r[5] > 0 for r in steps)        # the kernel timers saw work
+    prof.print_steps(steps)
+    assert "conv/GEMM" in capsys.readouterr().out

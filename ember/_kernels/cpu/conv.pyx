@@ -314,8 +314,9 @@ def _src_geometry(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw, int64
 
 
 def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, int pw1,
-                       int dh, int dw, int groups):
-    """out (N, O, OH, OW) = conv2d(x (N, C, H, W), w (O, C/groups, kh, kw)) + b."""
+                       int dh, int dw, int groups, bint relu=False):
+    """out (N, O, OH, OW) = conv2d(x (N, C, H, W), w (O, C/groups, kh, kw)) + b, and with
+    ``relu`` max(that, 0) (NaN stays NaN), applied while each sample is in cache."""
     _f32_check("conv2d_forward_f32", (x, w, out))
     cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef int64_t O = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
@@ -343,7 +344,7 @@ def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, 
     cdef float* dst
     cdef float* orow
     cdef const float* trow
-    cdef float bv
+    cdef float bv, v
     cdef int simd = _SIMD
     src = tmp = NULL
     with nogil, parallel(num_threads=nt):
@@ -360,7 +361,16 @@ def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, 
                     dst = tmp + g * Og * L
                 emb_og(simd, A + g * Tg * Og, <int>Tg, <int>Og, src, off + g * Tg, dst, L, L)
             if direct:
-                if bias != NULL:
+                if relu:
+                    for o in range(O):
+                        bv = 0
+                        if bias != NULL:
+                            bv = bias[o]
+                        orow = op + (n * O + o) * L
+                        for k in range(L):
+                            v = orow[k] + bv
+                            orow[k] = 0 if v < 0 else v
+                elif bias != NULL:
                     for o in range(O):
                         bv = bias[o]
                         orow = op + (n * O + o) * L
@@ -374,8 +384,13 @@ def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, 
                     for oy in range(OH):
                         orow = op + ((n * O + o) * OH + oy) * OW
                         trow = tmp + o * L + oy * Wq
-                        for ox in range(OW):
-                            orow[ox] = trow[ox] + bv
+                        if relu:
+                            for ox in range(OW):
+                                v = trow[ox] + bv
+                                orow[ox] = 0 if v < 0 else v
+                        else:
+                            for ox in range(OW):
+                                orow[ox] = trow[ox] + bv
         free(src)
         free(tmp)
 

@@ -13,7 +13,7 @@ import ember as E
 from ember._core.array import ndarray
 from ember.nn.parameter import Parameter
 from ember.nn.modules.module import Module
-from ember.nn.modules.container import ModuleList
+from ember.nn.modules.container import ModuleList, fuse_linear_relu
 from ember.nn.modules.linear import Linear
 from ember._core.dtypes import dtype_kind
 
@@ -217,7 +217,12 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(x)
 
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        h = None
+        if self.activation is _F().relu:
+            h = fuse_linear_relu(self.linear1, x)     # one op on the CPU (nn.functional.fused)
+        if h is None:
+            h = self.activation(self.linear1(x))
+        x = self.linear2(self.dropout(h))
         return self.dropout2(x)
 
 
