@@ -6,11 +6,15 @@ upstream gradient, over broadcasting, non-contiguous and negative-stride
 inputs, 0-d and empty arrays, float32 and mixed float32/float64 operands.
 A representative subset is checked to second order (gradgradcheck).
 """
+from functools import partial
+
 import numpy as np
 import pytest
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
+import helpers
+from helpers import leaf, tleaf
 
 torch = pytest.importorskip("torch")
 
@@ -43,14 +47,6 @@ def sample(kind, shape, seed=0):
     raise ValueError(kind)
 
 
-def leaf(values, dtype=F64):
-    return ember.asarray(np.array(values, dtype=np.float64, order="C"), dtype=dtype, requires_grad=True)
-
-
-def tleaf(values):
-    return torch.tensor(np.asarray(values, dtype=np.float64), requires_grad=True)
-
-
 def ember_grads(fn, xs, g):
     """Gradients of fn(*xs) with upstream g (zeros where an input is unused)."""
     out = fn(*xs)
@@ -68,9 +64,7 @@ def torch_grads(fn, values, g):
     return out, [torch.zeros_like(t) if gi is None else gi for t, gi in zip(ts, gs)]
 
 
-def assert_close(actual, expected, rtol=1e-7, atol=1e-10):
-    exp = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
-    np.testing.assert_allclose(np.asarray(actual), exp, rtol=rtol, atol=atol)
+assert_close = partial(helpers.close, rtol=1e-7, atol=1e-10)
 
 
 def check_against_torch(efn, tfn, values, seed=1, dtype=F64, rtol=1e-7, atol=1e-10):
@@ -373,11 +367,36 @@ def test_operators(expr):
     assert gradcheck(f, (leaf(a), leaf(b)))
 
 
-def test_reflected_operators_record():
-    """Reflected operators with a Python scalar leave the scalar out of the graph."""
-    x = leaf([1.0, 2.0])
-    for y in (2 - x, 2 ** x, 1 / x, 2 * x, 2 + x):
-        assert y.requires_grad and y.grad_fn is not None
+# a Python scalar on the left: ndarray.__radd__, __rsub__, __rmul__, __rtruediv__, __rpow__
+REFLECTED = {
+    "2 + x": lambda x: 2 + x,
+    "2 - x": lambda x: 2 - x,
+    "-1.5 * x": lambda x: -1.5 * x,
+    "1 / x": lambda x: 1 / x,
+    "3 / x": lambda x: 3 / x,
+    "2 ** x": lambda x: 2 ** x,
+    "0.5 ** x": lambda x: 0.5 ** x,
+}
+
+
+@pytest.mark.parametrize("dtype", [F64, F32])
+@pytest.mark.parametrize("expr", sorted(REFLECTED))
+def test_reflected_operators_record(expr, dtype):
+    """Each reflected operator with a Python scalar, on its own: x is the node's only
+    input (the scalar stays out of the graph), the weak scalar keeps x's dtype, and the
+    value and gradient equal PyTorch's (and finite differences in float64)."""
+    f = REFLECTED[expr]
+    v = sample("nz", (3, 4), 7)
+    x = leaf(v, dtype)
+    y = f(x)
+    assert y.requires_grad and y.grad_fn is not None and y.dtype == dtype
+    ((node, nr),) = y.grad_fn.next_functions
+    assert node.name == "AccumulateGrad" and node.variable is x and nr == 0
+    tol = dict(rtol=1e-7, atol=1e-10) if dtype == F64 else dict(rtol=2e-6, atol=1e-6)
+    (g,) = check_against_torch(f, f, [v], dtype=dtype, **tol)
+    assert g.dtype == dtype
+    if dtype == F64:
+        assert gradcheck(f, (leaf(v),))
 
 
 # ---------------------------------------------------------------- power edge cases

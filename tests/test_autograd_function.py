@@ -1,11 +1,13 @@
 """ember.autograd.Function (custom differentiable ops) against torch.autograd.Function."""
 import doctest
+from functools import partial
 
 import numpy as np
 import pytest
 
 import ember
 from ember.autograd import Function, once_differentiable
+import helpers
 
 torch = pytest.importorskip("torch")
 
@@ -21,9 +23,7 @@ def T(a, requires_grad=False):
                         requires_grad=requires_grad)
 
 
-def close(got, expected, rtol=1e-10, atol=1e-12):
-    exp = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
-    np.testing.assert_allclose(np.asarray(got), exp, rtol=rtol, atol=atol)
+close = partial(helpers.close, rtol=1e-10, atol=1e-12)
 
 
 RNG = np.random.default_rng(0)

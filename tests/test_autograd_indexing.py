@@ -12,20 +12,10 @@ import pytest
 
 import ember as E
 from ember.autograd import gradcheck, gradgradcheck
+from helpers import leaf, tleaf
+from helpers import uniform as vals
 
 torch = pytest.importorskip("torch")
-
-
-def vals(shape, seed=0, lo=-2.0, hi=2.0):
-    return np.random.default_rng(seed).uniform(lo, hi, size=shape)
-
-
-def leaf(values, dtype=E.float64):
-    return E.asarray(np.array(values, dtype=np.float64, order="C"), dtype=dtype, requires_grad=True)
-
-
-def tleaf(values):
-    return torch.tensor(np.asarray(values, dtype=np.float64), requires_grad=True)
 
 
 def _outs(res):

@@ -14,6 +14,7 @@ import pytest
 
 import ember as E
 from ember.autograd import gradcheck, gradgradcheck
+from helpers import leaf, rnd
 
 torch = pytest.importorskip("torch")
 
@@ -21,14 +22,6 @@ inf = math.inf
 
 
 # ---------------------------------------------------------------- helpers
-
-def rnd(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape)
-
-
-def leaf(a):
-    return E.asarray(np.array(a, dtype=np.float64, order="C"), dtype=E.float64, requires_grad=True)
-
 
 def wellcond(*shape, seed=0):
     """Random square matrices (batch allowed) with a safely nonzero determinant."""

@@ -14,6 +14,8 @@ import pytest
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
+from helpers import leaf, tleaf
+from helpers import uniform as values
 
 torch = pytest.importorskip("torch")
 
@@ -26,18 +28,6 @@ needs_where_rule = pytest.mark.skipif(not WHERE_DIFF, reason="ember.where has no
 
 
 # ---------------------------------------------------------------- helpers
-
-def values(shape, seed=0, low=-2.0, high=2.0):
-    return np.random.default_rng(seed).uniform(low, high, size=shape)
-
-
-def leaf(v, dtype=F64):
-    return ember.asarray(np.array(v, dtype=np.float64, order="C"), dtype=dtype, requires_grad=True)
-
-
-def tleaf(v):
-    return torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True)
-
 
 def egrad(fn, x, g, *more):
     """Gradient of fn(x, *more) w.r.t. x (and the tracked arrays of `more`)."""

@@ -10,7 +10,7 @@ import pytest
 
 import ember
 from ember import fft as efft
-from helpers import layouts
+from helpers import layouts, rnd
 
 ONE_D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
 N_D = ["fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2"]
@@ -19,11 +19,8 @@ NORMS = [None, "backward", "ortho", "forward"]
 
 
 def _input(name, shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        a = a + 1j * rng.standard_normal(shape)
-    return a.astype(dtype)
+    """Random input for fft function `name` (every function takes the same values)."""
+    return rnd(*shape, dtype=dtype, seed=seed)
 
 
 def _close(got, exp, dtype=None):

@@ -6,6 +6,7 @@ are compared; every differentiable op is also gradchecked in float64 (and gradgr
 where its rule is differentiable).
 """
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from ember import nn
 from ember.nn import init
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+import helpers
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -33,13 +35,8 @@ def T(a, grad=False):
     return torch.tensor(np.array(a), requires_grad=grad)
 
 
-def close(e, t, rtol=RTOL, atol=ATOL):
-    t = t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-    np.testing.assert_allclose(np.asarray(e), t, rtol=rtol, atol=atol)
-
-
-def rnd(*shape, seed=0, scale=1.0, dtype=np.float32):
-    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+close = partial(helpers.close, rtol=RTOL, atol=ATOL)
+rnd = partial(helpers.rnd, dtype=np.float32)
 
 
 # ---------------------------------------------------------------- Linear

@@ -2,6 +2,7 @@
 K-dimensional and probability targets, ignore_index, label smoothing, class weights;
 gradcheck / gradgradcheck in float64; clear errors for bad targets."""
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import ember
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+import helpers
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -17,9 +19,7 @@ TF = torch.nn.functional
 REDUCTIONS = ["none", "mean", "sum"]
 
 
-def _close(e, t, rtol=1e-5, atol=1e-6):
-    t = t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
-    np.testing.assert_allclose(np.asarray(e), t, rtol=rtol, atol=atol, equal_nan=True)
+_close = partial(helpers.close, rtol=1e-5, atol=1e-6)
 
 
 def _pair(a, grad=True):
@@ -31,13 +31,13 @@ def _run(fe, ft, inputs, rtol=1e-5, atol=1e-6, seed=0):
     pairs = [_pair(a, grad) for a, grad in inputs]
     le = fe(*[p[0] for p in pairs])
     lt = ft(*[p[1] for p in pairs])
-    _close(le.detach(), lt, rtol, atol)
+    _close(le.detach(), lt, rtol=rtol, atol=atol)
     g = np.random.default_rng(seed).standard_normal(lt.shape).astype(np.asarray(le.detach()).dtype)
     le.backward(ember.asarray(g))
     lt.backward(torch.tensor(g))
     for (e, t), (_, grad) in zip(pairs, inputs):
         if grad:
-            _close(e.grad, t.grad, rtol, atol)
+            _close(e.grad, t.grad, rtol=rtol, atol=atol)
 
 
 # ---------------------------------------------------------------- regression losses

@@ -8,6 +8,7 @@ import ember
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+import helpers
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -16,10 +17,7 @@ TOL = {np.float32: dict(rtol=1e-4, atol=1e-5), np.float64: dict(rtol=1e-9, atol=
 
 
 def _close(e, t, dt=np.float32, **kw):
-    t = t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
-    tol = dict(TOL[dt])
-    tol.update(kw)
-    np.testing.assert_allclose(np.asarray(e), t, **tol)
+    helpers.close(e, t, **{**TOL[dt], **kw})
 
 
 def _pair(a, grad=True):

@@ -1,6 +1,8 @@
 """F.pad, F.interpolate (+ nn.Upsample*), F.unfold/F.fold (+ nn.Unfold/Fold),
 F.cosine_similarity and F.pairwise_distance (+ modules) against PyTorch: forward,
 backward, gradcheck and gradgradcheck in float64."""
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,7 @@ import ember as E
 from ember import nn
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+import helpers
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -22,7 +25,7 @@ def _pair(a, grad=True):
 
 def _close(e, t, what="", dtype=np.float32):
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(e.detach()), t.detach().numpy(), err_msg=what, **tol)
+    helpers.close(e, t, what, **tol)
 
 
 def _compare(tfn, efn, arrays, dtype=np.float32, seed=0):
@@ -40,8 +43,7 @@ def _compare(tfn, efn, arrays, dtype=np.float32, seed=0):
         _close(e.grad, t.grad, f"grad {i}", dtype)
 
 
-def _leaf(a):
-    return E.asarray(np.asarray(a, dtype=np.float64), requires_grad=True)
+_leaf = partial(helpers.leaf, copy=False)
 
 
 # ---------------------------------------------------------------------------------- pad

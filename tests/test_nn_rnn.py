@@ -1,10 +1,13 @@
 """RNN / LSTM / GRU and their cells against PyTorch: outputs, states and every gradient."""
+from functools import partial
+
 import numpy as np
 import pytest
 
 import ember as E
 from ember import nn
 from ember.autograd import gradcheck, gradgradcheck
+import helpers
 from ember.nn.modules.rnn import _rnn_layer
 
 torch = pytest.importorskip("torch")
@@ -30,9 +33,7 @@ def _pair(a, dtype=np.float32):
     return t, e
 
 
-def _close(e, t, what, rtol=RTOL, atol=ATOL):
-    np.testing.assert_allclose(np.asarray(e), t.detach().numpy(), rtol=rtol, atol=atol,
-                               err_msg=what)
+_close = partial(helpers.close, rtol=RTOL, atol=ATOL)
 
 
 def _loss(out, h, lib):

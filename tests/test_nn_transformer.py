@@ -1,6 +1,8 @@
 """Attention and the Transformer encoder against PyTorch: outputs and every gradient."""
 import math
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,7 @@ import ember as E
 from ember import nn
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+import helpers
 
 torch = pytest.importorskip("torch")
 
@@ -27,9 +30,7 @@ def _pair(a, dtype=np.float32, grad=True):
     return t, e
 
 
-def _close(e, t, what, rtol=RTOL, atol=ATOL):
-    np.testing.assert_allclose(np.asarray(e), t.detach().numpy(), rtol=rtol, atol=atol,
-                               err_msg=what)
+_close = partial(helpers.close, rtol=RTOL, atol=ATOL)
 
 
 def _copy_state(tmod, emod):
