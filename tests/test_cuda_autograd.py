@@ -6,18 +6,20 @@ every leaf's ``.grad`` (which must live on the GPU).  The gradient rules are
 ember ops, so the backward pass itself runs on the device.  Skipped, never
 faked, without a GPU (see cuda_helpers.py).
 """
+from functools import partial
+
 import numpy as np
 import pytest
 
 import ember
 import ember.nn.functional as F
 from cuda_helpers import DEV, GPU_MARK, assert_on_device, assert_same, gpu, host, real_gpu
+import helpers
 
 pytestmark = GPU_MARK
 
 
-def rnd(*shape, seed=0, low=-2.0, high=2.0):
-    return np.random.default_rng(seed).uniform(low, high, size=shape).astype(np.float64)
+rnd = partial(helpers.rnd, low=-2.0, high=2.0)
 
 
 def pos(*shape, seed=0):

@@ -7,16 +7,9 @@ import pytest
 
 import ember
 from cuda_helpers import GPU_MARK, DEV, assert_on_device, assert_same, gpu, layout_pairs
+from helpers import rnd
 
 pytestmark = GPU_MARK
-
-
-def rnd(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        a = a + 1j * rng.standard_normal(shape)
-    return a.astype(dtype)
 
 
 CASES = [
@@ -43,7 +36,7 @@ CASES = [
 @pytest.mark.parametrize("case", range(len(CASES)), ids=lambda i: CASES[i][0] + str(i))
 def test_values_match_cpu(case):
     name, kw, dtype = CASES[case]
-    base = rnd((6, 8), dtype, seed=case)
+    base = rnd(6, 8, dtype=dtype, seed=case)
     for label, xc, xg in layout_pairs(base):
         f = getattr(ember.fft, name)
         assert_same(f(xg, **kw), f(xc, **kw))
@@ -60,7 +53,7 @@ def test_dtypes_match_cpu(dtype):
 
 
 def test_out_on_device():
-    a = rnd((4, 6), "complex64")
+    a = rnd(4, 6, dtype="complex64")
     out = gpu(np.zeros((4, 6), np.complex64))
     res = ember.fft.fft(gpu(a), out=out)
     assert res is out
@@ -75,7 +68,7 @@ def test_freqs_and_shifts_on_device():
     assert_same(f, ember.fft.fftfreq(7, 0.5))
     assert_same(ember.fft.rfftfreq(8, dtype=ember.float64, device=DEV),
                 ember.fft.rfftfreq(8, dtype=ember.float64))
-    a = rnd((4, 5), "float32")
+    a = rnd(4, 5, dtype="float32")
     assert_same(ember.fft.fftshift(gpu(a)), ember.fft.fftshift(ember.asarray(a)))
     assert_same(ember.fft.ifftshift(gpu(a), axes=0), ember.fft.ifftshift(ember.asarray(a), axes=0))
 
@@ -93,13 +86,13 @@ GRAD_CASES = [
 @pytest.mark.parametrize("case", range(len(GRAD_CASES)), ids=lambda i: GRAD_CASES[i][0] + str(i))
 def test_gradients_match_cpu(case):
     name, kw, cplx = GRAD_CASES[case]
-    a = rnd((4, 6), "complex128" if cplx else "float64", seed=case)
+    a = rnd(4, 6, dtype="complex128" if cplx else "float64", seed=case)
     grads, outs = [], []
     for dev in ("cpu", DEV):
         x = ember.asarray(a.copy()) if dev == "cpu" else gpu(a)
         x.requires_grad = True
         y = getattr(ember.fft, name)(x, **kw)
-        w = rnd(y.shape, "float64", seed=100)
+        w = rnd(*y.shape, dtype="float64", seed=100)
         wd = ember.asarray(w) if dev == "cpu" else gpu(w)
         # quadratic, so that the gradient depends on x and has a gradient itself
         loss = ((ember.real(y) ** 2 * wd + ember.imag(y) * wd * 0.5).sum()
@@ -117,7 +110,7 @@ def test_gradients_match_cpu(case):
 @pytest.mark.skipif(DEV == "cpu", reason="dry run on the CPU")
 def test_cufft_primitives_are_registered_and_used(monkeypatch):
     from ember.cuda import _dispatch
-    x = gpu(rnd((3, 8), "float32"))             # (the GPU backend loads its ops)
+    x = gpu(rnd(3, 8, dtype="float32"))             # (the GPU backend loads its ops)
     ember.fft.fft(x)
     calls = []
     for name in ("fft._c2c", "fft._r2c", "fft._c2r"):

@@ -8,6 +8,7 @@ Results are compared with the CPU.  The whole GPU suite also runs on ``cuda:1``
 with ``EMBER_TEST_CUDA_DEVICE=1`` (tests/cuda_helpers.py).
 """
 import copy
+from functools import partial
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import pytest
 import ember
 from ember import nn
 from cuda_helpers import GPU_MARK, HAVE_GPU, host
+import helpers
 
 pytestmark = GPU_MARK + [pytest.mark.skipif(
     not HAVE_GPU or ember.cuda.device_count() < 2, reason="needs two CUDA devices")]
@@ -30,8 +32,7 @@ def _device_0_current():
     assert ember.cuda.current_device() == 0, "an op left another device current"
 
 
-def rnd(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+rnd = partial(helpers.rnd, dtype=np.float32)
 
 
 def on1(a):

@@ -8,6 +8,7 @@ dropout statistics, and mixed precision (``ember.amp.autocast`` /
 ``GradScaler``).  Skipped, never faked, without a GPU (see cuda_helpers.py).
 """
 import copy
+from functools import partial
 
 import numpy as np
 import pytest
@@ -17,14 +18,14 @@ import ember.nn.functional as F
 from ember import nn
 from cuda_helpers import (DEV, DRY, GPU_MARK, assert_on_device, assert_same, gpu,
                           host, real_gpu)
+import helpers
 
 pytestmark = GPU_MARK
 
 RTOL32, ATOL32 = 1e-4, 1e-5
 
 
-def rnd(*shape, seed=0, scale=1.0, dtype=np.float32):
-    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+rnd = partial(helpers.rnd, dtype=np.float32)
 
 
 def pair(module):
