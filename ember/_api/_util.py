@@ -16,11 +16,6 @@ def as_array(x):
     return x if isinstance(x, ndarray) else wrap(x)
 
 
-def np_of(x):
-    """NumPy view of x's memory; x may be any array-like."""
-    return numpy_view(as_array(x))
-
-
 def pick_axis(axis, dim, opname):
     """Resolve NumPy's ``axis=`` and PyTorch's ``dim=`` alias (only one may be given)."""
     if dim is not None:

@@ -7,7 +7,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, pick_axis
+from ember._api._util import as_array, numpy_view, empty_raw, normalize_axis
 from ember._core.dtypes import dtype_kind
 
 __all__ = ["sort", "argsort", "searchsorted", "unique", "unique_values", "unique_counts",
@@ -48,7 +48,8 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None
     [1, 2, 0]
     """
     x = as_array(x)
-    axis = pick_axis(axis if dim is None else None, dim, "argsort") if dim is not None else axis
+    if dim is not None:                 # PyTorch's name for the axis
+        axis = dim
     v = numpy_view(x)
     if axis is None:
         v = v.reshape(-1)
@@ -67,7 +68,8 @@ def sort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
     [3, 2, 1]
     """
     x = as_array(x)
-    axis = pick_axis(axis if dim is None else None, dim, "sort") if dim is not None else axis
+    if dim is not None:                 # PyTorch's name for the axis
+        axis = dim
     v = numpy_view(x)
     if axis is None:
         v = v.reshape(-1)

@@ -1889,9 +1889,6 @@ cdef class ndarray:
             _E._ag_setitem(self, Ellipsis, res)
             return
         res = _E.sort(self, axis=axis, descending=descending, stable=stable)
-        if _tracking(self):
-            _E._ag_setitem(self, Ellipsis, res)
-            return
         _assign(self, res)
         self.storage.version += 1
 
