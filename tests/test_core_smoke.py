@@ -1,9 +1,7 @@
 """Smoke tests of the core: storage, views, the elementwise dispatcher."""
-import gc
 import weakref
 
 import numpy as np
-import pytest
 
 import ember
 from helpers import assert_matches, layouts, random_array

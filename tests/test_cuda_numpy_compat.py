@@ -3,7 +3,6 @@ and share its memory, gradients flow back there, and the random module's device 
 are untouched by the host streams' switch to NumPy's (see cuda_helpers.py for how these
 tests run without a GPU)."""
 import numpy as np
-import pytest
 
 import ember
 from ember.lib.stride_tricks import sliding_window_view, as_strided

@@ -36,7 +36,7 @@ def _pair(shape, dtype=np.float32, noncontig=False):
     return e, t
 
 
-def _compare(fe, ft, shapes, dtype=np.float32, noncontig=False, with_bias=True):
+def _compare(fe, ft, shapes, dtype=np.float32, noncontig=False):
     """Run fe(*ember arrays) and ft(*torch tensors); compare output and every gradient."""
     pairs = [_pair(s, dtype, noncontig and i == 0) if s is not None else (None, None)
              for i, s in enumerate(shapes)]
