@@ -28,9 +28,9 @@ disable_timing              # tests/cuda_emu/fakecupy.py
 is_half_allowed             # tests/cuda_emu/fakecupy.py
 
 # -- pytest fixtures a test requests by name for their effect, not their value
-cuda_default                # tests/test_cuda_creation_glue.py: a GPU default device
-no_leaks                    # tests/test_data.py: no worker processes or segments left
-world1                      # tests/test_distributed.py: a one-rank process group
-nccl_group                  # tests/test_distributed_nccl.py: an NCCL group
-exact_sqrt                  # tests/test_optim.py: a correctly rounded sqrt in torch
-threaded                    # tests/test_optim.py: small groups split over threads
+cuda_default                # tests/cuda/test_cuda_creation_glue.py: a GPU default device
+no_leaks                    # tests/data/test_data.py: no worker processes or segments left
+world1                      # tests/distributed/test_distributed.py: a one-rank process group
+nccl_group                  # tests/distributed/test_distributed_nccl.py: an NCCL group
+exact_sqrt                  # tests/optim/test_optim.py: a correctly rounded sqrt in torch
+threaded                    # tests/optim/test_optim.py: small groups split over threads

@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fuzz runner uses POSIX pipes")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if ROOT not in sys.path:
     # appended, not prepended: the root also holds the source folder ember/, which must
     # not shadow the installed ember here or in the processes this one spawns

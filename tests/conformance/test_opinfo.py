@@ -12,10 +12,10 @@ run through both libraries:
 
 Samples are limited to ``MAX_SAMPLES`` per op and phase, picked evenly across the first
 ``GENERATED`` of the OpInfo's list (deterministic: the generators are seeded);
-``python tests/test_opinfo.py --all`` runs every sample.  The only exclusions are the
+``PYTHONPATH=tests python tests/conformance/test_opinfo.py --all`` runs every sample.  The only exclusions are the
 rows of ``opinfo_map.DIFFERENCES``, each with its reason.
 
-``python tests/test_opinfo.py`` prints the counts (equal / compared per phase) and the
+``PYTHONPATH=tests python tests/conformance/test_opinfo.py`` prints the counts (equal / compared per phase) and the
 samples that differ.
 """
 import itertools

@@ -435,7 +435,7 @@ def _bench_gpt(**shape):
     """bench_gpu.py's GPT-2-shaped model (the one the GPU benchmark times), small."""
     import os
     import sys
-    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                          "benchmarks")
     if bench not in sys.path:
         sys.path.insert(0, bench)

@@ -1,7 +1,7 @@
 """ember.distributed and DistributedDataParallel.
 
 The multi-process tests start real MPI jobs (``mpiexec -n 2`` / ``-n 4``) running the
-scripts in ``tests/dist_scripts/``; each rank checks its results against NumPy (or
+scripts in ``tests/distributed/dist_scripts/``; each rank checks its results against NumPy (or
 against one process trained on the combined batch) and prints ``OK <rank>``.  The
 single-process tests use the world-of-one group that needs no launcher.
 """
@@ -17,7 +17,7 @@ import pytest
 import ember
 import ember.distributed as dist
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).resolve().parent / "dist_scripts"
 
 

@@ -927,7 +927,7 @@ def test_forked_workers_run_threaded_kernels_after_the_parent_did(no_leaks):
 def test_benchmark_runs():
     import importlib.util
     import sys
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path.insert(0, os.path.join(here, "benchmarks"))
     try:
         spec = importlib.util.spec_from_file_location(

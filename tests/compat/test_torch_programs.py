@@ -332,7 +332,7 @@ def main(ids, ntokens):
 
 @pytest.fixture(scope="module")
 def sonnets():
-    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "data" / "sonnets.txt"
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "data" / "sonnets.txt"
     if not path.exists():
         pytest.skip("examples/data/sonnets.txt is missing")
     words = path.read_text().lower().split()[:2000]
