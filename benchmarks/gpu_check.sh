@@ -10,7 +10,7 @@
 #   1. build and install ember with the machine's Python (--no-build-isolation; pure-
 #      Python build wheels missing there, meson-python and pyproject-metadata, are
 #      installed from .whl/ when the caller carries that folder);
-#   2. every GPU test suite (tests/test_cuda_*.py), spread over the CPU cores;
+#   2. every GPU test suite (tests/cuda/test_cuda_*.py), spread over the CPU cores;
 #   3. benchmarks/bench_gpu.py, every row, ember next to PyTorch in the same run;
 #   4. the per-op profile of one ResNet-50 and one GPT-2 autocast step, ember's
 #      (benchmarks/profile_gpu.py) and PyTorch's (torch.profiler), ranked by GPU time.
@@ -87,7 +87,7 @@ cd - >/dev/null || exit 1
 XDIST=()
 $PY -c "import xdist" 2>/dev/null && XDIST=(-n "$(( NCPU < 8 ? NCPU : 8 ))")
 stage "GPU test suites" 150 "$OUT/tests.log" \
-    $PY -P -m pytest -q -p no:cacheprovider "${XDIST[@]}" tests/test_cuda_*.py
+    $PY -P -m pytest -q -p no:cacheprovider "${XDIST[@]}" tests/cuda/test_cuda_*.py
 echo "  - $(grep -E '^[0-9]+ (passed|failed)|(passed|failed).* in [0-9.]+s' "$OUT/tests.log" | tail -1)" >>"$SUMMARY"
 
 # 3. every bench_gpu row, ember next to PyTorch

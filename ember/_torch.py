@@ -12,7 +12,6 @@ the ``ember`` namespace after autograd has wrapped the ops.
 """
 import builtins
 import functools
-import math
 import operator
 import sys
 
@@ -885,7 +884,7 @@ def _var_clash(op, name):
         if "dim" in kwargs or "keepdim" in kwargs or "unbiased" in kwargs:
             kwargs = _torch_correction(kwargs, name)
         return op(x, *args, **kwargs)
-    var.__doc__ = _doc(op, f"""
+    var.__doc__ = _doc(op, """
     NumPy's default is ``ddof=0``; with PyTorch's ``dim=``, ``keepdim=`` or
     ``unbiased=`` the default is PyTorch's ``correction=1``.""")
     var.__module__, var.__qualname__ = "ember", name

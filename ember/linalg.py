@@ -20,9 +20,9 @@ import sys
 import numpy as np
 
 from ember._core.dtypes import default_float_dtype
-from ember._api._util import (as_array, numpy_view, wrap, empty_raw, shape_str, norm_axis_args,
+from ember._api._util import (as_array, numpy_view, empty_raw, shape_str, norm_axis_args,
                               matrix_axes)
-from ember._api.linalg_ops import (matmul, tensordot, vecdot, matrix_transpose, diagonal,
+from ember._api.linalg_ops import (matmul, tensordot, vecdot, matrix_transpose,
                                    trace as _trace, outer as _outer, cross)
 from ember._core.dtypes import dtype_kind, is_half_dtype
 from ember._kernels.cpu.gemm import one_blas_thread

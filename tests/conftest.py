@@ -1,11 +1,16 @@
 """pytest configuration: tests/ on sys.path for `helpers`, default dtype reset."""
+import glob
 import os
 import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# tests/ (helpers, cuda_helpers, ...) and each test folder: a few test modules import
+# others by name (test_cuda_ops_coverage imports test_cuda_device)
+sys.path[:0] = [_HERE] + sorted({os.path.dirname(p)
+                                 for p in glob.glob(os.path.join(_HERE, "*", "test_*.py"))})
 
 # Child processes the tests start (`python -c`, multiprocessing's spawn) run with the
 # repository root as their current directory, which Python puts first on sys.path for

@@ -3,7 +3,6 @@
 Import with ``from helpers import ...`` (conftest.py puts tests/ on sys.path).
 """
 import numpy as np
-import pytest
 
 import ember
 
@@ -84,6 +83,66 @@ def assert_matches(got, expected, rtol=None, atol=None, check_dtype=True):
         np.testing.assert_array_equal(g, exp)
 
 
+
+# ---------------------------------------------------------------- inputs and comparisons
+# (the autograd, nn and GPU suites share these; a file whose tolerances differ binds
+# them once with functools.partial, e.g. ``close = partial(helpers.close, rtol=1e-6)``)
+
+def rnd(*shape, seed=0, scale=1.0, dtype=np.float64, low=None, high=None):
+    """Standard normal values of `shape` (uniform on [low, high) when both are given)
+    times `scale`, as `dtype`; complex dtypes get a random imaginary part too, drawn
+    after the real part from the same generator."""
+    rng = np.random.default_rng(seed)
+    if (low is None) != (high is None):
+        raise TypeError("rnd: pass both low= and high= (uniform values) or neither")
+    a = rng.standard_normal(shape) if low is None else rng.uniform(low, high, size=shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    if scale != 1.0:
+        a = a * scale
+    return a.astype(dtype)
+
+
+def uniform(shape, seed=0, low=-2.0, high=2.0):
+    """float64 values of `shape` (a tuple) drawn uniformly from [low, high)."""
+    return rnd(*shape, seed=seed, low=low, high=high)
+
+
+def leaf(values, dtype=ember.float64, copy=True):
+    """An ember leaf that requires grad, holding `values` as float64 cast to `dtype`.
+
+    ``copy=True``: from a fresh C-contiguous float64 copy of `values`; ``copy=False``:
+    from ``np.asarray(values, float64)``, which shares a float64 NumPy array's memory
+    and keeps its layout."""
+    v = (np.array(values, dtype=np.float64, order="C") if copy
+         else np.asarray(values, dtype=np.float64))
+    return ember.asarray(v, dtype=dtype, requires_grad=True)
+
+
+def tleaf(values):
+    """The PyTorch float64 leaf (requires_grad) holding `values`, to compare with leaf()."""
+    import torch
+    return torch.tensor(np.asarray(values, dtype=np.float64), requires_grad=True)
+
+
+def to_numpy(x):
+    """NumPy values of an ember array (detached), a torch tensor, or anything array-like."""
+    if isinstance(x, ember.ndarray):
+        return np.asarray(x.detach())
+    if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
+        return x.detach().numpy()
+    return np.asarray(x)
+
+
+def close(got, expected, err_msg="", *, rtol=1e-7, atol=0.0):
+    """assert_allclose of `got` and `expected` (ember arrays, torch tensors, NumPy arrays,
+    lists or scalars; NaNs equal).  Tolerances are keyword-only, so a stray positional
+    number can never become the message."""
+    if not isinstance(err_msg, str):
+        raise TypeError(f"close: err_msg must be a str, got {err_msg!r} (pass rtol=/atol= "
+                        f"by keyword)")
+    np.testing.assert_allclose(to_numpy(got), to_numpy(expected), rtol=rtol, atol=atol,
+                               err_msg=err_msg)
 
 
 def check_ddp_reducer_on(device):

@@ -1,7 +1,7 @@
 """Which of PyTorch's OpInfo entries (``op_db``) have an ember counterpart of the same
 meaning, how their arguments translate, and the one table of deliberate differences.
 
-Used by tests/test_opinfo.py.  An entry of ``OPS`` maps an OpInfo name (``name`` or
+Used by tests/conformance/test_opinfo.py.  An entry of ``OPS`` maps an OpInfo name (``name`` or
 ``name.variant``) to a ``Spec``: the ember function (a dotted path under ``ember``, or a
 callable taking the converted sample), how PyTorch's keywords are spelled in ember, and
 optionally a post-processing of both sides' outputs where an output is defined only up

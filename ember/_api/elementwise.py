@@ -118,9 +118,6 @@ class ufunc(_ew.UfuncBase):
         out._bump_version()
         return out
 
-    def _np_args(self, args):
-        return [numpy_view(as_array(a)) if isinstance(a, ndarray) else a for a in args]
-
     def _refuse_autograd(self, method, *arrays):
         """ufunc methods other than the differentiable delegations do not record."""
         from ember._core.array import _is_grad_enabled

@@ -12,8 +12,7 @@ import numpy as np
 from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._kernels.cpu.gemm import matmul as _gemm, one_blas_thread
-from ember._core.dtypes import default_float_dtype
-from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str
+from ember._api._util import as_array, numpy_view, empty_raw, normalize_axis, shape_str
 from ember._core.dtypes import dtype_kind, is_half_dtype
 from ember._core.public import ops as _public_ops
 

@@ -105,12 +105,6 @@ def _new_like(x, shape=None, dtype=None):
     return empty_raw(x.shape if shape is None else tuple(shape), x.dtype if dtype is None else dtype)
 
 
-def _copy(x):
-    out = _new_like(x)
-    _fill(out, x)
-    return out
-
-
 def _copy_of(np_arr):
     """A NumPy result copied into fresh ember memory."""
     np_arr = np.asarray(np_arr)

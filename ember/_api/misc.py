@@ -2,7 +2,7 @@
 the inspection namespace (``__array_namespace_info__``)."""
 import numpy as np
 
-from ember._core.array import Device, CPU, check_device
+from ember._core.array import CPU, check_device
 from ember._core.dtypes import default_float_dtype, default_complex_dtype
 from ember._core.array import ndarray
 from ember._api._util import as_array, numpy_view

@@ -1937,9 +1937,6 @@ cdef class ndarray:
             _ember._ag_setitem(self, Ellipsis, res)
             return
         res = _ember.sort(self, axis=axis, descending=descending, stable=stable, kind=kind)
-        if _tracking(self):
-            _ember._ag_setitem(self, Ellipsis, res)
-            return
         _assign(self, res)
         self.storage.version += 1
 

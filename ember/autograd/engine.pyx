@@ -930,14 +930,11 @@ def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph,
                     stack.append((nxt_o, 0))
                 continue
             stack.pop()
-            if prune:
-                want = node in capture_nodes
-                if nn is not None:
-                    for nxt_o in nn:
-                        if nxt_o is not None and needed[nxt_o]:
-                            want = True
-            else:
-                want = True
+            want = node in capture_nodes
+            if nn is not None:
+                for nxt_o in nn:
+                    if nxt_o is not None and needed[nxt_o]:
+                        want = True
             needed[node] = want
             if want and nn is not None:
                 for nxt_o in nn:

@@ -12,7 +12,7 @@ which is what makes gradients of any order work.
     def _(g, res, a, b):
         return g * b, g * a
 """
-from ember.autograd.engine import Rule, _register_elementwise, _elementwise_rule
+from ember.autograd.engine import Rule
 
 RULES = {}              # public name -> Rule
 NONDIFF = set()         # names whose float results carry no gradient on purpose

@@ -54,7 +54,7 @@ def nvrtc_options(*, half_headers=True):
     return tuple(opts)
 
 
-_UNARY = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu",
+_UNARY = ("neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu",
           "gelu_tanh", "silu")
 _BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
 

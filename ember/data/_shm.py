@@ -338,7 +338,7 @@ class Receiver:
             out[wid].append(k)
         return out
 
-    def cleanup(self, next_ks=None):
+    def cleanup(self):
         """After the workers are gone: unlink every name never mapped.  Names of
         worker w are k = 0, 1, ...; past the highest k seen, stop at the first
         missing one."""

@@ -535,7 +535,7 @@ class _MultiProcessingIter(_BaseIter):
                    "keeps happening, run with num_workers=0 to see the error in the main "
                    "process.")
 
-    def _mark_worker_unavailable(self, i, shutdown=False):
+    def _mark_worker_unavailable(self, i):
         self._workers_status[i] = False
         if not self._exit_sent[i]:
             self._exit_sent[i] = True

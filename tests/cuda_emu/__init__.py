@@ -12,7 +12,7 @@ launch or GEMM given an array of a device other than the current one fails (as C
 peer-access check or an illegal address would on a GPU), results land on the current
 device, and each device has its own pool and current stream.
 
-Status (2026-11-23, second pass): every tests/test_cuda_*.py suite runs through
+Status (2026-11-23, second pass): every tests/cuda/test_cuda_*.py suite runs through
 emulated (test_cuda_kernels' raw RawModule launches skip: they need NVRTC and a GPU).
 Running them found real gaps of the GPU path, fixed with tests: sort/argsort keywords,
 topk, msort, index_select, masked_fill, take modes and bounds, lexsort(axis),
@@ -20,7 +20,7 @@ nanquantile/nanpercentile, quantile's q, bfloat16 NaN-reductions, linalg result 
 and checks, eye() inside a GPU backward, clip(min=/max=), where=/initial=.  fakecupy
 accepts only the installed CuPy's signatures and wraps out-of-range indices as CuPy
 does, so calls CuPy would refuse fail here too.  CI runs every suite emulated (about
-five minutes on two cores), and tests/test_cuda_cupy_api.py checks the signatures.
+five minutes on two cores), and tests/cuda/test_cuda_cupy_api.py checks the signatures.
 
 Two devices (2026-11-23, third pass): with the suites' arrays on cuda:1 and device 0
 current (EMBER_TEST_CUDA_DEVICE=1), 1,763 of test_cuda_device's 1,862 cases failed

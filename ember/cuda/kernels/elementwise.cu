@@ -30,8 +30,6 @@ __device__ __forceinline__ float m_tanh(float x) { return tanhf(x); }
 __device__ __forceinline__ double m_tanh(double x) { return tanh(x); }
 __device__ __forceinline__ float m_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double m_sqrt(double x) { return sqrt(x); }
-__device__ __forceinline__ float m_rsqrt(float x) { return rsqrtf(x); }
-__device__ __forceinline__ double m_rsqrt(double x) { return rsqrt(x); }
 __device__ __forceinline__ float m_erf(float x) { return erff(x); }
 __device__ __forceinline__ double m_erf(double x) { return erf(x); }
 __device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
@@ -47,7 +45,6 @@ UNARY(abs, m_abs(x))
 UNARY(exp, m_exp(x))
 UNARY(log, m_log(x))
 UNARY(sqrt, m_sqrt(x))
-UNARY(rsqrt, m_rsqrt(x))
 UNARY(tanh, m_tanh(x))
 // sigmoid via exp(-|x|) so neither tail overflows.
 UNARY(sigmoid, (x >= A(0) ? A(1) / (A(1) + m_exp(-x)) : m_exp(x) / (A(1) + m_exp(x))))
@@ -209,7 +206,7 @@ __device__ void binary_scalar(const T* __restrict__ a, double s, T* __restrict__
                        DEF_BINARY_DT(op, f16, f16) DEF_BINARY_DT(op, bf16, bf16)
 
 // Keep these lists in step with ember/cuda/__init__.py (the test checks both ways).
-DEF_UNARY(neg) DEF_UNARY(abs) DEF_UNARY(exp) DEF_UNARY(log) DEF_UNARY(sqrt) DEF_UNARY(rsqrt)
+DEF_UNARY(neg) DEF_UNARY(abs) DEF_UNARY(exp) DEF_UNARY(log) DEF_UNARY(sqrt)
 DEF_UNARY(tanh) DEF_UNARY(sigmoid) DEF_UNARY(relu) DEF_UNARY(gelu) DEF_UNARY(gelu_tanh) DEF_UNARY(silu)
 DEF_BINARY(add) DEF_BINARY(sub) DEF_BINARY(mul) DEF_BINARY(div) DEF_BINARY(maximum) DEF_BINARY(minimum)
 DEF_BINARY(pow)

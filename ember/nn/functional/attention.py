@@ -452,7 +452,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     scale = 1.0 / math.sqrt(head_dim)
 
     # input projections (2-d GEMMs over all tokens)
-    E3 = embed_dim
     lin = _linear2d
     if not use_separate_proj_weight:
         if in_proj_weight is None:

@@ -5,7 +5,6 @@
 >>> F.linear(ember.ones((2, 3)), ember.ones((4, 3)), ember.zeros(4)).tolist()
 [[3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0]]
 """
-import numpy as np
 
 from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw, shape_str

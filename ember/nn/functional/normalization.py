@@ -307,7 +307,7 @@ def _k_update(rm, rv, stats, momentum, count):
 def _group_norm_grad(g, res, x, weight, bias, num_groups, eps, stats):
     need_w, need_b = _tracked(weight), _tracked(bias)
     if _grad_on():
-        N, C = x.shape[0], x.shape[1]
+        N = x.shape[0]
         axes, bshape = _bn_axes(x)
         xg = x.reshape(N, num_groups, -1)
         xc = xg - xg.mean(axis=-1, keepdims=True)

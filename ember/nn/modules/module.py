@@ -21,7 +21,6 @@ attribute test and the ``forward`` call.
 >>> m(ember.ones(3)).tolist()
 [1.0, 1.0, 1.0]
 """
-import functools
 import itertools
 import weakref
 from collections import OrderedDict, namedtuple
@@ -716,7 +715,6 @@ class Module:
         >>> nn.Linear(2, 2).to(ember.float64).weight.dtype
         dtype('float64')
         """
-        import ember
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)

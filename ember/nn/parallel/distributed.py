@@ -434,11 +434,6 @@ class DistributedDataParallel(Module):
         finally:
             self.require_backward_grad_sync = old
 
-    def _remove_hooks(self):
-        for h in self._handles:
-            h.remove()
-        self._handles = []
-
     def extra_repr(self):
         return (f"world_size={self._world}, buckets={len(self._buckets)}, "
                 f"find_unused_parameters={self.find_unused_parameters}")
