@@ -15,7 +15,7 @@ import numpy as np
 from ember._core import array as _array
 from ember._core.array import ndarray, check_device
 from ember._core.dtypes import _code, default_float_dtype, default_complex_dtype, dtype_from_code
-from ember._api._util import wrap, numpy_view, empty_raw, as_array, normalize_axis, check_order
+from ember._api._util import wrap, numpy_view, empty_raw, as_array, check_order
 from ember._core.dtypes import dtype_kind
 from ember._core.dlpack_bf16 import import_bfloat16
 

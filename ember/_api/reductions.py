@@ -14,7 +14,7 @@ import numpy as np
 
 from ember._core import array as _array
 from ember._core.array import ndarray
-from ember._core.dtypes import _code, default_float_dtype
+from ember._core.dtypes import _code, default_float_dtype, dtype_from_code
 from ember._core import elementwise as _ew
 from ember._kernels.cpu import reduce as _R
 from ember._api._util import (as_array, numpy_view, wrap, empty_raw, normalize_axis, into_out,

@@ -7,7 +7,7 @@ import builtins
 
 import numpy as np
 
-from ember._api._util import as_array, numpy_view, empty_raw, normalize_axis
+from ember._api._util import as_array, numpy_view, empty_raw, normalize_axis, pick_axis
 from ember._core.dtypes import dtype_kind
 from ember._core.result_types import UniqueAllResult, UniqueCountsResult, UniqueInverseResult
 

@@ -1,6 +1,5 @@
 # Type stubs for ember._core.elementwise (compiled): the elementwise dispatcher (dtype
 # resolution, broadcasting, the generated inner loops, OpenMP threads).
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Literal
 

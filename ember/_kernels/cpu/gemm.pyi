@@ -1,6 +1,5 @@
 # Type stubs for ember._kernels.cpu.gemm (compiled, private): GEMM on ember's threads
 # through single-threaded OpenBLAS calls.
-from types import TracebackType
 from typing import Any, Literal, TypeVar, final
 
 from numpy.typing import NDArray
