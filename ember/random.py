@@ -104,6 +104,8 @@ def _size(shape):
     if not shape:
         return None
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+        if hasattr(shape[0], "__array_namespace__") or isinstance(shape[0], np.ndarray):
+            raise TypeError("random: the size must be ints or a tuple of ints, not an array")
         return tuple(shape[0])
     return tuple(operator.index(s) for s in shape)
 
@@ -343,6 +345,8 @@ def seed(seed=None):
     >>> bool((ember.random.rand(3, dtype=ember.float64) == ember.asarray(numpy.random.rand(3))).all())
     True
     """
+    if isinstance(seed, (int, np.integer)) and not 0 <= seed < 2**32:
+        raise ValueError(f"random.seed: seed must be between 0 and 2**32 - 1, got {seed}")
     _global.reseed(seed)
     _reseed_cuda(seed)
 

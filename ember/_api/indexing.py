@@ -235,15 +235,18 @@ def place(x, mask, vals):
     x._bump_version()
 
 
-def put(x, indices, values, mode="raise"):
+def put(a, ind, v, mode="raise"):
     """In place: ``x.flat[indices] = values``.
 
     >>> import ember
     >>> x = ember.zeros(3); ember.put(x, ember.asarray([2]), ember.asarray([5.0])); x.tolist()
     [0.0, 0.0, 5.0]
     """
+    x = a
     _inplace_target(x, "put")
-    np.put(numpy_view(x), numpy_view(as_array(indices)), numpy_view(as_array(values)), mode=mode)
+    if isinstance(v, int) and not isinstance(v, bool) and dtype_kind(x.dtype) in "iu":
+        np.asarray(v, dtype=x.dtype)        # NumPy's OverflowError for an int out of range
+    np.put(numpy_view(x), numpy_view(as_array(ind)), numpy_view(as_array(v)), mode=mode)
     x._bump_version()
 
 

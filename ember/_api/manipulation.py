@@ -509,6 +509,9 @@ def roll(x, /, shift, axis=None, *, dims=None):
     axis = _pick(axis, dims, None, "roll")
     if np.ndim(shift) > 1 or np.ndim(axis) > 1:
         raise ValueError("roll: shift and axis must be integers or 1-d sequences")
+    if axis is not None:            # every axis is checked, even with nothing to shift
+        for a in np.ravel(np.asarray(axis, dtype=object)):
+            _axis(operator.index(a), x.ndim, "roll")
     if axis is None:
         s = builtins.sum(operator.index(v) for v in np.asarray(shift).ravel().tolist())
         return reshape(roll(ravel(x), s, axis=0), x.shape)
@@ -650,7 +653,9 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind", dim=None
     """
     axis = _pick(axis, dim, 0, "stack")
     if isinstance(arrays, ndarray):
-        arrays = unstack(arrays) if arrays.ndim else [arrays]
+        if arrays.ndim == 0:
+            raise TypeError("stack: iteration over a 0-d array (pass a sequence of arrays)")
+        arrays = unstack(arrays)
     arrays = [as_array(a) for a in arrays]
     if not arrays:
         raise ValueError("stack: need at least one array to stack")
@@ -1050,7 +1055,7 @@ def broadcast_arrays(*arrays):
 
 # ---------------------------------------------------------------- long tail (NumPy on views)
 
-def pad(x, pad_width, mode="constant", **kwargs):
+def pad(array, pad_width, mode="constant", **kwargs):
     """Pad an array (NumPy's modes: constant, edge, reflect, symmetric, wrap,
     linear_ramp, maximum, mean, median, minimum, empty).
 
@@ -1061,7 +1066,7 @@ def pad(x, pad_width, mode="constant", **kwargs):
     pw = numpy_view(pad_width) if isinstance(pad_width, ndarray) else pad_width
     kwargs = {k: (numpy_view(v) if isinstance(v, ndarray) else v) for k, v in kwargs.items()}
     try:
-        return _copy_of(np.pad(numpy_view(as_array(x)), pw, mode=mode, **kwargs))
+        return _copy_of(np.pad(numpy_view(as_array(array)), pw, mode=mode, **kwargs))
     except ValueError as e:
         raise ValueError(f"pad: {e}") from None
 

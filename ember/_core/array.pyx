@@ -451,6 +451,8 @@ cdef int normalize_axis(Py_ssize_t axis, int ndim, str opname) except -1:
 cdef object parse_shape(object shape, str opname):
     """An int or a sequence of ints -> tuple of non-negative ints (bools are refused,
     as NumPy refuses them)."""
+    if isinstance(shape, (dict, set, frozenset, str, bytes)):
+        raise TypeError(f"{opname}: shape must be an int or a sequence of ints, got {shape!r}")
     if isinstance(shape, int) or hasattr(shape, "__index__") and not hasattr(shape, "__len__"):
         if isinstance(shape, (bool, _np.bool_)):
             raise TypeError(f"{opname}: shape must be an int or a sequence of ints, got {shape!r}")
@@ -1885,7 +1887,7 @@ cdef class ndarray:
             dims = dims[0]
         return _ember.permute_dims(self, tuple(dims))
 
-    def swapaxes(self, axis1, axis2): return _ns(self).swapaxes(self, axis1, axis2)
+    def swapaxes(self, axis1, axis2, /): return _ns(self).swapaxes(self, axis1, axis2)
     def squeeze(self, axis=None, *, dim=None): return _ns(self).squeeze(self, axis if dim is None else dim)
     def unsqueeze(self, dim): return _ns(self).expand_dims(self, dim)
     def flatten(self, order="C", end_dim=-1, *, start_dim=None):

@@ -58,6 +58,8 @@ def normalize_axis(axis, ndim, opname):
     """One axis -> non-negative int, with a NumPy-style AxisError."""
     if type(axis) is int and -ndim <= axis < ndim:
         return axis + ndim if axis < 0 else axis
+    if isinstance(axis, (builtins.bool, np.bool_)):
+        raise TypeError(f"{opname}: axis must be an integer, not a bool")
     try:
         axis = operator.index(axis)
     except TypeError:

@@ -53,6 +53,9 @@ DELIBERATE = (
      "ember.round)", lambda t, s: t in ("ember.round", "ndarray.round", "ember.around")
      and ("'bool'" in s or "'int" in s or "'uint" in s)),
     ("where=None means no mask in ember's reductions", lambda t, s: "where=None" in s),
+    ("conj of a real array is a copy of it (NumPy turns bool into int8)",
+     lambda t, s: t in ("ember.conj", "ember.conjugate", "ndarray.conj", "ndarray.conjugate")
+     and "'bool'" in s),
     ("ember.sort/argsort of a 0-d array returns it, as PyTorch's do (NumPy: AxisError)",
      lambda t, s: t in ("ember.sort", "ember.argsort") and ("A((), " in s or "A(" not in s)),
     ("PyTorch's fftshift/ifftshift return a 0-d array as it is (NumPy's fail in roll)",
@@ -63,6 +66,12 @@ DELIBERATE = (
      lambda t, s: t.split(".")[-1] in ("var", "std", "mean", "sum", "prod")
      and ("axis=0" in s or "axis=-1" in s)),
 )
+
+
+# NumPy calls that may never return (in C, where the twin's alarm cannot stop them): the
+# twin does not run them
+_NO_TWIN = {"ember.random.zipf": "NumPy's zipf loops forever for a > 1024",
+            "ember.random.Generator.zipf": "NumPy's zipf loops forever for a > 1024"}
 
 
 def deliberate(target, source):
@@ -93,7 +102,7 @@ def _against_numpy(target, source, ns0):
     """The same call on NumPy arrays of the same values: 'lenient:Exc: message' when
     NumPy raises where ember succeeded (a silent success), unless ember accepts the
     call on purpose (DELIBERATE)."""
-    if deliberate(target, source):
+    if deliberate(target, source) or target in _NO_TWIN:
         return "ok"
     from tests.fuzz import values
     ns = dict(ns0, ember=_NumPyAsEmber(),
