@@ -448,7 +448,7 @@ def integers(low, high=None, size=None, dtype=np.int64, endpoint=False, device=N
     return _ember(np.asarray(_global._rs.randint(_np_arg(low), _np_arg(high), size, dtype=dtype)))
 
 
-def random(size=None, dtype=None, device=None):
+def random(size=None, *, dtype=None, device=None):
     """Uniform [0, 1) samples (``numpy.random.random``).
 
     >>> import ember

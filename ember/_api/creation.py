@@ -196,6 +196,7 @@ def array(object, dtype=None, *, copy=True, order="K", device=None, requires_gra
     >>> ember.array([[1, 2], [3, 4]]).shape
     (2, 2)
     """
+    ndmin = operator.index(ndmin)
     x = asarray(object, dtype=dtype, order=order, device=device, copy=copy,
                 requires_grad=False)
     if ndmin > x.ndim:

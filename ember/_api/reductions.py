@@ -193,6 +193,9 @@ def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
     1.6666666269302368
     """
     x = as_array(x)
+    if mean is not None and dtype_kind(x.dtype) == "b" and dtype_kind(as_array(mean).dtype) == "b":
+        raise TypeError("var: bool x with a bool mean= (NumPy's boolean subtract is not "
+                        "supported); pass a float mean")
     if correction is not None:
         if ddof not in (0, None) and ddof != correction:
             raise ValueError("var: ddof and correction cannot both be given")
@@ -539,6 +542,13 @@ ptp = _np_wrap(np.ptp, "ptp")
 average = _np_wrap(np.average, "average")
 
 
+def _no_bool_quantile(x, opname):
+    """NumPy's quantiles refuse bool input (their interpolation subtracts)."""
+    if dtype_kind(as_array(x).dtype) == "b":
+        raise TypeError(f"{opname}: bool input is not supported (NumPy's boolean subtract); "
+                        f"cast it to a number first")
+
+
 def quantile(x, /, q, axis=None, *, method="linear", keepdims=False, dim=None, keepdim=None):
     """q-th quantile(s) along the axis (NumPy's methods).
 
@@ -546,6 +556,7 @@ def quantile(x, /, q, axis=None, *, method="linear", keepdims=False, dim=None, k
     >>> ember.quantile(ember.asarray([1.0, 2.0, 3.0]), 0.5).item()
     2.0
     """
+    _no_bool_quantile(x, "quantile")
     return _np_wrap(np.quantile, "quantile")(x, q, axis=axis, dim=dim, method=method,
                                              keepdims=keepdims if keepdim is None else keepdim)
 
@@ -557,6 +568,7 @@ def percentile(x, /, q, axis=None, *, method="linear", keepdims=False, dim=None,
     >>> ember.percentile(ember.asarray([1.0, 2.0, 3.0]), 50).item()
     2.0
     """
+    _no_bool_quantile(x, "percentile")
     return _np_wrap(np.percentile, "percentile")(x, q, axis=axis, dim=dim, method=method,
                                                  keepdims=keepdims if keepdim is None else keepdim)
 
@@ -568,6 +580,7 @@ def nanquantile(x, /, q, axis=None, *, method="linear", keepdims=False):
     >>> ember.nanquantile(ember.asarray([1.0, float('nan'), 3.0]), 0.5).item()
     2.0
     """
+    _no_bool_quantile(x, "nanquantile")
     return _np_wrap(np.nanquantile, "nanquantile")(x, q, axis=axis, method=method, keepdims=keepdims)
 
 
@@ -578,6 +591,7 @@ def nanpercentile(x, /, q, axis=None, *, method="linear", keepdims=False):
     >>> ember.nanpercentile(ember.asarray([1.0, float('nan'), 3.0]), 50).item()
     2.0
     """
+    _no_bool_quantile(x, "nanpercentile")
     return _np_wrap(np.nanpercentile, "nanpercentile")(x, q, axis=axis, method=method, keepdims=keepdims)
 
 
