@@ -153,6 +153,12 @@ class ufunc(_ew.UfuncBase):
             return fn(array, axis=axis, out=out, keepdims=keepdims)
         self._refuse_autograd("reduce", array)
         kw = {} if initial is np._NoValue else {"initial": initial}
+        if isinstance(out, ndarray) and not out.is_cuda:
+            # NumPy picks the loop from out='s dtype too (fmod has none for complex)
+            self._np.reduce(numpy_view(as_array(array)), axis=axis, dtype=dtype,
+                            keepdims=keepdims, where=where, out=numpy_view(out), **kw)
+            out._bump_version()
+            return out
         res = self._np.reduce(numpy_view(as_array(array)), axis=axis, dtype=dtype,
                               keepdims=keepdims, where=where, **kw)
         return _result(res, out, self.__name__)

@@ -137,6 +137,9 @@ CASES = {
                           TypeError),
     "random_sample_dtype_positional": (lambda xp, a: xp.random.random_sample((1,), "float16"),
                                        TypeError),
+    "fmod_reduce_complex_out": (lambda xp, a: xp.fmod.reduce(xp.asarray([7, 3]),
+                                                             out=xp.zeros((), dtype="complex128")),
+                                TypeError),
     "standard_gamma_third_positional": (lambda xp, a: xp.random.standard_gamma(1.0, 2, None),
                                         TypeError),
 }
