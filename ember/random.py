@@ -345,8 +345,6 @@ def seed(seed=None):
     >>> bool((ember.random.rand(3, dtype=ember.float64) == ember.asarray(numpy.random.rand(3))).all())
     True
     """
-    if isinstance(seed, (int, np.integer)) and not 0 <= seed < 2**32:
-        raise ValueError(f"random.seed: seed must be between 0 and 2**32 - 1, got {seed}")
     _global.reseed(seed)
     _reseed_cuda(seed)
 

@@ -53,6 +53,8 @@ DELIBERATE = (
      "ember.round)", lambda t, s: t in ("ember.round", "ndarray.round", "ember.around")
      and ("'bool'" in s or "'int" in s or "'uint" in s)),
     ("where=None means no mask in ember's reductions", lambda t, s: "where=None" in s),
+    ("random.seed takes PyTorch's 64-bit seeds (DataLoader workers seed with them)",
+     lambda t, s: t == "ember.random.seed"),
     ("conj of a real array is a copy of it (NumPy turns bool into int8)",
      lambda t, s: t in ("ember.conj", "ember.conjugate", "ndarray.conj", "ndarray.conjugate")
      and "'bool'" in s),
