@@ -401,5 +401,7 @@ def ravel_multi_index(multi_index, dims, mode="raise"):
     >>> ember.ravel_multi_index((ember.asarray([1]), ember.asarray([2])), (2, 3)).tolist()
     [5]
     """
+    if isinstance(dims, ndarray):
+        dims = numpy_view(dims)             # NumPy's own checks of an array of dims
     return _copy_of(np.asarray(np.ravel_multi_index(tuple(numpy_view(as_array(i)) for i in multi_index),
                                                     dims, mode=mode), dtype=np.int64))

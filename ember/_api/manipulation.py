@@ -1078,6 +1078,10 @@ def resize(x, new_shape):
     >>> ember.resize(ember.asarray([1, 2, 3]), (2, 2)).tolist()
     [[1, 2], [3, 1]]
     """
+    if isinstance(new_shape, ndarray):
+        if new_shape.ndim == 0:
+            raise TypeError("resize: iteration over a 0-d array (new_shape must be a shape)")
+        new_shape = tuple(new_shape.tolist())
     shape = (operator.index(new_shape),) if not isinstance(new_shape, (tuple, list)) else \
         tuple(operator.index(n) for n in new_shape)
     return _copy_of(np.resize(numpy_view(as_array(x)), shape))

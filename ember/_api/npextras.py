@@ -51,6 +51,10 @@ def fromiter(iter, dtype, count=-1, *, like=None):
     [0, 1, 4, 9]
     """
     dt = _dtype(dtype, "fromiter")
+    if getattr(iter, "ndim", 1) > 1 and hasattr(iter, "__array_namespace__"):
+        # NumPy's rows of a 2-d array are sequences, not elements
+        raise ValueError("fromiter: setting an array element with a sequence (the "
+                         f"iterable is an array of shape {tuple(iter.shape)})")
     return _copy(np.fromiter(iter, dtype=dt, count=count))
 
 

@@ -1928,7 +1928,10 @@ cdef class ndarray:
             return _ember.sort(self, dim=dim, descending=descending, stable=stable)
         if order is not None:
             raise ValueError("sort: cannot specify order when the array has no fields")
-        if self.ndim == 0 and axis is not None:     # NumPy's in-place sort of a 0-d array
+        if axis is None:
+            raise TypeError("sort: the in-place sort takes an integer axis, not None (use "
+                            "ember.sort(x, axis=None) for the flattened sorted copy)")
+        if self.ndim == 0:                          # NumPy's in-place sort of a 0-d array
             raise _np.exceptions.AxisError(f"sort: axis {axis} is out of bounds for array "
                                            f"of dimension 0")
         check_writeable(self, "sort")

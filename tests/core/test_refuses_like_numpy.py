@@ -139,6 +139,11 @@ CASES = {
     "fmod_reduce_complex_out": (lambda xp, a: xp.fmod.reduce(xp.asarray([7, 3]),
                                                              out=xp.zeros((), dtype="complex128")),
                                 TypeError),
+    "fromiter_2d_array": (lambda xp, a: xp.fromiter(xp.ones((2, 2)), "int8", count=1), ValueError),
+    "resize_0d_shape": (lambda xp, a: xp.resize(a["f"], xp.asarray(2)), TypeError),
+    "method_sort_axis_none": (lambda xp, a: a["f"].sort(axis=None), TypeError),
+    "ravel_multi_index_0d_dims": (lambda xp, a: xp.ravel_multi_index(
+        (xp.asarray([1]),), xp.asarray(True), mode="clip"), TypeError),
     "standard_gamma_third_positional": (lambda xp, a: xp.random.standard_gamma(1.0, 2, None),
                                         TypeError),
 }

@@ -53,6 +53,8 @@ DELIBERATE = (
      "ember.round)", lambda t, s: t in ("ember.round", "ndarray.round", "ember.around")
      and ("'bool'" in s or "'int" in s or "'uint" in s)),
     ("where=None means no mask in ember's reductions", lambda t, s: "where=None" in s),
+    ("PyTorch's squeeze of a 0-d array takes dims 0/-1 and lists of them",
+     lambda t, s: t in ("ember.squeeze", "ndarray.squeeze") and ("A((), " in s or "A(" not in s)),
     ("random.seed takes PyTorch's 64-bit seeds (DataLoader workers seed with them)",
      lambda t, s: t == "ember.random.seed"),
     ("conj of a real array is a copy of it (NumPy turns bool into int8)",
@@ -73,6 +75,7 @@ DELIBERATE = (
 # NumPy calls that may never return (in C, where the twin's alarm cannot stop them): the
 # twin does not run them
 _NO_TWIN = {"ember.random.zipf": "NumPy's zipf loops forever for a > 1024",
+            "ember.random.vonmises": "NumPy's vonmises loops forever for kappa ~ 1e17+",
             "ember.random.Generator.zipf": "NumPy's zipf loops forever for a > 1024"}
 
 
