@@ -49,13 +49,8 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 _kernels((p,)).init_state_adagrad(p, self.state[p], initial_accumulator_value)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
+    _group_defaults_on_load = {"foreach": None, "maximize": False, "differentiable": False,
+                               "fused": None}
 
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one is given."""

@@ -56,16 +56,13 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
+    _group_defaults_on_load = {"amsgrad": False, "maximize": False, "foreach": None,
+                               "capturable": False, "differentiable": False, "fused": None}
+
     def __setstate__(self, state):
         super().__setstate__(state)
         for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
             group.setdefault("decoupled_weight_decay", self._decoupled)
-            group.setdefault("fused", None)
 
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one is given."""

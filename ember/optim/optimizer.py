@@ -223,6 +223,9 @@ class Optimizer:
     True
     """
 
+    #: group options an older saved state may lack, with the defaults they take on load
+    _group_defaults_on_load = {}
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
@@ -270,6 +273,10 @@ class Optimizer:
         if not isinstance(self.state, ParamState):
             self.state = ParamState(self.state)
         self.defaults.setdefault("differentiable", False)
+        # options added after a state was saved get their defaults (PyTorch's pickles too)
+        for group in self.param_groups:
+            for key, value in self._group_defaults_on_load.items():
+                group.setdefault(key, value)
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("

@@ -49,14 +49,8 @@ class SGD(Optimizer):
                         foreach=foreach, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+    _group_defaults_on_load = {"nesterov": False, "maximize": False, "foreach": None,
+                               "differentiable": False, "fused": False}
 
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one is given."""
