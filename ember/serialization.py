@@ -35,6 +35,7 @@ import numpy as np
 
 from ember import _checkpoint_io
 from ember._core.array import CPU, Device, check_device
+from ember._kernels.cpu import header_scan
 
 __all__ = ["save", "load"]
 
@@ -214,7 +215,28 @@ def _read_exact(fh, n, path, what, buf=None):
     return buf
 
 
-def _read_header(path, size, fh):
+def _read_layout(path, size, fh):
+    """The file's entries (see _check_entries), its metadata (a dict) and where its
+    data starts: the one-pass reader when it can decide, else the general one."""
+    raw, data_start = _read_raw_header(path, size, fh)
+    try:
+        fast = header_scan.scan(raw, data_start, size, _FROM_ST, _MAXDIM, _MAX_BYTES)
+    except header_scan.TooManyDims as exc:
+        name, axes = exc.args
+        raise _bad(path, f"entry {name!r} has an invalid shape {_short(axes)} (a list "
+                         f"of at most {_MAXDIM} non-negative integers)") from None
+    if fast is not None:
+        return fast[0], fast[1] or {}, data_start
+    header, data_start = _parse_header(path, raw, data_start)
+    del raw
+    entries = _check_entries(path, header, data_start, size)
+    meta = header.get("__metadata__") or {}
+    if not isinstance(meta, dict):
+        raise _bad(path, "__metadata__ is not a JSON object")
+    return entries, meta, data_start
+
+
+def _read_raw_header(path, size, fh):
     if size < 8:
         raise _bad(path, f"the file has {size} bytes, fewer than the 8-byte header length "
                          f"(truncated, or not a safetensors file)")
@@ -228,18 +250,20 @@ def _read_header(path, size, fh):
     if 8 + n > size:
         raise _bad(path, f"its header claims {n} bytes but the file has {size} "
                          f"(truncated, or not a safetensors file)")
-    raw = _read_exact(fh, n, path, "the header")
+    return _read_exact(fh, n, path, "the header"), 8 + n
+
+
+def _parse_header(path, raw, data_start):
+    """The header as parsed JSON (the general reader: any valid JSON, precise errors)."""
     try:
-        text = raw.decode("utf-8")
-        del raw
-        header = json.loads(text)
+        header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _bad(path, f"its header is not valid JSON ({exc}); not a safetensors file?") from None
     except RecursionError:
         raise _bad(path, "its header is nested too deeply") from None
     if not isinstance(header, dict):
         raise _bad(path, "its header is not a JSON object")
-    return header, 8 + n
+    return header, data_start
 
 
 def _check_entries(path, header, data_start, size):
@@ -424,12 +448,7 @@ def load(f, map_location=None, *, weights_only=None, mmap=False):
     move = _device_mapper(map_location)
     fh, path, size, mpath, close = _source(f, mmap)
     try:
-        header, data_start = _read_header(path, size, fh)
-        entries = _check_entries(path, header, data_start, size)
-        meta = header.get("__metadata__") or {}
-        del header
-        if not isinstance(meta, dict):
-            raise _bad(path, "__metadata__ is not a JSON object")
+        entries, meta, data_start = _read_layout(path, size, fh)
         nbytes = size - data_start
         if mmap and entries:
             # read-only: the arrays share the file's pages and can never change it
