@@ -12,6 +12,7 @@ build every array (safetensors: safetensors.numpy.load_file).
 import argparse
 import json
 import os
+import statistics
 import struct
 import subprocess
 import sys
@@ -70,6 +71,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--scale", type=float, default=1.0, help="header size / 100,000,000")
     ap.add_argument("--files", default="many,meta,shape", help="which files (comma-separated)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each reader, interleaved; the median is shown")
     ap.add_argument("--write-to", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.write_to:
@@ -80,15 +83,21 @@ def main():
         subprocess.run([sys.executable, __file__, "--scale", str(a.scale), "--write-to", folder],
                        check=True)
         paths = {n: os.path.join(folder, n + ".safetensors") for n in a.files.split(",")}
-        print(f"{'file':6} {'reader':20} {'seconds':>8} {'peak MB':>8}  result")
+        print(f"{'file':6} {'reader':20} {'seconds':>8} {'peak MB':>8}  result   "
+              f"(median of {a.repeat}, interleaved)")
         for name, path in paths.items():
-            for reader, (setup, body) in _RUN.items():
-                code = _WRAP.format(setup=setup,
-                                    body="\n".join("    " + ln for ln in body.splitlines()))
-                out = subprocess.run([sys.executable, "-c", code, path], capture_output=True,
-                                     text=True).stdout.split()
-                secs, mb, res = (out + ["?", "?", "?"])[:3]
-                print(f"{name:6} {reader:20} {secs:>8} {mb:>8}  {res}", flush=True)
+            runs = {reader: [] for reader in _RUN}
+            for _ in range(a.repeat):
+                for reader, (setup, body) in _RUN.items():
+                    code = _WRAP.format(setup=setup,
+                                        body="\n".join("    " + ln for ln in body.splitlines()))
+                    out = subprocess.run([sys.executable, "-c", code, path], capture_output=True,
+                                         text=True).stdout.split()
+                    runs[reader].append((out + ["nan", "nan", "?"])[:3])
+            for reader, got in runs.items():
+                secs = statistics.median(float(g[0]) for g in got)
+                mb = statistics.median(float(g[1]) for g in got)
+                print(f"{name:6} {reader:20} {secs:8.2f} {mb:8.0f}  {got[-1][2]}", flush=True)
 
 
 if __name__ == "__main__":

@@ -352,7 +352,7 @@ __all__.append("fabs")
 
 # ---------------------------------------------------------------- beyond the table
 
-def where(condition, x=None, y=None, /):
+def where(condition, x=np._NoValue, y=np._NoValue, /):
     """Elements of x where condition is true, else of y (broadcast, promoted).
 
     With only `condition`, the indices of its nonzero elements (``nonzero``).
@@ -362,10 +362,14 @@ def where(condition, x=None, y=None, /):
     [1.0, 6.0]
     """
     ember = _public_ops()
-    if x is None and y is None:
+    # NumPy counts the arguments given: where(c, None) is an error, not nonzero(c)
+    if x is np._NoValue and y is np._NoValue:
         return ember.nonzero(condition)
-    if x is None or y is None:
+    if x is np._NoValue or y is np._NoValue:
         raise ValueError("where: either both or neither of x and y must be given")
+    if x is None or y is None:
+        raise TypeError("where: x and y must be arrays or numbers, got None (NumPy would "
+                        "make an object array; ember has none)")
     c = as_array(condition)
     dt = ember.result_type(*(v if isinstance(v, (builtins.bool, int, float, complex)) and
                              not isinstance(v, np.generic) else as_array(v) for v in (x, y)))

@@ -132,7 +132,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
     return _ember(np.asarray(np.searchsorted(numpy_view(a), v, side=side, sorter=s), dtype=np.int64))
 
 
-def unique(x, return_index=False, return_inverse=False, return_counts=False, axis=None,
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, equal_nan=True, sorted=True):
     """Sorted unique elements (NumPy's ``unique`` with its optional outputs).
 
@@ -141,7 +141,7 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     [1, 3]
     """
     sorted = builtins.bool(sorted)          # NumPy's truth test (an array of many raises)
-    res = np.unique(numpy_view(as_array(x)), return_index=return_index,
+    res = np.unique(numpy_view(as_array(ar)), return_index=return_index,
                     return_inverse=return_inverse, return_counts=return_counts, axis=axis,
                     equal_nan=equal_nan)
     if isinstance(res, tuple):

@@ -139,7 +139,9 @@ cdef int weak_result(int a, object s) except -1:
     if isinstance(s, bool):
         return a
     if isinstance(s, int):
-        if k == b'b':
+        if k == b'b':               # bool with an int: the default int, which must hold it
+            if s < -9223372036854775808 or s > 9223372036854775807:
+                raise OverflowError("Python int too large to convert to C long")
             return T_INT64
         if k == b'i' or k == b'u':
             info = _np.iinfo(DTYPE_OBJS[a])

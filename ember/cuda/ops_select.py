@@ -244,11 +244,11 @@ def lexsort(keys, axis=-1):
 
 
 @gpu_op("unique")
-def unique(x, *args, sorted=True, **kwargs):
+def unique(ar, *args, sorted=True, **kwargs):
     """ember.unique of a GPU array by CuPy's, whose results are always sorted (so
     ``sorted=False``, which leaves the order unspecified, is met too)."""
     from ember.cuda._dispatch import cupy_call
-    return cupy_call("unique", (x,) + args, kwargs)
+    return cupy_call("unique", (ar,) + args, kwargs)
 
 
 def _unique_sorted(x, index=False, inverse=False, counts=False):

@@ -146,6 +146,12 @@ CASES = {
         (xp.asarray([1]),), xp.asarray(True), mode="clip"), TypeError),
     "standard_gamma_third_positional": (lambda xp, a: xp.random.standard_gamma(1.0, 2, None),
                                         TypeError),
+    # held-out fuzz seed 5
+    "where_one_of_x_y_none": (lambda xp, a: xp.where(a["b"], None), ValueError),
+    "bool_empty_with_int_past_int64": (lambda xp, a: xp.bitwise_xor(-2**63 - 1, a["b"][:0]),
+                                       OverflowError),
+    "bool_with_int_past_int64": (lambda xp, a: xp.add(a["b"], 2**64), OverflowError),
+    "unique_keyword_x": (lambda xp, a: xp.unique(x=a["f"]), TypeError),
 }
 
 
