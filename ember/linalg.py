@@ -304,7 +304,7 @@ def eigvals(x, /):
     return _ember(_call("eigvals", "eigvals", v))
 
 
-def pinv(x, /, rcond=None, hermitian=False, *, rtol=None):
+def pinv(x, /, rcond=None, hermitian=False, *, rtol=np._NoValue):
     """Moore-Penrose pseudo-inverse.
 
     Singular values below ``rtol`` times the largest are treated as zero (default:
@@ -328,9 +328,9 @@ def pinv(x, /, rcond=None, hermitian=False, *, rtol=None):
 
 
 def _pinv_rtol(rcond, rtol):
-    if rcond is not None and rtol is not None:
-        raise TypeError("pinv: give either rcond or rtol (the same tolerance), not both")
-    return rtol if rcond is None else rcond
+    if rcond is not None and rtol is not np._NoValue:      # NumPy: rtol=None counts as set
+        raise ValueError("pinv: give either rcond or rtol (the same tolerance), not both")
+    return (None if rtol is np._NoValue else rtol) if rcond is None else rcond
 
 
 def matrix_rank(x, /, *, rtol=None, tol=None, hermitian=False, atol=None):

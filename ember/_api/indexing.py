@@ -244,9 +244,10 @@ def put(a, ind, v, mode="raise"):
     """
     x = a
     _inplace_target(x, "put")
-    if isinstance(v, int) and not isinstance(v, bool) and dtype_kind(x.dtype) in "iu":
-        np.asarray(v, dtype=x.dtype)        # NumPy's OverflowError for an int out of range
-    np.put(numpy_view(x), numpy_view(as_array(ind)), numpy_view(as_array(v)), mode=mode)
+    # values that are not arrays go to NumPy as they are: it converts them into x's dtype
+    # with its range checks (-1.5 into uint32, 300.0 into int8 are OverflowErrors)
+    vals = numpy_view(v) if isinstance(v, ndarray) else v
+    np.put(numpy_view(x), numpy_view(as_array(ind)), vals, mode=mode)
     x._bump_version()
 
 

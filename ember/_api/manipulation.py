@@ -851,6 +851,8 @@ def split(x, indices_or_sections, axis=0):
     [(2, 2), (2, 2)]
     """
     x = as_array(x)
+    if isinstance(indices_or_sections, ndarray) and indices_or_sections.ndim == 0:
+        indices_or_sections = indices_or_sections.item()
     if isinstance(indices_or_sections, (int, np.integer)):
         ax = _axis(axis, x.ndim, "split")
         if indices_or_sections <= 0 or x.shape[ax] % indices_or_sections:
@@ -1071,7 +1073,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
         raise ValueError(f"pad: {e}") from None
 
 
-def resize(x, new_shape):
+def resize(a, new_shape):
     """A new array of ``new_shape`` filled with x's elements repeated in order.
 
     >>> import ember
@@ -1084,7 +1086,7 @@ def resize(x, new_shape):
         new_shape = tuple(new_shape.tolist())
     shape = (operator.index(new_shape),) if not isinstance(new_shape, (tuple, list)) else \
         tuple(operator.index(n) for n in new_shape)
-    return _copy_of(np.resize(numpy_view(as_array(x)), shape))
+    return _copy_of(np.resize(numpy_view(as_array(a)), shape))
 
 
 def trim_zeros(filt, trim="fb"):
@@ -1096,6 +1098,9 @@ def trim_zeros(filt, trim="fb"):
     """
     if not isinstance(trim, str):
         raise TypeError(f"trim_zeros: trim must be a str of 'f' and 'b', got {type(trim).__name__}")
+    if set(trim.lower()) - {"f", "b"}:
+        raise ValueError(f"trim_zeros: unexpected character(s) in `trim`: {trim!r} (use 'f' "
+                         f"for the front, 'b' for the back)")
     x = as_array(filt)
     if x.ndim != 1:
         raise ValueError(f"trim_zeros: expected a 1-d array, got shape {shape_str(x.shape)}")

@@ -18,7 +18,7 @@ from ember._core.dtypes import _code, default_float_dtype, dtype_from_code
 from ember._core import elementwise as _ew
 from ember._kernels.cpu import reduce as _R
 from ember._api._util import (as_array, numpy_view, wrap, empty_raw, normalize_axis, into_out,
-                              normalize_axis_tuple, pick_axis)
+                              normalize_axis_tuple, pick_axis, shape_str)
 from ember._core.dtypes import dtype_kind, is_half_dtype, BFLOAT16
 from ember._core.public import ops as _public_ops
 from ember._core import gpu_hooks as _gpu_hooks
@@ -188,6 +188,9 @@ def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
         dim=None, keepdim=None, mean=None):
     """Variance, ``sum(|x - mean|**2) / (N - correction)`` (``ddof`` is NumPy's name).
 
+    ``mean=`` (NumPy's) is the mean to use instead of computing it: an array shaped
+    as ``x.mean(axis, keepdims=True)`` would be (or broadcasting to it).
+
     >>> import ember
     >>> ember.var(ember.asarray([1.0, 2.0, 3.0, 4.0]), correction=1).item()
     1.6666666269302368
@@ -204,7 +207,10 @@ def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
     axes = _axes(x, axis, dim, "var")
     dt = dtype_from_code(_code(dtype)) if dtype is not None else _float_dtype_for(x.dtype)
     xf = x if x.dtype == dt else x.astype(dt)
-    m = globals()["mean"](xf, axis=axes, keepdims=True)
+    if mean is None:
+        m = globals()["mean"](xf, axis=axes, keepdims=True)
+    else:
+        m = _given_mean(mean, x, axes, "var")
     d = xf - m
     if dtype_kind(d.dtype) == "c":
         from ember._api.elementwise import real, imag
@@ -218,8 +224,25 @@ def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
     return _finish(res, x.ndim, axes, keepdims, out, "var")
 
 
+def _given_mean(mean, x, axes, opname):
+    """var/std's ``mean=``: an array (or number) that broadcasts to x's reduced shape."""
+    if not isinstance(mean, (ndarray, builtins.int, builtins.float, builtins.complex,
+                             np.ndarray, np.generic)):
+        raise TypeError(f"{opname}: mean= must be an array or a number, got "
+                        f"{type(mean).__name__}")
+    m = as_array(mean)
+    kept = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+    try:
+        if np.broadcast_shapes(m.shape, kept) != kept:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"{opname}: mean= of shape {shape_str(m.shape)} does not match the "
+                         f"reduced shape {shape_str(kept)} of x {shape_str(x.shape)}") from None
+    return m
+
+
 def std(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None,
-        dim=None, keepdim=None):
+        dim=None, keepdim=None, mean=None):
     """Standard deviation, the square root of ``var``.
 
     >>> import ember
@@ -227,7 +250,7 @@ def std(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
     1.0
     """
     v = var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction,
-            dim=dim, keepdim=keepdim)
+            dim=dim, keepdim=keepdim, mean=mean)
     res = _ew.call_unary(_ew._op_index("sqrt"), v, None)
     return _finish(res, res.ndim, (), False, out, "std")
 

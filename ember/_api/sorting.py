@@ -4,6 +4,7 @@ Sorts are stable by default, also ``descending=True`` (equal elements keep
 their original order, as the Array API requires).
 """
 import builtins
+import operator
 
 import numpy as np
 
@@ -58,6 +59,8 @@ def check_sort_arguments(x, axis, kind, order, opname):
                              f"(got {kind!r})")
     if order is not None:
         raise ValueError(f"{opname}: cannot specify order when the array has no fields")
+    if axis is not None:
+        operator.index(axis)        # NumPy's TypeError for a tuple, float or list axis
 
 
 def argsort(x, /, *, axis=-1, descending=False, stable=True, kind=None, dim=None):
@@ -203,24 +206,24 @@ def unique_all(x, /):
     return UniqueAllResult(*_unique_sorted(x, index=True, inverse=True, counts=True))
 
 
-def partition(x, kth, axis=-1):
+def partition(a, kth, axis=-1):
     """A copy with the k-th element in its sorted place (NumPy's ``partition``).
 
     >>> import ember
     >>> ember.partition(ember.asarray([3, 1, 2]), 1)[1].item()
     2
     """
-    return _ember(np.partition(numpy_view(as_array(x)), kth, axis=axis))
+    return _ember(np.partition(numpy_view(as_array(a)), kth, axis=axis))
 
 
-def argpartition(x, kth, axis=-1):
+def argpartition(a, kth, axis=-1):
     """Indices that would partition x.
 
     >>> import ember
     >>> ember.argpartition(ember.asarray([3, 1, 2]), 0)[0].item()
     1
     """
-    return _ember(np.argpartition(numpy_view(as_array(x)), kth, axis=axis).astype(np.int64))
+    return _ember(np.argpartition(numpy_view(as_array(a)), kth, axis=axis).astype(np.int64))
 
 
 def lexsort(keys, axis=-1):

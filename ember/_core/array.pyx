@@ -1545,7 +1545,8 @@ cdef class ndarray:
         return complex(host_values(self).item())
 
     def __index__(self):
-        if self.ndim != 0 or not (KIND[self.tcode] == b'i' or KIND[self.tcode] == b'u' or self.tcode == T_BOOL):
+        # NumPy's rule: integers only (a bool 0-d array is no index: PyTorch allows it)
+        if self.ndim != 0 or not (KIND[self.tcode] == b'i' or KIND[self.tcode] == b'u'):
             raise TypeError(f"only integer 0-d arrays can be used as an index, got "
                             f"{DTYPE_OBJS[self.tcode]} array of shape {shape_tuple(self)}")
         return int(host_values(self).item())

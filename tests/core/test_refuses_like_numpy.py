@@ -152,6 +152,23 @@ CASES = {
                                        OverflowError),
     "bool_with_int_past_int64": (lambda xp, a: xp.add(a["b"], 2**64), OverflowError),
     "unique_keyword_x": (lambda xp, a: xp.unique(x=a["f"]), TypeError),
+    # held-out fuzz seed 6
+    "put_float_out_of_unsigned_range": (lambda xp, a: xp.put(a["u"], [0], -1.5), OverflowError),
+    "put_float_list_out_of_range": (lambda xp, a: xp.put(xp.zeros(2, dtype="int8"), [0],
+                                                         [300.5]), OverflowError),
+    "put_nan_into_int": (lambda xp, a: xp.put(a["i"], [0], float("nan")), ValueError),
+    "trim_zeros_bad_trim": (lambda xp, a: xp.trim_zeros(a["f"], trim="abc"), ValueError),
+    "partition_keyword_x": (lambda xp, a: xp.partition(x=a["f"], kth=0), TypeError),
+    "argpartition_keyword_x": (lambda xp, a: xp.argpartition(x=a["f"], kth=0), TypeError),
+    "resize_keyword_x": (lambda xp, a: xp.resize(x=a["f"], new_shape=2), TypeError),
+    "var_mean_is_a_type": (lambda xp, a: xp.var(a["f"], mean=xp.complex128), TypeError),
+    "argsort_tuple_axis_0d": (lambda xp, a: a["s"].argsort(axis=(0, 1)), TypeError),
+    "sort_float_axis": (lambda xp, a: xp.sort(a["f"], axis=1.5), TypeError),
+    "random_size_bool_array": (lambda xp, a: xp.random.random_sample(a["b"][0]), TypeError),
+    "bool_0d_is_no_index": (lambda xp, a: [1, 2][xp.asarray(True)], TypeError),
+    "split_0d_sections_unequal": (lambda xp, a: xp.split(a["f"], xp.asarray(2)), ValueError),
+    "pinv_rtol_none_and_rcond": (lambda xp, a: xp.linalg.pinv(a["m"], rcond=-1, rtol=None),
+                                 ValueError),
 }
 
 
@@ -185,3 +202,17 @@ def test_still_accepted_like_numpy(call):
     # ember's default float dtype is float32 where NumPy's is float64
     assert np.asarray(got).dtype == want.dtype or (want.dtype == np.float64
                                                     and np.asarray(got).dtype == np.float32)
+
+
+def test_var_and_std_use_a_given_mean_as_numpy_does():
+    x = np.arange(12.0).reshape(3, 4)
+    for xp in (np, ember):
+        a = xp.asarray(x)
+        m = xp.mean(a, axis=1, keepdims=True) + 1.0       # a deliberately shifted mean
+        got = xp.var(a, axis=1, mean=m), xp.std(a, axis=1, mean=m, ddof=1)
+        if xp is np:
+            want = got
+    np.testing.assert_allclose(np.asarray(got[0]), want[0], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(got[1]), want[1], rtol=1e-6)
+    with pytest.raises(ValueError, match="mean= of shape"):
+        ember.var(ember.asarray(x), axis=1, mean=ember.zeros((4, 1)))

@@ -9,6 +9,7 @@ hang).  The call's own prints go to /dev/null.
 import faulthandler
 import json
 import os
+import re
 import signal
 import sys
 import warnings
@@ -20,7 +21,7 @@ sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 
 _TORCH_ONLY = ("dim=", "keepdim=", "device=", "requires_grad=", "descending=", "stable=",
                "correction=", "inplace=", "training=", "'bfloat16'", "as_tuple=", "dims=",
-               "other=", "unbiased=", "dim0=", "dim1=")
+               "other=", "unbiased=", "dim0=", "dim1=", "steps=")
 
 # Where ember accepts on purpose what NumPy refuses, the call is not held to NumPy:
 # (reason, test on (target, source)).  Everything else that NumPy refuses, ember must too.
@@ -55,6 +56,10 @@ DELIBERATE = (
     ("where=None means no mask in ember's reductions", lambda t, s: "where=None" in s),
     ("PyTorch's squeeze of a 0-d array takes dims 0/-1 and lists of them",
      lambda t, s: t in ("ember.squeeze", "ndarray.squeeze") and ("A((), " in s or "A(" not in s)),
+    ("ember.fft's n-d transforms take one int as s= or axes=, as scipy.fft's do (ember is "
+     "a SciPy array backend; tests/core/test_fft.py::test_nd_sequences)",
+     lambda t, s: t.startswith("ember.fft.") and t[-1] in "2n"
+     and re.search(r"(\(a\d+, |\bs=|\baxes=)-?\d+[,)]", s) is not None),
     ("random.seed takes PyTorch's 64-bit seeds (DataLoader workers seed with them)",
      lambda t, s: t == "ember.random.seed"),
     ("conj of a real array is a copy of it (NumPy turns bool into int8)",
