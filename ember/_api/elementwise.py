@@ -458,6 +458,10 @@ def round(x, /, decimals=0, out=None):
     """
     x = as_array(x)
     decimals = operator.index(decimals)
+    if isinstance(out, ndarray) and out.shape != x.shape:
+        # NumPy's round is no ufunc: out has the result's shape exactly (no broadcasting)
+        raise ValueError(f"round: invalid output shape: out has shape {shape_str(out.shape)}, "
+                         f"the result {shape_str(x.shape)}")
     if dtype_kind(x.dtype) in "biu" and decimals >= 0:
         return x.copy() if out is None else _assign_out(out, x, "round")
     if decimals == 0 and dtype_kind(x.dtype) == "f":

@@ -296,10 +296,14 @@ def permute_dims(x, /, axes):
     """
     if not isinstance(x, ndarray):
         x = as_array(x)
+    if isinstance(axes, (ndarray, np.ndarray)) and axes.ndim == 1:
+        axes = axes.tolist()        # its elements, each to be an integer (NumPy iterates it)
     axes = tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)
     shape, strides = x.shape, x.strides
     if sorted(axes) == list(range(len(shape))) and builtins.all(type(a) is int for a in axes):
         return _as_strided(x, [shape[a] for a in axes], [strides[a] for a in axes], _offset(x))
+    for a in axes:
+        operator.index(a)           # NumPy's order: each an integer (TypeError), then the count
     if len(axes) != x.ndim:
         raise ValueError(f"permute_dims: axes {axes} don't match an array of {x.ndim} "
                          f"dimensions (shape {shape_str(x.shape)})")

@@ -1879,7 +1879,7 @@ cdef class ndarray:
             return _ns(self).swapaxes(self, axes[0], axes[1])
         if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
             axes = axes[0]
-        if not axes:
+        if isinstance(axes, tuple) and not axes:    # x.transpose(): the reversal
             axes = None
         return _ember.transpose(self, axes)
 

@@ -169,6 +169,14 @@ CASES = {
     "split_0d_sections_unequal": (lambda xp, a: xp.split(a["f"], xp.asarray(2)), ValueError),
     "pinv_rtol_none_and_rcond": (lambda xp, a: xp.linalg.pinv(a["m"], rcond=-1, rtol=None),
                                  ValueError),
+    # held-out fuzz seed 7
+    "transpose_float_array_axes": (lambda xp, a: xp.ones((1, 1, 1)).transpose(
+        xp.zeros(1, dtype="float32")), TypeError),
+    "transpose_empty_list_axes": (lambda xp, a: a["m"].transpose([]), ValueError),
+    "round_scalar_with_out": (lambda xp, a: xp.round(10**12, out=xp.zeros((0, 3))), ValueError),
+    "round_out_broadcast": (lambda xp, a: xp.round(a["f"], out=xp.zeros((2, 3))), ValueError),
+    "round_int_out_broadcast": (lambda xp, a: xp.round(a["i"], out=xp.zeros((2, 3))),
+                                ValueError),
 }
 
 
