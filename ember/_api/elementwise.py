@@ -586,6 +586,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     >>> ember.nan_to_num(ember.asarray([float('nan'), 1.0])).tolist()
     [0.0, 1.0]
     """
+    if not copy and not isinstance(x, ndarray):
+        raise ValueError(f"nan_to_num: copy=False changes x in place, so x must be an array, "
+                         f"got {type(x).__name__} (NumPy: unable to avoid a copy)")
     x = as_array(x)
     if not copy:
         np.nan_to_num(numpy_view(x), copy=False, nan=nan, posinf=posinf, neginf=neginf)

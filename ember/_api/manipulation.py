@@ -841,6 +841,9 @@ def array_split(x, indices_or_sections, axis=0):
             bounds.append(bounds[-1] + each + (1 if i < extra else 0))
     else:
         idx = indices_or_sections
+        if isinstance(idx, (ndarray, np.ndarray)) and dtype_kind(idx.dtype) not in "iu":
+            raise TypeError(f"array_split: slice indices must be integers, got an array of "
+                            f"{idx.dtype}")
         idx = idx.tolist() if isinstance(idx, (ndarray, np.ndarray)) else list(idx)
         bounds = [0] + [operator.index(i) for i in idx] + [n]
     pre = (slice(None),) * ax
@@ -951,11 +954,13 @@ def repeat(x, /, repeats, *, axis=None, dim=None):
     if isinstance(r, ndarray):
         r = numpy_view(r)
     if isinstance(r, (list, tuple, np.ndarray)):
+        given_array = isinstance(r, np.ndarray)
         r = np.asarray(r)
         if r.ndim > 1:
             raise ValueError(f"repeat: repeats must be an int or a 1-d sequence, got shape "
                              f"{shape_str(r.shape)}")
-        if dtype_kind(r.dtype) not in "biu" and r.size:
+        # an array must cast safely to integers, even when empty (NumPy's rule)
+        if dtype_kind(r.dtype) not in "biu" and (r.size or given_array):
             raise TypeError(f"repeat: repeats must be integers, got dtype {r.dtype}")
         if r.size != 1:
             if (r < 0).any():

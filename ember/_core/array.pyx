@@ -1782,8 +1782,8 @@ cdef class ndarray:
     def contiguous(self):
         return self if self.c_contig else self.copy()
 
-    def fill(self, value):
-        """Set every element to `value`, in place."""
+    def fill(self, value, /):
+        """Set every element to `value`, in place (positional, as NumPy's)."""
         if self.readonly:
             raise ValueError("fill: assignment destination is read-only")
         if isinstance(value, (list, tuple)) or (isinstance(value, (ndarray, _np.ndarray))

@@ -177,6 +177,15 @@ CASES = {
     "round_out_broadcast": (lambda xp, a: xp.round(a["f"], out=xp.zeros((2, 3))), ValueError),
     "round_int_out_broadcast": (lambda xp, a: xp.round(a["i"], out=xp.zeros((2, 3))),
                                 ValueError),
+    # held-out fuzz seeds 8 and 9
+    "array_split_bool_indices": (lambda xp, a: xp.array_split(a["f"], xp.zeros(2, dtype=bool)),
+                                 TypeError),
+    "array_split_float_indices": (lambda xp, a: xp.array_split(a["f"], xp.ones(1)), TypeError),
+    "repeat_empty_complex_repeats": (lambda xp, a: a["f"][:0].repeat(
+        xp.zeros(0, dtype="complex64")), TypeError),
+    "nan_to_num_scalar_in_place": (lambda xp, a: xp.nan_to_num(2**31, False), ValueError),
+    "nan_to_num_list_in_place": (lambda xp, a: xp.nan_to_num([1.0], copy=False), ValueError),
+    "fill_keyword_value": (lambda xp, a: a["f"].fill(value=1.0), TypeError),
 }
 
 
