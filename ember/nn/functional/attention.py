@@ -298,12 +298,18 @@ def _flash_bias(mask0, mask1, kind0, kind1, causal, L, S, dtype, device):
     return bias
 
 
+def _acc_dtype(dtype):
+    """The reference's accumulation dtype: float64 for float64, else float32."""
+    return E.float64 if dtype == E.float64 else E.float32
+
+
 def _flash_scores(query, key, mask0, mask1, kind0, kind1, causal, scale):
-    """float32 scores q k^T * scale + masks (the reference's only)."""
-    q, k = query.astype(E.float32), key.astype(E.float32)
+    """Scores q k^T * scale + masks in the accumulation dtype (the reference's only)."""
+    acc = _acc_dtype(query.dtype)
+    q, k = query.astype(acc), key.astype(acc)
     s = (q @ k.swapaxes(-1, -2)) * scale
-    bias = _flash_bias(mask0, mask1, kind0, kind1, causal, q.shape[-2], k.shape[-2],
-                       E.float32, query.device)
+    bias = _flash_bias(mask0, mask1, kind0, kind1, causal, q.shape[-2], k.shape[-2], acc,
+                       query.device)
     return s if bias is None else s + bias
 
 
@@ -346,8 +352,8 @@ def _flash_attention(query, key, value, mask0, mask1, kind0, kind1, causal, scal
     s = _flash_scores(query, key, mask0, mask1, kind0, kind1, causal, scale)
     m = s.max(axis=-1, keepdims=True)
     lse = E.log(E.exp(s - m).sum(axis=-1, keepdims=True)) + m
-    out = (E.exp(s - lse) @ value.astype(E.float32)).astype(query.dtype)
-    lse = lse[..., 0]
+    out = (E.exp(s - lse) @ value.astype(s.dtype)).astype(query.dtype)
+    lse = lse[..., 0].astype(E.float32)
     lead = (1,) * (3 - lse.ndim) + tuple(lse.shape)
     return out, lse.reshape(lead), E.zeros(2, dtype=E.int64)
 
@@ -357,13 +363,16 @@ def _flash_attention(query, key, value, mask0, mask1, kind0, kind1, causal, scal
 def _flash_attention_backward(g_out, query, key, value, out, lse, rng, mask0, mask1, kind0,
                               kind1, causal, scale, dropout_p):
     """First-order backward of `_flash_attention` from its output and logsumexp: (dq, dk,
-    dv) of the broadcast batch shape (CUDA: the fused kernel; this: the reference)."""
+    dv) of the broadcast batch shape (CUDA: the fused kernel; this: the reference, which
+    recomputes the logsumexp at the inputs' precision, so float64 stays float64)."""
     if dropout_p > 0.0:
         raise NotImplementedError(f"_flash_attention_backward: dropout inside fused "
-                                  f"attention runs on CUDA arrays only")
-    f32 = E.float32
+                                  f"attention runs on CUDA arrays only, got arrays on "
+                                  f"{query.device}")
     s = _flash_scores(query, key, mask0, mask1, kind0, kind1, causal, scale)
-    p = E.exp(s - lse.reshape(tuple(s.shape[:-1]) + (1,)))
+    f32 = s.dtype
+    m = s.max(axis=-1, keepdims=True)     # the logsumexp again, at the scores' precision
+    p = E.exp(s - (E.log(E.exp(s - m).sum(axis=-1, keepdims=True)) + m))
     go, o = g_out.astype(f32), out.astype(f32)
     dv = p.swapaxes(-1, -2) @ go
     ds = p * (go @ value.astype(f32).swapaxes(-1, -2) - (go * o).sum(axis=-1, keepdims=True))
