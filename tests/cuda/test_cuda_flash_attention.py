@@ -124,6 +124,35 @@ def test_sdpa_matches_torch(calls, qs, ks, vs, mask, causal, dtype):
     assert calls == {"fwd": 1, "bwd": 1}
 
 
+def test_strided_views_are_read_in_place(calls):
+    """Head views of a (B, L, H, D) array, a negative-stride key and a broadcast value:
+    the kernel reads every array through its strides."""
+    x = np.random.default_rng(0).standard_normal((2, 7, 3, 16)).astype(np.float32)
+    kk = np.random.default_rng(1).standard_normal((2, 3, 9, 16)).astype(np.float32)
+    vv = np.random.default_rng(2).standard_normal((1, 3, 9, 16)).astype(np.float32)
+    q = gpu(ember.asarray(x)).requires_grad_()
+    k = gpu(ember.asarray(kk)).requires_grad_()
+    v = gpu(ember.asarray(vv)).requires_grad_()
+    qv, kv = q.permute(0, 2, 1, 3), k[:, :, ::-1, :]
+    assert not qv.is_contiguous()
+    out = F.scaled_dot_product_attention(qv, kv, v, is_causal=True)
+    tq, tk, tv = (torch.from_numpy(a.astype(np.float64)).requires_grad_() for a in (x, kk, vv))
+    want = torch.nn.functional.scaled_dot_product_attention(
+        tq.permute(0, 2, 1, 3), tk.flip(2), tv, is_causal=True)
+    _check(out, want, "float32", "output")
+    out.sum().backward()
+    want.sum().backward()
+    for name, a, ta in (("dq", q, tq), ("dk", k, tk), ("dv", v, tv)):
+        _check_grad(a.grad, ta.grad, "float32", name)
+    assert calls == {"fwd": 1, "bwd": 1}
+
+
+def test_empty_inputs_take_the_math_path(calls):
+    q = gpu(ember.ones((2, 0, 4, 8)))
+    assert F.scaled_dot_product_attention(q, q, q).shape == (2, 0, 4, 8)
+    assert calls["fwd"] == 0
+
+
 def test_sdpa_head_dim_128_kernel_and_bfloat16(calls):
     _run_both((1, 1, 5, 80), (1, 1, 18, 80), (1, 1, 18, 72), "float32", causal=True)
     _run_both((1, 2, 6, 16), (1, 2, 6, 16), (1, 2, 6, 16), "bfloat16", _bool_mask(6, 6, 3))
