@@ -147,6 +147,21 @@ def test_strided_views_are_read_in_place(calls):
     assert calls == {"fwd": 1, "bwd": 1}
 
 
+def test_autocast_runs_the_kernel_in_half_precision(calls):
+    import ember.amp
+    q, tq = _rnd((1, 2, 5, 16), 0, "float32")
+    m = np.random.default_rng(3).standard_normal((5, 5)).astype(np.float32)
+    with ember.amp.autocast("cuda", dtype=ember.float16):
+        out = F.scaled_dot_product_attention(q, q, q, attn_mask=gpu(ember.asarray(m)))
+    assert out.dtype == ember.float16
+    want = torch.nn.functional.scaled_dot_product_attention(tq, tq, tq,
+                                                            attn_mask=torch.from_numpy(m))
+    np.testing.assert_allclose(host(out.astype(ember.float32)), want.detach().numpy(),
+                               rtol=2e-2, atol=1e-2)
+    out.astype(ember.float32).sum().backward()
+    assert q.grad.dtype == ember.float32 and calls == {"fwd": 1, "bwd": 1}
+
+
 def test_empty_inputs_take_the_math_path(calls):
     q = gpu(ember.ones((2, 0, 4, 8)))
     assert F.scaled_dot_product_attention(q, q, q).shape == (2, 0, 4, 8)
