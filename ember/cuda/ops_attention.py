@@ -129,8 +129,9 @@ _FLASH_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
 
 def _strides4(x, B, H):
-    """x's (batch, head, row, feature) element strides as a 4-d array broadcast to
-    (B, H, rows, features) (0 where an axis is missing or of length 1)."""
+    """x's (batch, head, row, feature) element strides, as a list, seen broadcast to
+    (B, H, rows, features): leading axes added, 0 where an axis is missing or of length 1
+    (so x of 2 to 4 dimensions, a head view or a broadcast mask, is read in place)."""
     item = x.itemsize
     st = [s // item for s in x.strides]
     shape = list(x.shape)
