@@ -15,7 +15,9 @@ Cases (the GPU issue's "Performance on the GPU" targets):
 3. The matrix products those steps are made of (batched attention scores in
    float16 and bfloat16, a linear layer's input gradient, a convolution's
    weight-times-columns product), synchronised, in TFLOP/s.  No target: they
-   say whether a slow training row is its GEMMs.
+   say whether a slow training row is its GEMMs.  Then causal attention forward +
+   backward at the GPT shape: ember's fused kernel and ember's math path, each next
+   to PyTorch's SDPA (no target either).
 4. ResNet-50 training step (batch 64, 224x224, SGD with momentum), float32 and
    under autocast float16 with a GradScaler.  Target: >= 0.6x PyTorch's images/s.
 5. GPT-2-small-shaped Transformer training step (12 pre-norm layers, d 768,
@@ -297,6 +299,75 @@ def bench_gemm(number=20, repeat=9, cases=GEMM_CASES):
     return rows
 
 
+# ------------------------------------------------------------------ 3b: attention
+
+def bench_attention(shape=(8, 12, 1024, 64), dtypes=("float16", "float32"), number=5,
+                    repeat=7):
+    """Synchronised forward + backward of causal ``F.scaled_dot_product_attention`` on
+    (batch, heads, seq, head dim) arrays: ember's fused kernel, then ember's math path
+    (``ember.backends.cuda.enable_flash_sdp(False)``: scores materialised), each next to
+    PyTorch's SDPA; outputs are compared first.  No target: it says whether the GPT rows'
+    attention is the fused kernel's cost (``flash`` rows' note: the peak of ember's pool
+    above the inputs, against one float32 score matrix)."""
+    E, T = ember_gpu(), torch_gpu()
+    rows = []
+    B, H, L, D = shape
+    flop = 4 * B * H * L * L * D / 2 * 3.5            # causal: half; fwd + bwd ~ 3.5 fwd
+    stmt = "out = F.scaled_dot_product_attention(q, q, q, is_causal=True)\nout.backward(g)"
+    for dt in dtypes:
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        want = None
+        batches_t = "not available"
+        if T is not None:
+            tq = torch.from_numpy(x).cuda().to(getattr(torch, dt)).requires_grad_()
+            tg = torch.ones_like(tq)
+            want = torch.nn.functional.scaled_dot_product_attention(
+                tq, tq, tq, is_causal=True).float().cpu().numpy()
+            batches_t = loop_batch(stmt, {"F": torch.nn.functional, "q": tq, "g": tg}, number,
+                                   _sync("torch"), True)
+        for flash in (True, False):
+            case = (f"attention fwd+bwd, causal, {shape}, {dt}, ember "
+                    f"{'fused kernel' if flash else 'math path'}")
+            batches = {"torch": batches_t}
+            note = ""
+            try:
+                import ember.nn.functional as EF
+                import ember.backends.cuda as ebc
+                ebc.enable_flash_sdp(flash)
+                eq = E.asarray(x).to("cuda").astype(getattr(E, dt)).requires_grad_()
+                eg = E.ones_like(eq)
+                got = EF.scaled_dot_product_attention(eq, eq, eq, is_causal=True)
+                got = got.astype(E.float32).cpu().numpy()
+                if want is not None:
+                    err = float(np.max(np.abs(got - want)))
+                    if err > (2e-2 if dt != "float32" else 1e-3):
+                        raise AssertionError(f"ember and PyTorch differ: max abs error {err:.2g}")
+                if flash:
+                    import cupy
+                    pool = cupy.get_default_memory_pool()
+                    E.cuda.synchronize()
+                    pool.free_all_blocks()
+                    base = pool.used_bytes()
+                    EF.scaled_dot_product_attention(eq, eq, eq, is_causal=True).backward(eg)
+                    E.cuda.synchronize()
+                    note = (f"pool peak {(pool.total_bytes() - base) / 2**20:.0f} MiB, one "
+                            f"float32 score matrix {B * H * L * L * 4 / 2**20:.0f} MiB")
+                batches["ember"] = loop_batch(stmt, {"F": EF, "q": eq, "g": eg}, number,
+                                              _sync("ember"), True)
+            except Exception as exc:
+                batches["ember"] = _short_error(exc)
+            times, errors = alternate(batches, repeat)
+            rows.append(row(case, times, errors, True,
+                            lambda t, f=flop: f"{f / t / 1e12:.0f} TFLOP/s", None, note))
+            try:
+                import ember.backends.cuda as ebc
+                ebc.enable_flash_sdp(True)
+            except Exception:
+                pass
+            _free()
+    return rows
+
+
 # ------------------------------------------------------------------ networks
 
 def resnet50(nn, num_classes=1000):
@@ -558,6 +629,8 @@ def run(quick=False):
                  lambda: bench_gemm(number=2, repeat=2, cases=[
                      ("small", (4, 64, 32), (4, 64, 32), True, "float16"),
                      ("small", (32, 48), (3, 48, 20), False, "float32")]),
+                 lambda: bench_attention(shape=(1, 2, 64, 32), dtypes=("float16",),
+                                         number=1, repeat=2),
                  lambda: bench_resnet50(batch=4, size=64, number=1, repeat=2),
                  lambda: bench_resnet50(batch=4, size=64, amp=True, number=1, repeat=2),
                  lambda: bench_gpt(batch=2, seq=64, d=128, heads=4, layers=2, vocab=1000,
@@ -565,7 +638,7 @@ def run(quick=False):
                  lambda: bench_gpt(batch=2, seq=64, d=128, heads=4, layers=2, vocab=1000,
                                    amp=True, number=1, repeat=2)]
     else:
-        cases = [bench_launch, bench_bandwidth, bench_gemm,
+        cases = [bench_launch, bench_bandwidth, bench_gemm, bench_attention,
                  bench_resnet50, lambda: bench_resnet50(amp=True),
                  bench_gpt, lambda: bench_gpt(amp=True)]
     rows = []

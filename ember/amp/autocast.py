@@ -52,6 +52,7 @@ LOWER_PRECISION_OPS = {
     "nn.functional.conv._conv_transpose": None,
     "nn.functional.attention._sdpa": None,
     "nn.functional.attention._self_attention_core": None,
+    "nn.functional.attention._flash_attention": None,     # q, k, v and float masks
 }
 
 # Ops run in float32.  Arguments that are outputs or scratch buffers written in

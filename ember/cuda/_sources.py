@@ -16,7 +16,8 @@ _COMMON = "ember_common.cu"
 _INCLUDE = f'#include "{_COMMON}"'
 
 #: One ``.cu`` file per family, in ``kernels/``.
-FAMILIES = ("elementwise", "reduce", "softmax", "norm", "index", "random", "optim", "pool_conv")
+FAMILIES = ("elementwise", "reduce", "softmax", "norm", "index", "random", "optim", "pool_conv",
+            "attention")
 
 #: Kernel name suffix per NumPy dtype name.
 DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
@@ -104,4 +105,8 @@ def kernel_names(family):
     if family == "pool_conv":
         return _per_dtype(("im2col", "col2im", "max_pool2d_fwd", "max_pool2d_bwd",
                            "avg_pool2d_fwd", "avg_pool2d_bwd"))
+    if family == "attention":
+        flash = ("f32", "f16", "bf16")
+        return (_per_dtype(("flash_fwd", "flash_bwd"), dtypes=flash, variants=("_d64", "_d128"))
+                + _per_dtype(("flash_bwd_delta",), dtypes=flash))
     raise ValueError(f"unknown CUDA kernel family {family!r}; expected one of {FAMILIES}")

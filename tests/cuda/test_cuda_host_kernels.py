@@ -732,3 +732,79 @@ def test_layer_norm_of_one_element_gives_beta_exactly(dtype):
     k.call_cooperative(f"ember_layer_norm_fwd_{SFX[np.dtype(dtype)]}", x, gamma, beta, y, mean,
                        rstd, hk.i64(rows), hk.i64(1), hk.f64(1e-5), grid=2, block=32)
     np.testing.assert_array_equal(_f64(y), np.broadcast_to(_f64(beta), (rows, 1)))
+
+
+# ---- fused attention (attention.cu) at the GPU's block size ---------------------------------
+# The emulated GPU suite (tests/cuda/test_cuda_flash_attention.py) runs these kernels with
+# 32 threads a block; here they run with the 128 ember.cuda launches (4 warps: the row and
+# tile loops stride by blockDim) and fewer blocks than work items, with both mask slots,
+# causal masking and dropout (its mask from random.cu's ember_uniform_f32, the stream the
+# kernel documents), against NumPy in float64.
+
+_FLASH_GEOM = "<37q2d2Q"
+
+
+def _flash_geom(B, H, L, S, D, Dv, strides, kinds, causal, scale, p, seed=0, offset=0):
+    import struct
+    flat = [B, H, L, S, D, Dv] + [s for st in strides for s in st]
+    return struct.pack(_FLASH_GEOM, *flat, kinds[0], kinds[1], int(causal), scale, p, seed,
+                       offset)
+
+
+def _st(x):
+    return [s // x.itemsize for s in x.strides]
+
+
+@pytest.mark.parametrize("D, Dv, DM, causal, p", [(16, 8, 64, False, 0.0), (16, 16, 64, True, 0.3),
+                                                  (72, 40, 128, True, 0.0)])
+def test_flash_attention_kernels_with_four_warps(D, Dv, DM, causal, p):
+    k = hk.load("attention")
+    B, H, L, S = 1, 2, 20, 37
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((B, H, L, D)).astype(np.float32)
+    kk = rng.standard_normal((B, H, S, D)).astype(np.float32)
+    v = rng.standard_normal((B, H, S, Dv)).astype(np.float32)
+    masked = rng.random((L, S)) < 0.3                   # kind 3: True = masked
+    masked[:, 0] = False
+    pad = np.zeros((B, S), np.float32)                  # kind 1: additive, (B, 1, 1, S)
+    pad[0, -3:] = -np.inf
+    m0_st, m1_st = [0, 0, S, 1], [S, 0, 0, 1]
+    scale, seed, offset = 0.3, 1234, 7
+    o = np.empty((B, H, L, Dv), np.float32)
+    lse = np.empty((B, H, L), np.float32)
+    rs = np.zeros(2, np.int64)
+    none = [0, 0, 0, 0]
+    g = _flash_geom(B, H, L, S, D, Dv, [_st(q), _st(kk), _st(v), _st(o), none, m0_st, m1_st],
+                    (3, 1), causal, scale, p, seed, offset)
+    mb = masked.astype(np.uint8)
+    k.call_cooperative(f"ember_flash_fwd_f32_d{DM}", q, kk, v, mb, pad, o, lse, rs, g,
+                       grid=2, block=128)
+    assert rs.tolist() == [seed, offset]
+    u = np.empty(B * H * L * S, np.float32)
+    hk.load("random").call("ember_uniform_f32", u, hk.i64(u.size), np.uint64(seed),
+                           np.uint64(offset), hk.f64(0.0), hk.f64(1.0))
+    z = (u.reshape(B, H, L, S) >= np.float32(p)) / (1.0 - p)
+    s = q.astype(np.float64) @ kk.astype(np.float64).swapaxes(-1, -2) * scale
+    s = np.where(masked, -np.inf, s) + pad[:, None, None, :]
+    if causal:
+        s = np.where(np.tril(np.ones((L, S), bool)), s, -np.inf)
+    ref_lse = np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1)) + s.max(-1)
+    P = np.exp(s - ref_lse[..., None])
+    np.testing.assert_allclose(lse, ref_lse, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(o, (P * z) @ v, rtol=1e-4, atol=1e-5)
+    go = rng.standard_normal(o.shape).astype(np.float32)
+    g = _flash_geom(B, H, L, S, D, Dv, [_st(q), _st(kk), _st(v), _st(o), _st(go), m0_st, m1_st],
+                    (3, 1), causal, scale, p)
+    delta = np.empty((B, H, L), np.float32)
+    k.call_cooperative("ember_flash_bwd_delta_f32", o, go, delta, g, grid=2, block=128)
+    dq = np.zeros((B, H, L, D), np.float32)
+    dk, dv = np.empty((B, H, S, D), np.float32), np.empty((B, H, S, Dv), np.float32)
+    k.call_cooperative(f"ember_flash_bwd_f32_d{DM}", q, kk, v, mb, pad, go, lse, delta, rs, dq,
+                       dk, dv, g, grid=2, block=128)
+    g64 = go.astype(np.float64)
+    dp = (g64 @ v.astype(np.float64).swapaxes(-1, -2)) * z
+    ds = P * (dp - (dp * P).sum(-1, keepdims=True))
+    np.testing.assert_allclose(dv, (P * z).swapaxes(-1, -2) @ g64, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dq, ds @ kk.astype(np.float64) * scale, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dk, ds.swapaxes(-1, -2) @ q.astype(np.float64) * scale,
+                               rtol=1e-4, atol=1e-5)

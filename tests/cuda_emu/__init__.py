@@ -36,7 +36,8 @@ HERE = Path(__file__).resolve().parent
 # runs with real threads; their row / channel loops stride by gridDim, so the grid is
 # shrunk like the others', except for the full reductions' pass 1 (one partial per block)
 _COOPERATIVE = ("softmax_", "log_softmax_", "cross_entropy_fwd_", "layer_norm_fwd_",
-                "layer_norm_bwd_input_", "batch_norm_stats_", "batch_norm_bwd_reduce_")
+                "layer_norm_bwd_input_", "batch_norm_stats_", "batch_norm_bwd_reduce_",
+                "flash_")
 _COOP_SUFFIX = ("_inner", "_full_pass1", "_full_pass2")
 
 

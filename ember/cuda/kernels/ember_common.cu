@@ -163,4 +163,43 @@ __device__ __forceinline__ void atomic_add(double* p, double v) { atomicAdd(p, v
 __device__ __forceinline__ void atomic_add(f16* p, float v) { atomic_add_16((unsigned short*)p, v, false); }
 __device__ __forceinline__ void atomic_add(bf16* p, float v) { atomic_add_16((unsigned short*)p, v, true); }
 
+// Counter-based random numbers: Philox4x32-10 (Salmon et al., SC'11); random.cu
+// documents the (seed, offset, block) convention, which attention.cu's dropout shares.
+struct U4 { u32 x, y, z, w; };
+
+__device__ __forceinline__ U4 philox_round(U4 c, u32 k0, u32 k1) {
+  const u32 M0 = 0xD2511F53u, M1 = 0xCD9E8D57u;
+  const u32 hi0 = __umulhi(M0, c.x), lo0 = M0 * c.x;
+  const u32 hi1 = __umulhi(M1, c.z), lo1 = M1 * c.z;
+  U4 r;
+  r.x = hi1 ^ c.y ^ k0;
+  r.y = lo1;
+  r.z = hi0 ^ c.w ^ k1;
+  r.w = lo0;
+  return r;
+}
+
+__device__ __forceinline__ U4 philox4x32_10(u64 seed, u64 offset, u64 block) {
+  U4 c;
+  c.x = (u32)block;
+  c.y = (u32)(block >> 32);
+  c.z = (u32)offset;
+  c.w = (u32)(offset >> 32);
+  u32 k0 = (u32)seed, k1 = (u32)(seed >> 32);
+  const u32 W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;  // golden ratio, sqrt(3) - 1
+#pragma unroll
+  for (int r = 0; r < 9; ++r) {
+    c = philox_round(c, k0, k1);
+    k0 += W0;
+    k1 += W1;
+  }
+  return philox_round(c, k0, k1);
+}
+
+// [0, 1) with the top 24 / 53 bits, so 1.0 is never produced.
+__device__ __forceinline__ float u01_f(u32 a) { return (float)(a >> 8) * 5.9604644775390625e-08f; }
+__device__ __forceinline__ double u01_d(u32 a, u32 b) {
+  return (double)(((u64)(a >> 5) << 26) | (u64)(b >> 6)) * 1.1102230246251565e-16;
+}
+
 #endif  // EMBER_COMMON_CU
