@@ -937,13 +937,13 @@ def _median_clash(op, name):
 
 def _split_clash(op):
     @functools.wraps(op)
-    def split(x, indices_or_sections, axis=None, *, dim=None):
+    def split(ary, indices_or_sections, axis=None, *, dim=None):
         if dim is not None:
             if axis is not None:
                 raise TypeError("split: pass either axis= (NumPy: sections) or dim= "
                                 "(PyTorch: piece sizes), not both")
-            return torch_split(x, indices_or_sections, dim)
-        return op(x, indices_or_sections, 0 if axis is None else axis)
+            return torch_split(ary, indices_or_sections, dim)
+        return op(ary, indices_or_sections, 0 if axis is None else axis)
     split.__doc__ = _doc(op, """
     With PyTorch's ``dim=``, an int is the size of each piece (the last may be
     shorter) and a list gives the sizes, as ``torch.split`` does; NumPy's int is the

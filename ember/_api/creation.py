@@ -559,8 +559,10 @@ def meshgrid(*arrays, indexing="xy", sparse=False, copy=True):
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    # PyTorch's form meshgrid([a, b]): one list of arrays (a list of lists or numbers is
+    # NumPy's one input, flattened)
     if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)) and arrays[0] and \
-            not isinstance(arrays[0][0], (int, float, complex)):
+            builtins.all(isinstance(a, (ndarray, np.ndarray)) for a in arrays[0]):
         arrays = tuple(arrays[0])
     xs = [as_array(a) for a in arrays]
     grids = np.meshgrid(*[numpy_view(a) for a in xs], indexing=indexing, sparse=sparse, copy=False)

@@ -9,6 +9,7 @@ ember array and fill it with ember's broadcast-and-cast copy kernel
 run NumPy on zero-copy views.
 """
 import builtins
+import collections.abc
 import itertools
 import math
 import operator
@@ -85,11 +86,20 @@ def _shape_arg(shape, opname):
         shape = shape.tolist()
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
+    if not isinstance(shape, (collections.abc.Sequence, np.ndarray)):
+        # NumPy takes sequences only: a dict, set or generator is a TypeError
+        raise TypeError(f"{opname}: shape must be an int or a sequence of ints, got "
+                        f"{type(shape).__name__} {_short_repr(shape)}")
     try:
         return tuple(operator.index(s) for s in shape)
     except TypeError:
         raise TypeError(f"{opname}: shape must be an int or a sequence of ints, "
                         f"got {shape!r}") from None
+
+
+def _short_repr(v):
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
 
 
 def _shapes(arrays):
@@ -816,7 +826,7 @@ def _check_section_count(sections, n):
                           f"of views alone")
 
 
-def array_split(x, indices_or_sections, axis=0):
+def array_split(ary, indices_or_sections, axis=0):
     """Split into a list of views; a number of sections need not divide the axis
     (the first ones get one more element); a sequence gives the split points.
 
@@ -824,7 +834,7 @@ def array_split(x, indices_or_sections, axis=0):
     >>> [a.tolist() for a in ember.array_split(ember.arange(5), 2)]
     [[0, 1, 2], [3, 4]]
     """
-    x = as_array(x)
+    x = as_array(ary)
     ax = _axis(axis, x.ndim, "array_split")
     n = x.shape[ax]
     if isinstance(indices_or_sections, ndarray) and indices_or_sections.ndim == 0:
@@ -850,14 +860,14 @@ def array_split(x, indices_or_sections, axis=0):
     return [x[pre + (slice(bounds[i], bounds[i + 1]),)] for i in range(len(bounds) - 1)]
 
 
-def split(x, indices_or_sections, axis=0):
+def split(ary, indices_or_sections, axis=0):
     """Split into equal sub-array views (or at the given indices).
 
     >>> import ember
     >>> [a.shape for a in ember.split(ember.zeros((4, 2)), 2)]
     [(2, 2), (2, 2)]
     """
-    x = as_array(x)
+    x = as_array(ary)
     if isinstance(indices_or_sections, ndarray) and indices_or_sections.ndim == 0:
         indices_or_sections = indices_or_sections.item()
     if isinstance(indices_or_sections, (int, np.integer)):
@@ -869,40 +879,40 @@ def split(x, indices_or_sections, axis=0):
     return array_split(x, indices_or_sections, axis)
 
 
-def hsplit(x, indices_or_sections):
+def hsplit(ary, indices_or_sections):
     """Split along axis 1 (axis 0 for 1-d arrays).
 
     >>> import ember
     >>> len(ember.hsplit(ember.zeros((2, 4)), 2))
     2
     """
-    x = as_array(x)
+    x = as_array(ary)
     if x.ndim == 0:
         raise ValueError("hsplit: only works on arrays of 1 or more dimensions")
     return split(x, indices_or_sections, axis=1 if x.ndim > 1 else 0)
 
 
-def vsplit(x, indices_or_sections):
+def vsplit(ary, indices_or_sections):
     """Split along axis 0 (needs at least 2 dimensions).
 
     >>> import ember
     >>> len(ember.vsplit(ember.zeros((4, 2)), 2))
     2
     """
-    x = as_array(x)
+    x = as_array(ary)
     if x.ndim < 2:
         raise ValueError("vsplit: only works on arrays of 2 or more dimensions")
     return split(x, indices_or_sections, axis=0)
 
 
-def dsplit(x, indices_or_sections):
+def dsplit(ary, indices_or_sections):
     """Split along axis 2 (needs at least 3 dimensions).
 
     >>> import ember
     >>> len(ember.dsplit(ember.zeros((1, 2, 4)), 2))
     2
     """
-    x = as_array(x)
+    x = as_array(ary)
     if x.ndim < 3:
         raise ValueError("dsplit: only works on arrays of 3 or more dimensions")
     return split(x, indices_or_sections, axis=2)

@@ -50,6 +50,10 @@ def fromiter(iter, dtype, count=-1, *, like=None):
     >>> ember.fromiter((i * i for i in range(4)), dtype=int).tolist()
     [0, 1, 4, 9]
     """
+    if like is not None and not isinstance(like, ndarray) and \
+            not hasattr(like, "__array_function__"):
+        raise TypeError(f"fromiter: the `like` argument must be an array-like that implements "
+                        f"the `__array_function__` protocol, got {type(like).__name__}")
     dt = _dtype(dtype, "fromiter")
     if getattr(iter, "ndim", 1) > 1 and hasattr(iter, "__array_namespace__"):
         # NumPy's rows of a 2-d array are sequences, not elements

@@ -1857,7 +1857,7 @@ cdef class ndarray:
         if dtype is not None and args:
             raise TypeError("view: the dtype is given by name and by position")
         if dtype is None and len(args) == 1 and not isinstance(args[0], (int, tuple, list)):
-            dtype = args[0]
+            dtype = _np.dtype(None) if args[0] is None else args[0]     # NumPy: None is float64
             args = ()
         if dtype is not None:
             return _ember._view_dtype(self, dtype)

@@ -186,6 +186,16 @@ CASES = {
     "nan_to_num_scalar_in_place": (lambda xp, a: xp.nan_to_num(2**31, False), ValueError),
     "nan_to_num_list_in_place": (lambda xp, a: xp.nan_to_num([1.0], copy=False), ValueError),
     "fill_keyword_value": (lambda xp, a: a["f"].fill(value=1.0), TypeError),
+    # held-out fuzz seeds 10 and 11
+    "fromiter_like_a_float": (lambda xp, a: xp.fromiter((1, 2), "float32", like=1.5),
+                              TypeError),
+    "hsplit_keyword_x": (lambda xp, a: xp.hsplit(x=a["f"], indices_or_sections=1), TypeError),
+    "split_keyword_x": (lambda xp, a: xp.split(x=a["f"], indices_or_sections=1), TypeError),
+    "view_none_0d_itemsize": (lambda xp, a: xp.asarray(3, dtype="int16").view(None),
+                              ValueError),
+    "meshgrid_ragged_list": (lambda xp, a: xp.meshgrid([[1, 2], [3]]), ValueError),
+    "broadcast_shapes_dict": (lambda xp, a: xp.broadcast_shapes({}), TypeError),
+    "broadcast_shapes_set": (lambda xp, a: xp.broadcast_shapes({1, 2}), TypeError),
 }
 
 
@@ -233,3 +243,16 @@ def test_var_and_std_use_a_given_mean_as_numpy_does():
     np.testing.assert_allclose(np.asarray(got[1]), want[1], rtol=1e-6)
     with pytest.raises(ValueError, match="mean= of shape"):
         ember.var(ember.asarray(x), axis=1, mean=ember.zeros((4, 1)))
+
+
+def test_numpy_readings_that_differ_from_pytorch_forms():
+    """view(None) is a float64 view and a list of lists is one meshgrid input (NumPy);
+    meshgrid([a, b]) of arrays stays PyTorch's form."""
+    x = np.arange(2, dtype=np.int64)
+    assert ember.asarray(x).view(None).dtype == x.view(None).dtype == np.float64
+    want = np.meshgrid([[1, 2], [3, 4]])
+    got = ember.meshgrid([[1, 2], [3, 4]])
+    assert len(got) == len(want) == 1
+    np.testing.assert_array_equal(np.asarray(got[0]), want[0])
+    a, b = ember.arange(3), ember.arange(2)
+    assert [g.shape for g in ember.meshgrid([a, b])] == [(2, 3), (2, 3)]

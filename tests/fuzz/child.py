@@ -27,6 +27,20 @@ _REDUCTIONS = ("sum", "prod", "mean", "std", "var", "min", "max", "amin", "amax"
                "nansum", "nanprod", "nanmean", "nanstd", "nanvar", "nanmin", "nanmax", "argmin",
                "argmax", "count_nonzero", "median", "nanmedian", "ptp")
 
+
+
+def _reduces_0d(target, source):
+    """A reduction of a 0-d array or a Python scalar along axis 0 or -1 (as near as the
+    call's source tells)."""
+    if target.split(".")[-1] not in _REDUCTIONS:
+        return False
+    if target.startswith("ndarray."):
+        return "A((), " in source and re.search(r"\.\w+\((axis=)?(0|-1)\b", source) is not None
+    scalar = re.search(r"ember\.\w+\(-?[\d.*]+, ", source) is not None
+    return (scalar or "A((), " in source) and \
+        re.search(r"ember\.\w+\((-?[\d.*]+|a\d+), (axis=)?(0|-1)\b", source) is not None
+
+
 # Where ember accepts on purpose what NumPy refuses, the call is not held to NumPy:
 # (reason, test on (target, source)).  Everything else that NumPy refuses, ember must too.
 DELIBERATE = (
@@ -45,9 +59,13 @@ DELIBERATE = (
      lambda t, s: t in ("ember.linalg.matrix_rank", "ember.linalg.matmul",
                         "ember.linalg.vector_norm", "ember.linalg.matrix_norm")),
     ("PyTorch's reductions of a 0-d array (or a scalar) take axis 0 or -1 and reduce nothing",
-     lambda t, s: t.split(".")[-1] in _REDUCTIONS
-     and re.search(r"\((a\d+|-?[\d.*]+), (axis=)?(0|-1)\b", s) is not None
-     and ("A((), " in s or re.search(r"\(-?[\d.*]+, ", s) is not None)),
+     lambda t, s: _reduces_0d(t, s)),
+    ("ndarray.all/any's second positional argument is out, as NumPy documents (NumPy's "
+     "method passes it on as a dtype)", lambda t, s: t in ("ndarray.all", "ndarray.any")
+     and re.search(r"\.(all|any)\(([^,()=]+|\([^)]*\)), a\d+[,)]", s) is not None),
+    ("PyTorch's squeeze takes a list of dims", lambda t, s: t in ("ember.squeeze",
+                                                                   "ndarray.squeeze")
+     and re.search(r"squeeze\((a\d+, )?(axis=|dim=)?\[", s) is not None),
     ("PyTorch's sizes and dims as lists: randn([2, 3]), sum(x, axis=[0, 1])",
      lambda t, s: (t.startswith("ember.random.") and "([" in s)
      or any(k + "[" in s for k in ("axis=", "dim="))
