@@ -84,14 +84,23 @@ def _counter():
     return _STATE["counter"]
 
 
-@contextlib.contextmanager
-def _outermost():
+class _Outermost:
     """Inside it, CuPy calls made by the emulation itself are not counted."""
-    _STATE["depth"] += 1
-    try:
-        yield
-    finally:
+    __slots__ = ()
+
+    def __enter__(self):
+        _STATE["depth"] += 1
+
+    def __exit__(self, *exc):
         _STATE["depth"] -= 1
+        return False
+
+
+_OUTERMOST = _Outermost()
+
+
+def _outermost():
+    return _OUTERMOST
 
 
 #: NumPy-API functions that launch nothing on a GPU (metadata, views, allocation)
@@ -254,8 +263,13 @@ def install(null=False):
     nd.__array_function__ = array_function
 
     wrapped = fakecupy._wrapped
+    made = {}       # fakecupy makes a wrapper (and reads CuPy's signature) per attribute access
 
     def counted_wrapped(fn, real=None):
+        key = (id(fn), id(real))
+        hit = made.get(key)
+        if hit is not None and hit[0] is fn and hit[1] is real:
+            return hit[2]
         call = wrapped(fn, real)
         name = getattr(fn, "__name__", "fn")
         allocates = name in ("empty", "empty_like", "ndarray")
@@ -269,6 +283,7 @@ def install(null=False):
         counted.__wrapped__ = fn
         if hasattr(call, "__signature__"):
             counted.__signature__ = call.__signature__
+        made[key] = (fn, real, counted)
         return counted
     fakecupy._wrapped = counted_wrapped
 
