@@ -231,3 +231,23 @@ def test_device_update_then_a_plain_optimizer_keeps_the_tracker(counting):
         tscaler.update()
         assert scaler.get_scale() == tscaler.get_scale(), f"step {i}"
         assert scaler.state_dict() == tscaler.state_dict(), f"step {i}"
+
+
+def test_bench_gpu_launch_count_agrees_with_the_emulation(counting):
+    """benchmarks/bench_gpu.py's per-step launch count (wrapping ember's launcher and GEMM
+    call, plus the fast path's counter) against the emulation's hooks, and its per-step
+    host/GPU times (CUDA events: host timers on the emulation) are filled in."""
+    import sys
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "benchmarks")
+    if bench not in sys.path:
+        sys.path.append(bench)
+    bench_gpu = pytest.importorskip("bench_gpu")
+    step, _, _ = _make_step(lambda ps: ember.optim.Adam(ps, lr=1e-3), amp=True)
+    step()
+    with counting.counting() as c, bench_gpu._EmberLaunches() as counted:
+        step()
+    assert counted.n == sum(c.kernels.values()) + c.gemms > 0
+    costs = bench_gpu.step_costs("ember", step, ember.cuda.synchronize, repeat=1)
+    assert costs["launches"] == counted.n
+    assert costs["host_ms"] > 0 and costs["gpu_ms"] >= 0
