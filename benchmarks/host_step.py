@@ -13,7 +13,8 @@ optimizers, the step of ``bench_gpu._step_fn``), at sizes small enough that host
 work dominates (the number of ops does not depend on batch, image size, width or
 vocabulary):
 
-- ember: launches per step (ember kernels + GEMMs + CuPy kernel calls + memsets),
+- ember: launches per step (ember kernels + GEMMs + CuPy kernel calls + memsets and
+  device-to-device copies),
   host-to-device uploads, device-to-host read-backs (with their call sites), and
   the host time per step (median CPU time of the step's thread, and the wall time);
 - PyTorch CPU, the same step of the same network (its profiler): the aten ops that
@@ -215,14 +216,14 @@ def measure_torch(case, steps):
 
 
 def markdown(rows):
-    out = ["| step | ember launches (kernels + GEMMs + CuPy + memsets) | PyTorch kernel-like "
+    out = ["| step | ember launches (kernels + GEMMs + CuPy + memsets/copies) | PyTorch kernel-like "
            "aten ops (all aten ops) | ember uploads | read-backs ember / PyTorch | ember host "
            "CPU ms/step, null launcher (wall) | PyTorch CPU eager, CPU ms/step (wall) | "
            "ember / PyTorch CPU time |", "|---|---|---|---|---|---|---|---|"]
     for name, e, t in rows:
         ratio = e["host_ms"] / t["host_ms"] if t["host_ms"] else float("nan")
         out.append(f"| {name} | {e['launches']} ({e['ember_kernels']} + {e['gemms']} + "
-                   f"{e['cupy']} + {e['memsets']}) | {t['leaf_ops']} ({t['aten_ops']}) | "
+                   f"{e['cupy']} + {e['memsets'] + e['copies']}) | {t['leaf_ops']} ({t['aten_ops']}) | "
                    f"{e['uploads']} | {e['readbacks']} / {t['reads']} | {e['host_ms']:.1f} "
                    f"({e['wall_ms']:.1f}) | {t['host_ms']:.1f} ({t['wall_ms']:.1f}) | "
                    f"{ratio:.2f}x |")

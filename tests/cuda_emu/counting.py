@@ -9,7 +9,8 @@ hooks the emulation's boundaries once, and ``with counting() as c:`` then counts
   ElementwiseKernels, ``astype``/``copy``/``fill``, indexing with index arrays and
   assignment into a device array, by name (only the outermost call counts: a CuPy
   function made of other CuPy calls is one call here, as it is one call of the user);
-- ``c.memsets`` (cudaMemsetAsync) and ``c.uploads`` (host-to-device copies);
+- ``c.memsets`` (cudaMemsetAsync), ``c.copies`` (device-to-device cudaMemcpyAsync) and
+  ``c.uploads`` (host-to-device copies);
 - ``c.readbacks``: every device-to-host read or wait (``.get()``, ``asnumpy``, ``item()``,
   ``tolist()``, ``bool()``/``float()``/``int()`` of a device array, ``synchronize()`` of a
   device, stream or event), each with the ember call sites that led to it.
@@ -44,14 +45,16 @@ class Counter:
         self.gemms = 0
         self.cupy = collections.Counter()
         self.memsets = 0
+        self.copies = 0                 # cudaMemcpyAsync (device to device)
         self.uploads = 0
         self.readbacks = []             # [(what, (ember call sites, innermost first))]
 
     @property
     def launches(self):
-        """Everything that queues work on the GPU: ember kernels, GEMMs, CuPy kernels
-        and memsets (uploads not included)."""
-        return sum(self.kernels.values()) + self.gemms + sum(self.cupy.values()) + self.memsets
+        """Everything that queues work on the GPU: ember kernels, GEMMs, CuPy kernels,
+        memsets and device copies (uploads not included)."""
+        return sum(self.kernels.values()) + self.gemms + sum(self.cupy.values()) + \
+            self.memsets + self.copies
 
     def readback_sites(self):
         """{(what, outermost-first chain of 'file:line in function'): count}."""
@@ -62,7 +65,7 @@ class Counter:
 
     def summary(self):
         return {"launches": self.launches, "ember_kernels": sum(self.kernels.values()),
-                "gemms": self.gemms, "cupy": sum(self.cupy.values()), "memsets": self.memsets,
+                "gemms": self.gemms, "cupy": sum(self.cupy.values()), "memsets": self.memsets, "copies": self.copies,
                 "uploads": self.uploads, "readbacks": len(self.readbacks)}
 
 
@@ -338,6 +341,14 @@ def install(null=False):
             c.memsets += 1
         return memset(self, ptr, value, size, stream)
     type(rt).memsetAsync = memset_async
+    memcpy = type(rt).memcpyAsync
+
+    def memcpy_async(self, dst, src, size, kind=0, stream=0):
+        c = _counter()
+        if c is not None and _STATE["depth"] == 0:
+            c.copies += 1
+        return memcpy(self, dst, src, size, kind, stream)
+    type(rt).memcpyAsync = memcpy_async
 
     # device -> host reads and waits
     for name in ("get", "item", "tolist", "__bool__", "__float__", "__int__", "__index__",
