@@ -66,6 +66,8 @@ class GradScaler:
     ([0.800000011920929, 1.600000023841858], 1024.0)
     """
 
+    _tracker_dev = None         # (a class default too: scalers pickled before it existed)
+
     def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0,
                  backoff_factor=0.5, growth_interval=2000, enabled=True):
         dev = str(device).split(":", 1)[0]
@@ -298,11 +300,11 @@ class GradScaler:
         import ember
         dev = self._scale.device
         with ember.no_grad():
-            found = states[0]["found_inf"].astype(ember.float32)
-            for st in states[1:]:
-                f = st["found_inf"]
-                found = ember.maximum(found, (f if f.device == dev else f.to(dev))
-                                      .astype(ember.float32))
+            flags = [st["found_inf"] for st in states]
+            flags = [(f if f.device == dev else f.to(dev)).astype(ember.float32) for f in flags]
+            found = flags[0]
+            for f in flags[1:]:
+                found = ember.maximum(found, f)
             bad = found > 0
             tracker = self._tracker_on_device(dev)
             successful = tracker + 1
