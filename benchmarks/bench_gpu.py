@@ -3,6 +3,7 @@
     python benchmarks/bench_gpu.py            # full sizes (a few minutes on an H100)
     python benchmarks/bench_gpu.py --quick    # tiny sizes: checks that everything runs
     python benchmarks/bench_gpu.py --tf32     # let PyTorch use TF32 (its conv default)
+    python benchmarks/bench_gpu.py --no-step-costs   # without the per-step table (shorter)
     EMBER_CUDA_EMULATION=1 python benchmarks/bench_gpu.py --quick   # no GPU: code paths only
 
 Cases (the GPU issue's "Performance on the GPU" targets):
@@ -462,7 +463,7 @@ def _train_case(case, target, build_torch, build, make_inputs, make_opt, loss_fn
         errors["ember"] = f"first loss {first['ember']:.5g} vs PyTorch's {first['torch']:.5g}"
 
     per_step = {}
-    for lib, step in list(steps.items()):
+    for lib, step in list(steps.items()) if STEP_COSTS[0] else ():
         try:
             per_step[lib] = step_costs(lib, step, _sync(lib))
         except Exception as exc:
@@ -501,6 +502,9 @@ def _train_case(case, target, build_torch, build, make_inputs, make_opt, loss_fn
 
 
 # ------------------------------------------------------------------ per-step costs
+
+STEP_COSTS = [True]      # --no-step-costs: skip the per-step table (a shorter run)
+
 
 class _EmberLaunches:
     """Counts ember's kernel launches and cuBLAS GEMMs inside the block: the general
@@ -726,6 +730,7 @@ def _emulation():
 
 def main():
     quick = "--quick" in sys.argv
+    STEP_COSTS[0] = "--no-step-costs" not in sys.argv
     if _emulation():
         print("bench_gpu: EMBER_CUDA_EMULATION=1: ember runs on the CPU emulation; the "
               "figures below check the code paths and are not GPU measurements.\n")
