@@ -3,6 +3,8 @@
     python benchmarks/bench_gpu.py            # full sizes (a few minutes on an H100)
     python benchmarks/bench_gpu.py --quick    # tiny sizes: checks that everything runs
     python benchmarks/bench_gpu.py --tf32     # let PyTorch use TF32 (its conv default)
+    python benchmarks/bench_gpu.py --no-step-costs   # without the per-step table (shorter)
+    EMBER_CUDA_EMULATION=1 python benchmarks/bench_gpu.py --quick   # no GPU: code paths only
 
 Cases (the GPU issue's "Performance on the GPU" targets):
 
@@ -23,6 +25,10 @@ Cases (the GPU issue's "Performance on the GPU" targets):
 5. GPT-2-small-shaped Transformer training step (12 pre-norm layers, d 768,
    12 heads, causal, seq 1024, batch 8, vocab 50257, AdamW), float32 and under
    autocast float16.  Target: >= 0.7x PyTorch's tokens/s.
+6. Per training step (a second table): kernel launches (ember: its kernels, fast-path
+   launches and GEMMs; PyTorch: every GPU activity of its profiler), host time (the
+   step called on an idle GPU until it returns) and GPU time (CUDA events around the
+   step).  Target (issue #21): ember's host time under half its GPU time.
 
 Each network is written ONCE as a function of a library's ``nn`` module (no
 torchvision), so both libraries run the same architecture; PyTorch builds it
@@ -370,9 +376,11 @@ def bench_attention(shape=(8, 12, 1024, 64), dtypes=("float16", "float32"), numb
 
 # ------------------------------------------------------------------ networks
 
-def resnet50(nn, num_classes=1000):
+def resnet50(nn, num_classes=1000, width=64):
     """ResNet-50 (He et al. 2016): bottleneck blocks [3, 4, 6, 3], widths 64-512,
-    expansion 4, stride on the 3x3 conv (torchvision's "v1.5")."""
+    expansion 4, stride on the 3x3 conv (torchvision's "v1.5").  ``width`` scales every
+    layer's channels (64: the real network; smaller: the same layers and ops, fewer
+    channels, for host-side measurements such as host_step.py)."""
 
     class Bottleneck(nn.Module):
         def __init__(self, cin, width, stride):
@@ -397,13 +405,14 @@ def resnet50(nn, num_classes=1000):
             identity = x if self.downsample is None else self.downsample(x)
             return self.relu(out + identity)
 
-    layers = [nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+    w = width
+    layers = [nn.Conv2d(3, w, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(w), nn.ReLU(),
               nn.MaxPool2d(3, stride=2, padding=1)]
-    cin = 64
-    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+    cin = w
+    for mult, blocks, stride in ((1, 3, 1), (2, 4, 2), (4, 6, 2), (8, 3, 2)):
         for i in range(blocks):
-            layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
-            cin = width * 4
+            layers.append(Bottleneck(cin, w * mult, stride if i == 0 else 1))
+            cin = w * mult * 4
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, num_classes)]
     return nn.Sequential(*layers)
 
@@ -452,17 +461,19 @@ def _to_ember(tmodel, build):
     return model.to("cuda")
 
 
-def _step_fn(lib, model, opt, inputs, target, amp, loss_fn):
+def _step_fn(lib, model, opt, inputs, target, amp, loss_fn, device="cuda"):
     """One training step as a closure: zero_grad, forward (under autocast when
-    ``amp``), loss, backward (scaled when ``amp``), step.  Returns the loss."""
+    ``amp``), loss, backward (scaled when ``amp``), step.  Returns the loss.
+    ``device``: where autocast and the GradScaler work ('cuda', or 'cpu' for
+    PyTorch's CPU reference in host_step.py)."""
     mod, _, F = _lib(lib)
     if amp:
         if lib == "torch":
-            scaler = torch.amp.GradScaler("cuda")
-            ctx = lambda: torch.autocast("cuda", dtype=torch.float16)  # noqa: E731
+            scaler = torch.amp.GradScaler(device)
+            ctx = lambda: torch.autocast(device, dtype=torch.float16)  # noqa: E731
         else:
-            scaler = mod.amp.GradScaler("cuda")
-            ctx = lambda: mod.amp.autocast("cuda", dtype=mod.float16)  # noqa: E731
+            scaler = mod.amp.GradScaler(device)
+            ctx = lambda: mod.amp.autocast(device, dtype=mod.float16)  # noqa: E731
 
     def step():
         opt.zero_grad()
@@ -522,6 +533,13 @@ def _train_case(case, target, build_torch, build, make_inputs, make_opt, loss_fn
                                                                rtol=check_rtol, atol=check_rtol):
         errors["ember"] = f"first loss {first['ember']:.5g} vs PyTorch's {first['torch']:.5g}"
 
+    per_step = {}
+    for lib, step in list(steps.items()) if STEP_COSTS[0] else ():
+        try:
+            per_step[lib] = step_costs(lib, step, _sync(lib))
+        except Exception as exc:
+            harness.log(f"bench_gpu {case}: {lib} per-step costs failed: {exc!r}")
+
     host = {lib: [] for lib in steps}
 
     def batch_of(lib, step, sync):
@@ -548,9 +566,111 @@ def _train_case(case, target, build_torch, build, make_inputs, make_opt, loss_fn
                         f"{100 * statistics.median(shares):.0f}% of the step time")
     errs.update(errors)
     r = row(case, times, errs, True, lambda t: f"{work / t:,.0f} {unit}", target)
+    r["per_step"] = per_step
     steps = batches = step = None      # free this case's device memory
     _free()
     return [r]
+
+
+# ------------------------------------------------------------------ per-step costs
+
+STEP_COSTS = [True]      # --no-step-costs: skip the per-step table (a shorter run)
+
+
+class _EmberLaunches:
+    """Counts ember's kernel launches and cuBLAS GEMMs inside the block: the general
+    path (ember.cuda._kernels.launch), the cuLaunchKernel fast path (its counter in
+    ember.cuda._launch) and ember/cuda/_gemm's GEMM calls.  CuPy's own kernels are not
+    counted here (benchmarks/host_step.py counts them on the emulation)."""
+
+    def __enter__(self):
+        from ember.cuda import _gemm, _kernels, _launch
+        self.n = 0
+        self._mods = (_kernels, _gemm)
+        self._orig = (_kernels.launch, _gemm._cublas_gemm)
+        launch, gemm = self._orig
+
+        def counted_launch(*a, **k):
+            self.n += 1
+            return launch(*a, **k)
+
+        def counted_gemm(*a, **k):
+            self.n += 1
+            return gemm(*a, **k)
+        _kernels.launch, _gemm._cublas_gemm = counted_launch, counted_gemm
+        self._fast = _launch.fast_launch_count()
+        return self
+
+    def __exit__(self, *exc):
+        from ember.cuda import _launch
+        self.n += _launch.fast_launch_count() - self._fast
+        self._mods[0].launch, self._mods[1]._cublas_gemm = self._orig
+        return False
+
+
+def _torch_kernels(step):
+    """PyTorch's GPU activities (kernels, memsets, copies) in one step, by its profiler."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    dev = torch.autograd.DeviceType.CUDA
+    return sum(1 for e in prof.events() if e.device_type == dev)
+
+
+def step_costs(lib, step, sync, repeat=3):
+    """Per training step: launches (one counted step), host time (the step called on an
+    idle device until it returns) and GPU time (CUDA events around the step), medians
+    of ``repeat`` steps, in ms.  Returns {"launches", "host_ms", "gpu_ms"}."""
+    if lib == "torch":
+        Event = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+        try:
+            launches = _torch_kernels(step)
+        except Exception as exc:
+            harness.log(f"bench_gpu: PyTorch's profiler failed: {exc!r}")
+            launches = None
+    else:
+        import ember.cuda
+        Event = lambda: ember.cuda.Event(enable_timing=True)  # noqa: E731
+        with _EmberLaunches() as counted:
+            step()
+        launches = counted.n
+    host, gpu = [], []
+    for _ in range(repeat):
+        sync()
+        start, end = Event(), Event()
+        t0 = time.perf_counter()
+        start.record()
+        step()
+        end.record()
+        host.append(time.perf_counter() - t0)
+        end.synchronize()
+        gpu.append(start.elapsed_time(end))
+    return {"launches": launches, "host_ms": 1e3 * statistics.median(host),
+            "gpu_ms": statistics.median(gpu)}
+
+
+def _costs_cell(c):
+    if not c:
+        return "n/a"
+    n = "n/a" if c["launches"] is None else str(c["launches"])
+    return f"{n} / {c['host_ms']:.1f} / {c['gpu_ms']:.1f}"
+
+
+def markdown_steps(rows):
+    """The per-step table of the training rows: launches / host ms / GPU ms per library,
+    and ember's host time over its GPU time (target: under 0.5)."""
+    out = ["| training step | ember launches / host ms / GPU ms | PyTorch GPU activities / "
+           "host ms / GPU ms | ember host / GPU time |", "|---|---|---|---|"]
+    for r in rows:
+        costs = r.get("per_step")
+        if not costs:
+            continue
+        e = costs.get("ember")
+        share = f"{e['host_ms'] / e['gpu_ms']:.2f}" if e and e["gpu_ms"] else "n/a"
+        out.append(f"| {r['case']} | {_costs_cell(e)} | {_costs_cell(costs.get('torch'))} | "
+                   f"{share} |")
+    return "\n".join(out) if len(out) > 2 else ""
 
 
 def _cross_entropy(F, out, y):
@@ -669,8 +789,24 @@ def gpu_environment():
     return "- " + "; ".join(parts)
 
 
+def _emulation():
+    """EMBER_CUDA_EMULATION=1: ember's GPU backend on the CPU emulation (tests/cuda_emu),
+    to check that every code path of this script runs; never a GPU measurement."""
+    if os.environ.get("EMBER_CUDA_EMULATION") != "1":
+        return False
+    tests = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+    sys.path[:0] = [tests]
+    import cuda_emu
+    cuda_emu.install()
+    return True
+
+
 def main():
     quick = "--quick" in sys.argv
+    STEP_COSTS[0] = "--no-step-costs" not in sys.argv
+    if _emulation():
+        print("bench_gpu: EMBER_CUDA_EMULATION=1: ember runs on the CPU emulation; the "
+              "figures below check the code paths and are not GPU measurements.\n")
     if ember_gpu() is None:
         print("bench_gpu: no CUDA device (ember.cuda.is_available() is False); "
               "nothing to benchmark.")
@@ -683,7 +819,13 @@ def main():
     print(harness.environment_markdown(harness.environment()))
     print(gpu_environment())
     print()
-    print(markdown(run(quick=quick)))
+    rows = run(quick=quick)
+    print(markdown(rows))
+    steps = markdown_steps(rows)
+    if steps:
+        print("\nPer training step (launches: ember kernels + GEMMs; PyTorch: every GPU "
+              "activity its profiler saw):\n")
+        print(steps)
     return 0
 
 

@@ -9,8 +9,15 @@ step (``backoff_factor``) or grows it after ``growth_interval`` clean steps
 (``growth_factor``).
 
 The scale and the inf flag live on the device of the arrays (a 0-d float32
-array), so scaling and unscaling queue on the GPU without waiting for it; only
-``step`` reads the flag back (one synchronisation per step, as PyTorch).
+array), so scaling and unscaling queue on the GPU without waiting for it.  With
+an ordinary optimizer ``step`` reads the flag back (one synchronisation per step,
+as PyTorch's GradScaler does).  An optimizer that declares
+``_step_supports_amp_scaling = True`` (PyTorch's protocol for its fused
+optimizers) skips its own update on the device when ``optimizer.found_inf`` is
+set: ``step`` then hands it the flag (and ``optimizer.grad_scale = None``: the
+gradients are already unscaled) and reads nothing back, and ``update`` computes
+the next scale and growth tracker on the device too; ``get_scale()`` reads the
+scale back only when asked.
 """
 import enum
 import warnings
@@ -59,6 +66,8 @@ class GradScaler:
     ([0.800000011920929, 1.600000023841858], 1024.0)
     """
 
+    _tracker_dev = None         # (a class default too: scalers pickled before it existed)
+
     def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0,
                  backoff_factor=0.5, growth_interval=2000, enabled=True):
         dev = str(device).split(":", 1)[0]
@@ -92,6 +101,7 @@ class GradScaler:
         self._scale = None              # 0-d float32 array on the device (lazy)
         self._scale_host = None         # its value as a float: reading it needs no sync
         self._growth_tracker = 0        # consecutive clean steps (host int: no sync needed)
+        self._tracker_dev = None        # the tracker, on the device after a device update()
         self._per_optimizer_states = {}
 
     # ------------------------------------------------------------ helpers
@@ -198,6 +208,8 @@ class GradScaler:
         st["stage"] = _Stage.UNSCALED
 
     def _scale_value(self):
+        if self._scale_host is None:        # updated on the device: read it (user asked)
+            self._scale_host = float(self._scale.item())
         return self._scale_host
 
     def step(self, optimizer, *args, **kwargs):
@@ -218,9 +230,19 @@ class GradScaler:
         if st["found_inf"] is None:
             raise RuntimeError("No inf checks were recorded for this optimizer.")
         retval = None
-        st["found_host"] = float(st["found_inf"].item())    # the one wait of a step
-        if not st["found_host"]:
-            retval = optimizer.step(*args, **kwargs)
+        if getattr(optimizer, "_step_supports_amp_scaling", False):
+            # the optimizer skips its update on the device when the flag is set: no wait
+            optimizer.grad_scale = None         # (the gradients are unscaled already)
+            optimizer.found_inf = st["found_inf"]
+            try:
+                retval = optimizer.step(*args, **kwargs)
+            finally:
+                del optimizer.grad_scale, optimizer.found_inf
+            st["found_host"] = None
+        else:
+            st["found_host"] = float(st["found_inf"].item())    # the one wait of a step
+            if not st["found_host"]:
+                retval = optimizer.step(*args, **kwargs)
         st["stage"] = _Stage.STEPPED
         return retval
 
@@ -245,11 +267,17 @@ class GradScaler:
                       if st["found_inf"] is not None]
             if not states:
                 raise RuntimeError("No inf checks were recorded prior to update.")
+            if self._scale.is_cuda and any(st["stage"] is _Stage.STEPPED and
+                                           st["found_host"] is None for st in states):
+                self._update_on_device(states)      # step() read nothing back: neither here
+                self._per_optimizer_states = {}
+                return
             # step() has read its flags already: waiting again here would stall the host
             # until the optimizer's kernels finish
             found = any(st["found_host"] if st["found_host"] is not None
                         else float(st["found_inf"].item()) for st in states)
             scale = self._scale_value()
+            self._tracker_to_host()
             # float32 scale times the double factor, rounded to float32 (PyTorch's kernel)
             if found:
                 scale = float(np.float32(scale * self._backoff_factor))
@@ -266,11 +294,49 @@ class GradScaler:
             self._fill_scale(scale)
         self._per_optimizer_states = {}
 
+    def _update_on_device(self, states):
+        """update() without a read-back: the found-inf flags, the scale and the growth
+        tracker stay on the device (PyTorch's _amp_update_scale_, with ember ops)."""
+        import ember
+        dev = self._scale.device
+        with ember.no_grad():
+            flags = [st["found_inf"] for st in states]
+            flags = [(f if f.device == dev else f.to(dev)).astype(ember.float32) for f in flags]
+            found = flags[0]
+            for f in flags[1:]:
+                found = ember.maximum(found, f)
+            bad = found > 0
+            tracker = self._tracker_on_device(dev)
+            successful = tracker + 1
+            grow = ember.logical_and(successful == self._growth_interval,
+                                     ember.logical_not(bad))
+            wide = self._scale.astype(ember.float64)
+            grown = (wide * self._growth_factor).astype(ember.float32)
+            grown = ember.where(ember.isfinite(grown), grown, self._scale)
+            backed = (wide * self._backoff_factor).astype(ember.float32)
+            self._scale = ember.where(bad, backed, ember.where(grow, grown, self._scale))
+            self._tracker_dev = ember.where(ember.logical_or(bad, grow),
+                                            ember.zeros((), dtype=ember.int32, device=dev),
+                                            successful)
+        self._scale_host = None             # read back by get_scale() only when asked
+
+    def _tracker_on_device(self, dev):
+        import ember
+        t = self._tracker_dev
+        if t is None:
+            t = ember.full((), self._growth_tracker, dtype=ember.int32, device=dev)
+        return t
+
     def _fill_scale(self, value):
         import ember
         dev = self._scale.device if getattr(self._scale, "is_cuda", False) else None
         self._scale = ember.full((), value, dtype=ember.float32, device=dev)  # no host copy
         self._scale_host = float(np.float32(value))
+
+    def _tracker_to_host(self):
+        if self._tracker_dev is not None:
+            self._growth_tracker = int(self._tracker_dev.item())
+            self._tracker_dev = None
 
     # ------------------------------------------------------------ accessors
     def get_scale(self):
@@ -298,7 +364,11 @@ class GradScaler:
         self._growth_interval = int(new_interval)
 
     def _get_growth_tracker(self):
-        return self._growth_tracker if self._enabled else 0
+        if not self._enabled:
+            return 0
+        if self._tracker_dev is not None:
+            return int(self._tracker_dev.item())
+        return self._growth_tracker
 
     def is_enabled(self):
         """Whether the scaler is active."""
@@ -326,6 +396,7 @@ class GradScaler:
         self._backoff_factor = float(state_dict["backoff_factor"])
         self._growth_interval = int(state_dict["growth_interval"])
         self._growth_tracker = int(state_dict["_growth_tracker"])
+        self._tracker_dev = None
         if self._scale is not None:
             self._fill_scale(self._init_scale)
 

@@ -194,10 +194,22 @@ cdef inline unsigned _grid(Py_ssize_t n, Py_ssize_t itemsize) noexcept:
     return <unsigned>(g if g > 0 else 1)
 
 
+cdef unsigned long long _fast_launches = 0
+
+
+def fast_launch_count():
+    """How many kernels the fast path (binary_contig, unary_contig, cast_contig) has
+    launched in this process: bench_gpu.py adds them to the general path's launches
+    (counted at ember.cuda._kernels.launch) for its per-step launch count."""
+    return _fast_launches
+
+
 cdef object _run(size_t func, void** params, Py_ssize_t n, Py_ssize_t itemsize):
+    global _fast_launches
     cdef size_t stream = _stream().ptr
     cdef int rc
     cdef unsigned g = _grid(n, itemsize)
+    _fast_launches += 1
     with nogil:
         rc = _launch(<void*>func, g, 1, 1, 256, 1, 1, 0, <void*>stream, params, NULL)
     if rc != 0:
