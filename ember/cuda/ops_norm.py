@@ -3,8 +3,8 @@
 Two layers:
 
 * the CUDA twins of the CPU kernel functions (``ember._kernels.cpu.norm``): same
-  names, arguments and results (``new_stats`` also takes the input, for its device
-  and dtype);
+  names, arguments and results (``new_stats`` reads its ``like`` argument, the input,
+  for the device and dtype);
 * the ``@gpu_op`` registrations, written with them: the four forward defops, and the
   private ops through which normalization.py's gradient rules and running-statistics
   update reach the kernels (``_layer_norm_backward``, ``_batch_norm_backward``,
