@@ -142,7 +142,9 @@ cdef class DiffOp:
         if self.nondiff or not grad_enabled() or not _any_tracked(args, kwargs):
             if gpu:
                 return _gpu_call(self, args, kwargs)
-            return self.fn(*args, **kwargs)
+            if kwargs:
+                return self.fn(*args, **kwargs)
+            return self.fn(*args)       # (Cython copies kwargs for a ** call, even empty)
         return self._record(args, kwargs, gpu)
 
     def _on_host(self, args, kwargs):

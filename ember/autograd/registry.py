@@ -44,8 +44,14 @@ def nondifferentiable(*names):
     NONDIFF.update(names)
 
 
-def defop(name, grad, save_args=True, save_result=False):
+def defop(name, grad=None, save_args=True, save_result=False):
     """Make the decorated function a differentiable op with gradient rule `grad`.
+
+    ``grad=None``: a private helper op whose results are constants for autograd
+    (a backward kernel, a statistics buffer, a random mask): never recorded, but
+    routed like every op, so its GPU implementation is registered for `name` with
+    ``@gpu_op`` in ``ember/cuda/ops_<family>.py`` and its callers need no device
+    branch.  On host arrays it costs one call through the DiffOp.
 
     For ops outside the ``ember`` namespace (``ember.nn.functional``...): the
     result is a DiffOp named `name` (it pickles as ``ember.<name>``, so name it by
@@ -70,6 +76,8 @@ def defop(name, grad, save_args=True, save_result=False):
     from ember.autograd.dispatch import DiffOp
 
     def wrap(fn):
+        if grad is None:
+            return DiffOp(fn, name, None, nondiff=True)
         rule = Rule(grad, name, bool(save_args), save_result)
         rule.save_cross = save_args == "cross"
         rule.forward = fn

@@ -398,5 +398,14 @@ def vec_blocks(n, itemsize, threads=256):
 
 
 def launch(name, grid, block, args, shmem=0):
+    """Launch ember kernel `name` (ember/cuda/kernels) on the current device and stream:
+    the one launch of the GPU ops.  Array arguments are ember GPU arrays or CuPy arrays
+    (passed as ember arrays over the same memory); the rest as ember.cuda._launch
+    passes them (ints, floats, None...)."""
     from ember.cuda._kernels import launch as _launch
+    nd = cp().ndarray
+    for a in args:
+        if isinstance(a, nd):
+            args = tuple(from_cupy(b) if isinstance(b, nd) else b for b in args)
+            break
     _launch(name, grid, block, args, shmem)

@@ -7,25 +7,26 @@
   argument is host memory and is not used: the backward recomputes the
   log-sum-exp with the forward kernel (one pass over the logits).
 * ``_nll_nc``: CuPy gathers and scatters.
+* The private ops of loss.py's gradient rules: ``_cross_entropy_backward``,
+  ``_nll_backward`` (the first-order gradients), ``_smoothed_targets`` and ``_mean_coef``
+  (the create_graph branch, whose formula is written once in loss.py).
 * The elementwise losses are device-generic (their one definition in loss.py is ember
   ops); binary_cross_entropy's input range is checked on the device here
-  (``check_in_unit_interval``, reported at the next synchronisation, as the class-index
-  checks).
+  (``_check_in_unit_interval``, reported at the next synchronisation, as the
+  class-index checks).
 
 Bad class indices raise the CPU's IndexError at the next synchronisation (the
 kernels flag them without a wait: see ember.cuda._checks); the kernels never read
 through them.
-The gradient rules in loss.py call ``cross_entropy_nc_grad`` / ``nll_nc_grad``
-for GPU arrays (their CPU branches read host memory).
 """
 import numpy as np
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
 from ember.cuda import _checks
-from ember.cuda.ops_softmax import launch, row_grid, row_threads
+from ember.cuda.ops_softmax import row_grid, row_threads
 
-__all__ = ["cross_entropy_nc_grad", "nll_nc_grad", "smoothed_targets", "coef",
+__all__ = ["cross_entropy_backward", "nll_backward", "smoothed_targets", "mean_coef",
            "check_in_unit_interval"]
 
 _F64 = np.dtype(np.float64)
@@ -78,7 +79,7 @@ def _row_lse(xc, tc, ignore_index, eps, opname=None):
     if N == 0:
         return loss, lse
     bad = cp.zeros(1, dtype=cp.int32)
-    launch(f"ember_cross_entropy_fwd_{R.suffix(xc.dtype)}", row_grid(N), row_threads(C),
+    R.launch(f"ember_cross_entropy_fwd_{R.suffix(xc.dtype)}", row_grid(N), row_threads(C),
            (xc, tc, loss, lse, int(N), int(C), int(ignore_index), float(eps), bad))
     if opname is not None:
         _defer_target_check(bad, tc, C, ignore_index, opname)
@@ -155,7 +156,7 @@ def _ce_backward(g, x, target, weight, ignore_index, reduction, label_smoothing)
             if reduction == 1:
                 grad = grad / wt.sum()
             grad, stride = grad.astype(acc), 0
-        launch(f"ember_cross_entropy_bwd_{R.suffix(xc.dtype)}", R.blocks(N * C), 256,
+        R.launch(f"ember_cross_entropy_bwd_{R.suffix(xc.dtype)}", R.blocks(N * C), 256,
                (xc, tc, lse, grad, stride, dx, int(N), int(C), int(ignore_index), eps))
         return R.from_cupy(dx)
     # class weights: gx = coef * (a * p - (eps / C) * w) - coef * (1 - eps) * wt * onehot(t)
@@ -176,6 +177,16 @@ def _ce_backward(g, x, target, weight, ignore_index, reduction, label_smoothing)
     return R.from_cupy(gx.astype(xc.dtype))
 
 
+@gpu_op("nn.functional.loss._cross_entropy_backward")
+def cross_entropy_backward(g, x, target, weight, ignore_index, reduction, label_smoothing,
+                           scratch=None):
+    """loss._cross_entropy_backward on the GPU (the host `scratch` is not used)."""
+    if g.dtype != x.dtype:
+        g = g.astype(x.dtype)
+    return _ce_backward(g, x, target, weight, ignore_index, reduction, label_smoothing)
+
+
+@gpu_op("nn.functional.loss._smoothed_targets")
 def smoothed_targets(x, target, weight, ignore_index, label_smoothing):
     """GPU twin of the CPU kernel module's smoothed_targets: the (N, C) float64 matrix Q
     with loss_i = -sum_c Q[i, c] log_softmax(x)[i, c], and each row's target weight."""
@@ -193,39 +204,16 @@ def smoothed_targets(x, target, weight, ignore_index, label_smoothing):
     return R.from_cupy(Q), R.from_cupy(wt)
 
 
-def coef(g, reduction, target, ignore_index, weight):
-    """GPU twin of loss._coef: the per-row factor of the upstream gradient, (M, 1) or 0-d."""
+@gpu_op("nn.functional.loss._mean_coef")
+def mean_coef(g, target, ignore_index, weight):
+    """loss._mean_coef on the GPU: g over the mean reduction's denominator (0 when every
+    target is ignored), without a synchronisation."""
     cp = R.cp()
-    if reduction == 0:
-        return g.reshape(-1, 1)
-    if reduction == 1:
-        tc = R.as_cupy(target)
-        _, wt = _weights(_cp(weight), tc, tc != ignore_index)
-        denom = wt.sum()
-        factor = cp.where(denom != 0, 1.0 / cp.where(denom != 0, denom, 1.0), 0.0)
-        return g * R.from_cupy(factor.astype(g.dtype))
-    return g
-
-
-@R.on_arrays_device
-def cross_entropy_nc_grad(g, x, target, weight, ignore_index, reduction, label_smoothing,
-                          softmax=None):
-    """loss._ce_nc_grad for GPU arrays (both its create_graph and its kernel branch);
-    `softmax` is nn.functional's, handed over by loss.py (the create_graph branch records
-    it; this backend does not import nn)."""
-    from ember._core.array import _is_grad_enabled
-    if _is_grad_enabled():
-        if softmax is None:
-            raise TypeError("cross_entropy_nc_grad: recording the gradient (create_graph) "
-                            "needs nn.functional's softmax (softmax=)")
-        Q, _ = smoothed_targets(x.detach(), target, weight, ignore_index, label_smoothing)
-        Q = Q.astype(x.dtype)
-        a = Q.sum(axis=1, keepdims=True)
-        p = softmax(x, 1)
-        return (coef(g, reduction, target, ignore_index, weight) * (p * a - Q),)
-    if g.dtype != x.dtype:
-        g = g.astype(x.dtype)
-    return (_ce_backward(g, x, target, weight, ignore_index, reduction, label_smoothing),)
+    tc = R.as_cupy(target)
+    _, wt = _weights(_cp(weight), tc, tc != ignore_index)
+    denom = wt.sum()
+    factor = cp.where(denom != 0, 1.0 / cp.where(denom != 0, denom, 1.0), 0.0)
+    return g * R.from_cupy(factor.astype(g.dtype))
 
 
 # ---------------------------------------------------------------- nll
@@ -245,7 +233,7 @@ def _nll_nc(x, target, weight, ignore_index, reduction):
     return _reduced(li, wt.sum(), reduction, xc.dtype)
 
 
-def _nll_backward(g, x, target, weight, ignore_index, reduction):
+def _nll_grad(g, x, target, weight, ignore_index, reduction):
     cp = R.cp()
     N, C = x.shape
     tc = R.as_cupy(target)
@@ -266,20 +254,17 @@ def _nll_backward(g, x, target, weight, ignore_index, reduction):
     return R.from_cupy(dx)
 
 
-@R.on_arrays_device
-def nll_nc_grad(g, x, target, weight, ignore_index, reduction):
-    """loss._nll_nc_grad for GPU arrays."""
-    from ember._core.array import _is_grad_enabled
-    if _is_grad_enabled():
-        Q, _ = smoothed_targets(x.detach(), target, weight, ignore_index, 0.0)
-        return (-(coef(g, reduction, target, ignore_index, weight) * Q.astype(x.dtype)),)
+@gpu_op("nn.functional.loss._nll_backward")
+def nll_backward(g, x, target, weight, ignore_index, reduction):
+    """loss._nll_backward on the GPU."""
     if g.dtype != x.dtype:
         g = g.astype(x.dtype)
-    return (_nll_backward(g, x, target, weight, ignore_index, reduction),)
+    return _nll_grad(g, x, target, weight, ignore_index, reduction)
 
 
 # ---------------------------------------------------------------- elementwise losses
 
+@gpu_op("nn.functional.loss._check_in_unit_interval")
 def check_in_unit_interval(x, message):
     """Queue the check that every element of GPU array x lies in [0, 1]: ValueError(message)
     at the next synchronisation (binary_cross_entropy's input check)."""

@@ -2,11 +2,14 @@
 
 Two layers:
 
-* the CUDA twins of the CPU kernel functions that normalization.py calls
-  (``ember._kernels.cpu.norm``): same names, arguments and results, so its
-  gradient rules and the running-statistics update pick this module for GPU arrays
-  (``new_stats`` also takes the input, for its device and dtype);
-* the ``@gpu_op`` registrations of the four defops, written with them.
+* the CUDA twins of the CPU kernel functions (``ember._kernels.cpu.norm``): same
+  names, arguments and results (``new_stats`` reads its ``like`` argument, the input,
+  for the device and dtype);
+* the ``@gpu_op`` registrations, written with them: the four forward defops, and the
+  private ops through which normalization.py's gradient rules and running-statistics
+  update reach the kernels (``_layer_norm_backward``, ``_batch_norm_backward``,
+  ``_group_norm_backward``, ``_batch_norm_update_running``, ``_new_stats``: the CPU
+  kernels are their bodies there).
 
 Kernels (norm.cu): layer norm forward / input gradient (one block per row), batch
 norm statistics, apply and backward (one block per channel for the reductions, or
@@ -124,7 +127,7 @@ def _stats(stats, rows, n, dtype, opname):
     """The cupy view of a statistics array from new_stats, checked."""
     if not R.is_gpu(stats):
         raise ValueError(f"{opname}: internal error: the statistics array is not on the GPU "
-                         f"(make it with ember.cuda.ops_norm.new_stats)")
+                         f"(make it with normalization._new_stats)")
     st = R.as_cupy(stats)
     if st.shape != (rows, n) or st.dtype != _acc(dtype) or not st.flags.c_contiguous:
         raise ValueError(f"{opname}: internal error: bad statistics array "
@@ -148,12 +151,6 @@ def new_stats(rows, n, like):
     """An uninitialised (rows, n) statistics array on like's device, in the accumulator
     type of like's dtype."""
     return R.empty((int(rows), int(n)), _acc(like.dtype), device=_device_index(like))
-
-
-@R.on_arrays_device
-def contig(x):
-    """x itself when C-contiguous, else a C-contiguous copy (device-agnostic)."""
-    return x if x.is_contiguous() else x.copy()
 
 
 def _ln_rows(x):
@@ -409,3 +406,13 @@ def _batch_norm_eval(x, running_mean, running_var, weight, bias, eps):
 @gpu_op("nn.functional.normalization._group_norm")
 def _group_norm(x, weight, bias, num_groups, eps, stats):
     return group_norm_forward(x, num_groups, weight, bias, eps, stats)
+
+
+# ------------------------------------------------------------------ the private ops of the rules
+
+_NN = "nn.functional.normalization."
+gpu_op(_NN + "_layer_norm_backward")(layer_norm_backward)
+gpu_op(_NN + "_batch_norm_backward")(batch_norm_backward)
+gpu_op(_NN + "_group_norm_backward")(group_norm_backward)
+gpu_op(_NN + "_batch_norm_update_running")(batch_norm_update_running)
+gpu_op(_NN + "_new_stats")(new_stats)

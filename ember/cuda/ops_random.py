@@ -12,7 +12,7 @@ that seed, so one call makes a program reproducible on every device.
 
 The draw functions take ember.random's arguments plus ``device`` and return ember
 arrays on that device; ember.random routes ``device='cuda'`` calls here, and
-dropout takes its masks from ``dropout_mask``.
+dropout's masks (the private op ``nn.functional.dropout._mask``) are ``dropout_mask``.
 """
 import functools
 import inspect
@@ -20,6 +20,7 @@ import inspect
 import numpy as np
 
 from ember.cuda import _runtime as R
+from ember.cuda._dispatch import gpu_op
 from ember._core.dtypes import dtype_kind
 from ember._core.util import float_draw_dtype
 
@@ -130,14 +131,13 @@ def _draw(kind, shape, dt, a, b, idx):
     every caller runs under its device guard): uniform [a, b) or normal (mean a, std b),
     float32 or float64 kernels (other floats: cast from float32)."""
     cp = R.cp()
-    from ember.cuda.ops_softmax import launch
     kdt = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
     out = cp.empty(shape, dtype=kdt)
     n = int(out.size)
     if n:
         s, off = _take(idx)
         per = 2 if kdt == np.float64 else 4       # values per Philox call
-        launch(f"ember_{kind}_{R.suffix(kdt)}", R.blocks((n + per - 1) // per), 256,
+        R.launch(f"ember_{kind}_{R.suffix(kdt)}", R.blocks((n + per - 1) // per), 256,
                (out, n, s, off, float(a), float(b)))
     return out if kdt == dt else out.astype(dt)
 
@@ -262,6 +262,11 @@ def dropout_mask(shape, dtype, p, scaled=True, device=None):
     if scaled:
         m *= dt.type(1.0 / (1.0 - p))
     return _finish(m)
+
+
+@gpu_op("nn.functional.dropout._mask")
+def _dropout_mask(like, shape, p, scaled=True):
+    return dropout_mask(shape, like.dtype, p, scaled, device=like.device)
 
 
 @R.on_arrays_device

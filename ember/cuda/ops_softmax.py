@@ -4,8 +4,8 @@ The kernels of softmax.cu work on rows: a C-contiguous (rows, cols) block with
 the softmax axis last.  Another axis is moved to the end first (one copy) and
 the result moved back and made C-contiguous, as the CPU returns it.
 
-The launch helpers here (``launch``, ``row_softmax``, ``row_softmax_backward``)
-are shared with the loss and attention modules.
+The row helpers here (``row_softmax``, ``row_softmax_backward``, ``row_grid``,
+``row_threads``) are shared with the loss and attention modules.
 """
 
 import numpy as np
@@ -14,18 +14,11 @@ from ember.cuda._dispatch import gpu_op
 from ember._core.nn_args import float_input, softmax_dim
 from ember.cuda import _runtime as R
 
-__all__ = ["launch", "row_softmax", "row_softmax_backward", "softmax_backward",
+__all__ = ["row_softmax", "row_softmax_backward", "softmax_backward",
            "softmax", "log_softmax"]
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
-
-
-def launch(name, grid, block, args, shmem=0):
-    """R.launch with cupy arrays among `args` passed as ember GPU arrays."""
-    cp = R.cp()
-    conv = tuple(R.from_cupy(a) if isinstance(a, cp.ndarray) else a for a in args)
-    R.launch(name, grid, block, conv, shmem)
 
 
 def row_threads(cols):
@@ -56,7 +49,7 @@ def row_softmax(c, log):
     cols = int(c.shape[-1]) if c.ndim else 1
     rows = c.size // cols
     sfx = _kernel_dtype(c.dtype, "softmax")
-    launch(f"ember_{'log_softmax' if log else 'softmax'}_{sfx}", row_grid(rows),
+    R.launch(f"ember_{'log_softmax' if log else 'softmax'}_{sfx}", row_grid(rows),
            row_threads(cols), (c, y, rows, cols))
     return y
 
@@ -74,7 +67,7 @@ def row_softmax_backward(g, y, log):
     rows = y.size // cols
     sfx = _kernel_dtype(y.dtype, "softmax backward")
     name = f"ember_{'log_softmax_backward' if log else 'softmax_backward'}_{sfx}"
-    launch(name, row_grid(rows), row_threads(cols), (y, g, dx, rows, cols))
+    R.launch(name, row_grid(rows), row_threads(cols), (y, g, dx, rows, cols))
     return dx
 
 
@@ -102,10 +95,11 @@ def _forward(opname, input, dim, axis, dtype, log, stacklevel=5):
     return R.from_cupy(y if y.dtype == dt else y.astype(dt))
 
 
+@gpu_op("nn.functional.softmax._softmax_backward")
 @R.on_arrays_device
 def softmax_backward(g, y, d, log):
-    """The first-order softmax / log_softmax gradient (softmax.py's _backward without
-    create_graph) for ember GPU arrays g and y along axis d (>= 0)."""
+    """The first-order softmax / log_softmax gradient (softmax.py's _softmax_backward)
+    for ember GPU arrays g and y along axis d (>= 0)."""
     cp = R.cp()
     yc = R.as_cupy(y)
     gc = R.as_cupy(g)

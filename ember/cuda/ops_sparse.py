@@ -7,13 +7,14 @@ once, each row summed in index order: bitwise reproducible).  An out-of-range
 index raises the CPU's IndexError at the next synchronisation: the kernel flags
 it without a wait and skips it (see ember.cuda._checks; its output row is left
 unwritten, and the error is raised before any value can be read).
+``inverse_counts`` (scale_grad_by_freq) and ``renorm_`` (max_norm) are the GPU
+implementations of sparse.py's private ops ``_inverse_counts`` and ``_renorm_``.
 """
 import numpy as np
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
 from ember.cuda import _checks
-from ember.cuda.ops_softmax import launch
 from ember._core.dtypes import dtype_kind, bfloat16
 
 __all__ = ["set_deterministic", "inverse_counts", "renorm_",
@@ -75,7 +76,7 @@ def _gather(weight, indices, opname="embedding"):
     check = n and _checks.checks_enabled()
     if n and D:
         bad = cp.zeros(1, dtype=cp.int32)
-        launch(f"ember_embedding_fwd_{R.suffix(w.dtype)}", R.blocks(n * 32), 256,
+        R.launch(f"ember_embedding_fwd_{R.suffix(w.dtype)}", R.blocks(n * 32), 256,
                (w, idx, out, n, int(V), int(D), bad))
     elif check:
         bad = cp.any((idx < 0) | (idx >= V))
@@ -109,7 +110,7 @@ def index_add_rows(src, idx, n_out, skip_index=-1):
     sfx = R.suffix(src.dtype)
     if not _state["deterministic"]:
         bad = cp.zeros(1, dtype=cp.int32)
-        launch(f"ember_index_add_{sfx}", R.blocks(n * D), 256,
+        R.launch(f"ember_index_add_{sfx}", R.blocks(n * D), 256,
                (src, idx, out, 1, int(n_out), int(n), int(D), int(skip_index), bad))
         return out
     perm = cp.ascontiguousarray(cp.argsort(idx).astype(_I64, copy=False))
@@ -118,7 +119,7 @@ def index_add_rows(src, idx, n_out, skip_index=-1):
     seg = cp.ascontiguousarray(cp.concatenate([starts.astype(_I64),
                                                cp.full(1, n, dtype=_I64)]))
     nseg = int(starts.size)
-    launch(f"ember_index_add_sorted_{sfx}", R.blocks(nseg * D), 256,
+    R.launch(f"ember_index_add_sorted_{sfx}", R.blocks(nseg * D), 256,
            (src, sidx, perm, seg, nseg, out, 1, int(n_out), int(n), int(D), int(skip_index)))
     return out
 
@@ -150,6 +151,7 @@ def _embedding_backward(grad, indices, num_weights, padding_idx, scale):
     return R.from_cupy(index_add_rows(g, idx, int(num_weights), pad))
 
 
+@gpu_op("nn.functional.sparse._inverse_counts")
 @R.on_arrays_device
 def inverse_counts(input, weight):
     """scale_grad_by_freq's factor on the GPU: 1 / (occurrences of each index in the batch),
@@ -161,6 +163,7 @@ def inverse_counts(input, weight):
     return R.from_cupy(inv.reshape(tuple(input.shape) + (1,)).astype(weight.dtype))
 
 
+@gpu_op("nn.functional.sparse._renorm_")
 @R.on_arrays_device
 def renorm_(weight, indices, max_norm, norm_type):
     """embedding's max_norm on the GPU: rows of `weight` referenced by `indices` scaled in

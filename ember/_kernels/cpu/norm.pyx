@@ -224,8 +224,9 @@ cdef ndarray _vec(int tcode, Py_ssize_t n):
     return new_empty(tcode, 1, shape)
 
 
-def new_stats(Py_ssize_t rows, Py_ssize_t n):
-    """An uninitialised (rows, n) float64 array for saved statistics."""
+def new_stats(Py_ssize_t rows, Py_ssize_t n, like=None):
+    """An uninitialised (rows, n) float64 array for saved statistics (`like`, the input,
+    is read by the GPU twin only: its device and dtype)."""
     cdef Py_ssize_t shape[2]
     shape[0] = rows
     shape[1] = n

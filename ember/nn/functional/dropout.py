@@ -15,6 +15,7 @@ import numpy as np
 
 from ember._core.array import ndarray
 from ember._api._util import wrap
+from ember.autograd.registry import defop
 from ember._core.dtypes import dtype_kind
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
@@ -25,13 +26,14 @@ def _check_p(p, opname):
         raise ValueError(f"{opname}: dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _mask(shape, dtype, p, scaled=True, device=None):
+@defop("nn.functional.dropout._mask")
+def _mask(like, shape, p, scaled=True):
     """An array of `shape` with 0 (probability p) or 1 / (1 - p) elsewhere (1 when not
-    `scaled`), on `device` (a CUDA device draws from its own Philox generator)."""
-    if device is not None and device.type == "cuda":
-        from ember.cuda.ops_random import dropout_mask
-        return dropout_mask(shape, dtype, p, scaled, device=device)
+    `scaled`), of like's dtype and on like's device.  On the host it draws from
+    ember.random's global generator; a CUDA device draws from its own Philox generator
+    (ember/cuda/ops_random.py)."""
     import ember.random
+    dtype = like.dtype
     draw = dtype if dtype in (np.float32, np.float64) else np.float32
     u = ember.random._global._g.random(shape, dtype=draw)
     # keep where u >= p: floor(u + 1 - p) is 1 there and 0 elsewhere
@@ -55,7 +57,7 @@ def _apply(input, p, training, inplace, mask_shape, opname):
         mask = input.dtype.type(0)
         out = input * mask
     else:
-        mask = _mask(mask_shape, input.dtype, p, device=input.device)
+        mask = _mask(input, mask_shape, p)
         out = input * mask
     if inplace:
         input[...] = out
@@ -140,7 +142,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
         out = input * input.dtype.type(0)
     else:
         alpha = 1.7580993408473766          # selu scale * alpha (PyTorch's constant)
-        keep = _mask(input.shape, input.dtype, p, scaled=False, device=input.device)  # 0 / 1
+        keep = _mask(input, input.shape, p, False)  # 0 / 1
         a = 1.0 / ((alpha * alpha * p + 1) * (1 - p)) ** 0.5
         b = (keep - 1) * (alpha * a) + alpha * a * p
         out = input * (keep * a) + b

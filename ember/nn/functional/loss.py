@@ -251,15 +251,18 @@ _BCE_RANGE = ("binary_cross_entropy: all elements of input should be between 0 a
 
 
 def _check_probabilities(x):
-    """binary_cross_entropy's [0, 1] check of its input: at once on the host; on a GPU
-    queued on the device and raised at the next synchronisation (ember.cuda._checks)."""
-    if x.is_cuda:
-        from ember.cuda.ops_loss import check_in_unit_interval
-        check_in_unit_interval(x, _BCE_RANGE)
-        return
+    """binary_cross_entropy's [0, 1] check of its input."""
+    _check_in_unit_interval(x, _BCE_RANGE)
+
+
+@defop("nn.functional.loss._check_in_unit_interval")
+def _check_in_unit_interval(x, message):
+    """ValueError(message) unless every element of x lies in [0, 1]: at once on the host;
+    on a GPU queued on the device and raised at the next synchronisation
+    (ember/cuda/ops_loss.py, ember.cuda._checks)."""
     a = numpy_view(x)
     if a.size and not ((a >= 0) & (a <= 1)).all():
-        raise ValueError(_BCE_RANGE)
+        raise ValueError(message)
 
 
 def _softplus_neg(x):
@@ -433,27 +436,46 @@ def _index_targets(opname, x, target, weight):
     return x2, t, w, expect
 
 
+# The device-specific pieces of the (N, C) losses' gradients are private ops whose
+# bodies are the CPU kernels (ember._kernels.cpu.softmax); their GPU implementations are
+# registered for the same names in ember/cuda/ops_loss.py.
+
 def _coef(g, red, t, ignore_index, weight):
     """create_graph path: per-row factor of the upstream gradient, as an (M, 1) array."""
     if red == 0:
         return g.reshape(-1, 1)
     if red == 1:
-        tn = numpy_view(t)
-        keep = tn != ignore_index
-        denom = float(numpy_view(weight).astype(np.float64)[tn[keep]].sum()) \
-            if weight is not None else float(keep.sum())
-        return g / denom if denom else g * 0.0      # every target ignored: zero gradient
+        return _mean_coef(g, t, ignore_index, weight)
     return g
 
 
+def _mean_coef_grad(gg, res, g, t, ignore_index, weight):
+    return (_mean_coef(gg, t, ignore_index, weight), None, None, None)
+
+
+@defop("nn.functional.loss._mean_coef", grad=_mean_coef_grad)
+def _mean_coef(g, t, ignore_index, weight):
+    """g over the mean reduction's denominator (the total weight of the targets not
+    ignored; 0 when every target is ignored)."""
+    tn = numpy_view(t)
+    keep = tn != ignore_index
+    denom = float(numpy_view(weight).astype(np.float64)[tn[keep]].sum()) \
+        if weight is not None else float(keep.sum())
+    return g / denom if denom else g * 0.0      # every target ignored: zero gradient
+
+
+_smoothed_targets = defop("nn.functional.loss._smoothed_targets")(_k.smoothed_targets)
+
+
+_cross_entropy_backward = defop("nn.functional.loss._cross_entropy_backward")(
+    _k.cross_entropy_backward)
+_nll_backward = defop("nn.functional.loss._nll_backward")(_k.nll_backward)
+
+
 def _ce_nc_grad(g, res, x, target, weight, ignore_index, reduction, label_smoothing, scratch):
-    if x.is_cuda:                   # the kernels below read host memory
-        from ember.cuda.ops_loss import cross_entropy_nc_grad
-        return cross_entropy_nc_grad(g, x, target, weight, ignore_index, reduction,
-                                     label_smoothing, _softmax)
     if _grad_on():
         # create_graph: gx = coef * (softmax(x) * rowsum(Q) - Q), written with ember ops
-        Q, _ = _k.smoothed_targets(x.detach(), target, weight, ignore_index, label_smoothing)
+        Q, _ = _smoothed_targets(x.detach(), target, weight, ignore_index, label_smoothing)
         Q = Q.astype(x.dtype)
         a = Q.sum(axis=1, keepdims=True)
         p = _softmax(x, 1)
@@ -461,8 +483,8 @@ def _ce_nc_grad(g, res, x, target, weight, ignore_index, reduction, label_smooth
     g = _k.contig(g)
     if g.dtype != x.dtype:
         g = g.astype(x.dtype)
-    return (_k.cross_entropy_backward(g, x, target, weight, ignore_index, reduction,
-                                      label_smoothing, scratch),)
+    return (_cross_entropy_backward(g, x, target, weight, ignore_index, reduction,
+                                    label_smoothing, scratch),)
 
 
 def _scratch(x):
@@ -479,16 +501,13 @@ def _cross_entropy_nc(x, target, weight, ignore_index, reduction, label_smoothin
 
 
 def _nll_nc_grad(g, res, x, target, weight, ignore_index, reduction):
-    if x.is_cuda:                   # the kernels below read host memory
-        from ember.cuda.ops_loss import nll_nc_grad
-        return nll_nc_grad(g, x, target, weight, ignore_index, reduction)
     if _grad_on():
-        Q, _ = _k.smoothed_targets(x.detach(), target, weight, ignore_index, 0.0)
+        Q, _ = _smoothed_targets(x.detach(), target, weight, ignore_index, 0.0)
         return (-(_coef(g, reduction, target, ignore_index, weight) * Q.astype(x.dtype)),)
     g = _k.contig(g)
     if g.dtype != x.dtype:
         g = g.astype(x.dtype)
-    return (_k.nll_backward(g, x, target, weight, ignore_index, reduction),)
+    return (_nll_backward(g, x, target, weight, ignore_index, reduction),)
 
 
 @defop("nn.functional.loss._nll_nc", grad=_nll_nc_grad)
@@ -606,8 +625,9 @@ def _back_to(loss, x):
     return loss if casts_to_float32(x) else loss.astype(x.dtype)
 
 
-# The losses whose bodies are ember ops only (binary_cross_entropy's range check is
-# device-aware): the same body runs on GPU arrays (ember/cuda/_dispatch.py).
+# The losses whose bodies are ember ops only (binary_cross_entropy's range check is a
+# private op with a GPU implementation): the same body runs on GPU arrays
+# (ember/cuda/_dispatch.py).
 for _op in (mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy,
             binary_cross_entropy_with_logits, kl_div):
     _op.fn.device_generic = True

@@ -49,21 +49,21 @@ def _param(opname, p, what, shape, dtype):
 _kparam = _k.kparam     # None, or a contiguous array of the input's dtype
 
 
-def _kern(x):
-    """The kernel functions for x's device: the CPU ones, or their CUDA twins
-    (ember.cuda.ops_norm: same names and signatures)."""
-    if x.is_cuda:
-        from ember.cuda import ops_norm
-        return ops_norm
-    return _k
+# The device-specific pieces of the ops below are private ops whose bodies are the CPU
+# kernels (ember._kernels.cpu.norm); their GPU implementations are registered for the
+# same names in ember/cuda/ops_norm.py and reached through the GPU dispatch.
 
-
-def _new_stats(x, rows, n):
-    """The statistics array the forward kernels fill, on x's device."""
-    if x.is_cuda:
-        from ember.cuda import ops_norm
-        return ops_norm.new_stats(rows, n, x)
-    return _k.new_stats(rows, n)
+# _new_stats(rows, n, x): the (rows, n) statistics array the forward kernels fill, on
+# x's device (float64 on the host; the GPU keeps the kernels' accumulator dtype)
+_new_stats = defop("nn.functional.normalization._new_stats")(_k.new_stats)
+_layer_norm_backward = defop("nn.functional.normalization._layer_norm_backward")(
+    _k.layer_norm_backward)
+_batch_norm_backward = defop("nn.functional.normalization._batch_norm_backward")(
+    _k.batch_norm_backward)
+_group_norm_backward = defop("nn.functional.normalization._group_norm_backward")(
+    _k.group_norm_backward)
+_batch_norm_update_running = defop("nn.functional.normalization._batch_norm_update_running")(
+    _k.batch_norm_update_running)
 
 
 def _tracked(a):
@@ -103,8 +103,8 @@ def _layer_norm_grad(g, res, x, weight, bias, normalized_shape, eps, stats):
         N = math.prod(normalized_shape)
         shp2 = (x.size // N if N else 0, N)
         xd, g = xd.reshape(shp2), g.reshape(shp2)
-    gx, gw, gb = _kern(x).layer_norm_backward(g, xd, _kparam(weight, x), stats,
-                                              x.requires_grad, need_w or need_b)
+    gx, gw, gb = _layer_norm_backward(g, xd, _kparam(weight, x), stats, x.requires_grad,
+                                      need_w or need_b)
     if k != 1:
         gx = gx.reshape(x.shape) if gx is not None else None
         gw = gw.reshape(normalized_shape) if need_w else None
@@ -150,7 +150,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                        None if bias is None else bias.astype(_F32), eps)
         return y if casts_to_float32(x) else y.astype(x.dtype)
     N = math.prod(ns)
-    stats = _new_stats(x, 2, x.size // N if N else 0)
+    stats = _new_stats(2, x.size // N if N else 0, x)
     return _layer_norm(x, weight, bias, ns, float(eps), stats)
 
 
@@ -187,9 +187,8 @@ def _batch_norm_train_grad(g, res, x, weight, bias, eps, stats):
         gx = rstd * (gh - gh.mean(axis=axes, keepdims=True)
                      - xhat * (gh * xhat).mean(axis=axes, keepdims=True))
         return _bn_grads(x, weight, bias, gx, (g * xhat).sum(axis=axes), g.sum(axis=axes))
-    gx, gw, gb = _kern(x).batch_norm_backward(_grad_dtype(g, x), _k.contig(x),
-                                              _bn_param(weight, x), stats, None,
-                                              x.requires_grad)
+    gx, gw, gb = _batch_norm_backward(_grad_dtype(g, x), _k.contig(x), _bn_param(weight, x),
+                                      stats, None, x.requires_grad)
     return _bn_grads(x, weight, bias, gx, gw, gb)
 
 
@@ -210,7 +209,7 @@ def _batch_norm_eval_grad(g, res, x, running_mean, running_var, weight, bias, ep
         return (gx, None, None, gw, gb)
     rm = _k.contig(running_mean.detach().astype(_F64))
     rstd = _k.contig(1.0 / _E.sqrt(running_var.detach().astype(_F64) + eps))
-    gx, gw, gb = _bn_grads(x, weight, bias, *_kern(x).batch_norm_backward(
+    gx, gw, gb = _bn_grads(x, weight, bias, *_batch_norm_backward(
         _grad_dtype(g, x), _k.contig(x), _bn_param(weight, x), rm, (rm, rstd), x.requires_grad))
     return (gx, None, None, gw, gb)
 
@@ -280,7 +279,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if count <= 1 and x.size:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{_shape(x.shape)}")
-    stats = _new_stats(x, 3, C)
+    stats = _new_stats(3, C, x)
     y = _batch_norm_train(x, weight, bias, float(eps), stats)
     if (running_mean is not None or running_var is not None) and x.size:
         if momentum is None:
@@ -297,7 +296,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def _k_update(rm, rv, stats, momentum, count):
-    _kern(stats).batch_norm_update_running(rm, rv, stats, momentum, count)
+    _batch_norm_update_running(rm, rv, stats, momentum, count)
     rm._bump_version()
     rv._bump_version()
 
@@ -319,8 +318,8 @@ def _group_norm_grad(g, res, x, weight, bias, num_groups, eps, stats):
                      - xhg * (gh * xhg).mean(axis=-1, keepdims=True))
         return (gx.reshape(x.shape), (g * xhat).sum(axis=axes) if need_w else None,
                 g.sum(axis=axes) if need_b else None)
-    gx, gw, gb = _kern(x).group_norm_backward(_grad_dtype(g, x), _k.contig(x), num_groups,
-                                              _kparam(weight, x), stats, x.requires_grad)
+    gx, gw, gb = _group_norm_backward(_grad_dtype(g, x), _k.contig(x), num_groups,
+                                      _kparam(weight, x), stats, x.requires_grad)
     return (gx, gw if need_w else None, gb if need_b else None)
 
 
@@ -355,7 +354,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if x.dtype not in (_F32, _F64):
         return group_norm(x.astype(_F32), G, None if weight is None else weight.astype(_F32),
                           None if bias is None else bias.astype(_F32), eps).astype(x.dtype)
-    stats = _new_stats(x, 2, x.shape[0] * G)
+    stats = _new_stats(2, x.shape[0] * G, x)
     return _group_norm(x, weight, bias, G, float(eps), stats)
 
 

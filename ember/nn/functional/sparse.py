@@ -116,22 +116,28 @@ def _gather_op(weight, indices):
 
 def _embedding_grad(g, res, input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
                     scale_grad_by_freq=False, sparse=False):
-    scale = None
-    if scale_grad_by_freq and getattr(input, "is_cuda", False):     # counted on the device
-        from ember.cuda.ops_sparse import inverse_counts
-        scale = inverse_counts(input, weight)
-    elif scale_grad_by_freq:
-        idx = _flat_indices(input, "embedding")
-        counts = np.zeros(weight.shape[0], dtype=np.int64)
-        _K().count_rows(idx, counts)
-        inv = (1.0 / np.maximum(counts, 1))[idx].reshape(tuple(input.shape) + (1,))
-        scale = as_array(inv.astype(weight.dtype))
+    scale = _inverse_counts(input, weight) if scale_grad_by_freq else None
     pad = None
     if padding_idx is not None:
         pad = padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx
     return None, _embedding_backward(g, input, weight.shape[0], pad, scale)
 
 
+# The device-specific pieces below are private ops; their GPU implementations are
+# registered for the same names in ember/cuda/ops_sparse.py.
+
+@defop("nn.functional.sparse._inverse_counts")
+def _inverse_counts(input, weight):
+    """scale_grad_by_freq's factor: 1 / (occurrences of each index in the batch), shaped
+    input.shape + (1,), of weight's dtype."""
+    idx = _flat_indices(input, "embedding")
+    counts = np.zeros(weight.shape[0], dtype=np.int64)
+    _K().count_rows(idx, counts)
+    inv = (1.0 / np.maximum(counts, 1))[idx].reshape(tuple(input.shape) + (1,))
+    return as_array(inv.astype(weight.dtype))
+
+
+@defop("nn.functional.sparse._renorm_")
 def _renorm_(weight, indices, max_norm, norm_type):
     """Scale the rows of `weight` referenced by `indices` to norm <= max_norm, in place."""
     wv = numpy_view(weight)
@@ -181,11 +187,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         import ember
         with ember.no_grad():
-            if weight.is_cuda:
-                from ember.cuda.ops_sparse import renorm_
-                renorm_(weight, input, max_norm, norm_type)
-            else:
-                _renorm_(weight, input, max_norm, norm_type)
+            _renorm_(weight, input, max_norm, norm_type)
     if padding_idx is None and not scale_grad_by_freq:
         return _embedding(input, weight)
     return _embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq,
