@@ -102,11 +102,12 @@ def _sum_or_prod(x, axis, dtype, out, keepdims, dim, keepdim, rop):
 
 
 def sum(x, /, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None,
-        initial=None, where=None):
+        initial=np._NoValue, where=None):
     """Sum of elements over the given axes (pairwise summation for floats).
 
     Integer and bool inputs sum in int64 (uint64 for unsigned); float16 and bfloat16
-    sum in float32 and return their own dtype.
+    sum in float32 and return their own dtype.  ``initial=None`` is NumPy's "no
+    initial value": an empty sum then raises, as NumPy's does.
 
     >>> import ember
     >>> x = ember.arange(6).reshape(2, 3)
@@ -114,14 +115,14 @@ def sum(x, /, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keep
     (15, [3, 5, 7], (2, 1))
     """
     if axis is None and dim is None and dtype is None and out is None and keepdims is False \
-            and not keepdim and initial is None and where is None and isinstance(x, ndarray):
+            and not keepdim and initial is np._NoValue and where is None and isinstance(x, ndarray):
         res = _R.sum_all_fast(x)
         if res is not None:
             return res
-    if initial is not None or where is not None:
+    if initial is not np._NoValue or where is not None:
         xa = as_array(x)
         kw = {}
-        if initial is not None:
+        if initial is not np._NoValue:
             kw["initial"] = initial
         if where is not None:
             kw["where"] = numpy_view(as_array(where))

@@ -196,6 +196,7 @@ CASES = {
     "meshgrid_ragged_list": (lambda xp, a: xp.meshgrid([[1, 2], [3]]), ValueError),
     "broadcast_shapes_dict": (lambda xp, a: xp.broadcast_shapes({}), TypeError),
     "broadcast_shapes_set": (lambda xp, a: xp.broadcast_shapes({1, 2}), TypeError),
+    "sum_empty_initial_none": (lambda xp, a: xp.sum(a["f"][:0], initial=None), ValueError),
 }
 
 
