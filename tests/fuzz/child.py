@@ -60,9 +60,10 @@ DELIBERATE = (
                         "ember.linalg.vector_norm", "ember.linalg.matrix_norm")),
     ("PyTorch's reductions of a 0-d array (or a scalar) take axis 0 or -1 and reduce nothing",
      lambda t, s: _reduces_0d(t, s)),
-    ("ndarray.all/any's second positional argument is out, as NumPy documents (NumPy's "
-     "method passes it on as a dtype)", lambda t, s: t in ("ndarray.all", "ndarray.any")
-     and re.search(r"\.(all|any)\(([^,()=]+|\([^)]*\)), a\d+[,)]", s) is not None),
+    ("ndarray.all/any's positional arguments are (axis, out, keepdims), as NumPy documents "
+     "(NumPy's method passes them on as (axis, dtype, out))", lambda t, s: t in ("ndarray.all", "ndarray.any")
+     and re.search(r"\.(all|any)\(([^,()=]+|\([^)]*\)), ([^,()=]+|\([^)]*\))[,)]", s)
+     is not None),
     ("PyTorch's squeeze takes a list of dims", lambda t, s: t in ("ember.squeeze",
                                                                    "ndarray.squeeze")
      and re.search(r"squeeze\((a\d+, )?(axis=|dim=)?\[", s) is not None),
