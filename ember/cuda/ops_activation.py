@@ -118,8 +118,8 @@ def _unary_cu(op, x, opname):
     y = cp.empty(c.shape, dtype=c.dtype)
     n = int(c.size)
     if n:
-        from ember.cuda.ops_softmax import launch
-        launch(f"ember_{op}_{R.suffix(c.dtype)}_contig", R.blocks(n), 256, (c, y, n))
+        R.launch(f"ember_{op}_{R.suffix(c.dtype)}_contig", R.blocks(n), 256,
+                 (R.from_cupy(c), R.from_cupy(y), n))
     return _result(y, orig)
 
 
