@@ -2,12 +2,11 @@
 
 The GPU implementations of the group-step ops of ``ember/optim/_steps.py``
 (``sgd_group``, ``adam_group``, ``rmsprop_group``, ``adagrad_group``,
-``init_state_adagrad``): the same arguments and state keys as their CPU kernels
-(``ember._kernels.cpu.optim``), registered with ``@gpu_op`` under the ops' names
-when this module loads (``_steps`` loads it when the GPU backend starts), so an
-optimizer step reaches them through the one GPU dispatch.  A group may hold
-parameters of several GPUs (model parallelism): these functions are declared
-``multi_device`` and launch on each parameter's own device.  This is the
+``init_state_adagrad``): the same names, arguments and state keys as their CPU
+kernels (``ember._kernels.cpu.optim``).  ``_steps`` registers them for its ops
+(``gpu_op``) when the GPU backend starts, so an optimizer step reaches them through
+the one GPU dispatch.  A group may hold parameters of several GPUs (model
+parallelism): they launch on each parameter's own device.  This is the
 optimizer's side of the GPU path: the checks of the arrays (the CPU
 kernels' own, ``check_param_and_grad``), the state (created on the
 parameter's GPU; state loaded from a host checkpoint moved there on first
@@ -29,20 +28,10 @@ import ember
 from ember._core.dtypes import dtype_kind
 from ember._kernels.cpu import optim as _cpu
 from ember.cuda import ops_optim
-from ember.cuda._dispatch import gpu_op
-from ember.optim import _steps, reference
+from ember.optim import reference
 
 __all__ = ["sgd_group", "adam_group", "rmsprop_group", "adagrad_group",
            "init_state_adagrad"]
-
-
-def _step_of(op):
-    """Register the decorated function as op's GPU implementation, for groups whose
-    parameters may live on several GPUs (it launches on each one's device)."""
-    def register(fn):
-        fn.multi_device = True
-        return gpu_op(op.name)(fn)
-    return register
 
 
 def _check(p, g, opname, i):
@@ -113,7 +102,6 @@ def _step_counter(st):
 
 # ------------------------------------------------------------------ fused kernels
 
-@_step_of(_steps.sgd_group)
 def sgd_group(params, state, lr, momentum, dampening, weight_decay, nesterov, maximize,
               opname="SGD"):
     """One SGD step over a group of GPU parameters (see ember.optim.SGD)."""
@@ -135,7 +123,6 @@ def sgd_group(params, state, lr, momentum, dampening, weight_decay, nesterov, ma
     rows.finish()
 
 
-@_step_of(_steps.adam_group)
 def adam_group(params, state, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
                decoupled, opname="Adam"):
     """One Adam/AdamW step over a group of GPU parameters (see ember.optim.Adam)."""
@@ -170,7 +157,6 @@ def adam_group(params, state, lr, beta1, beta2, eps, weight_decay, amsgrad, maxi
 
 # ------------------------------------------------------------------ reference updates
 
-@_step_of(_steps.init_state_adagrad)
 def init_state_adagrad(p, st, initial_accumulator_value):
     """Adagrad's eager state for a GPU parameter: step 0 and ``sum`` filled with
     initial_accumulator_value (in the parameter's dtype, as PyTorch)."""
@@ -198,7 +184,6 @@ def _reference_steps(update, rows, state, buffers, opname, options):
     rows.finish()
 
 
-@_step_of(_steps.adagrad_group)
 def adagrad_group(params, state, lr, lr_decay, eps, weight_decay, initial_accumulator_value,
                   maximize, opname="Adagrad"):
     """One Adagrad step over a group of GPU parameters (see ember.optim.Adagrad)."""
@@ -211,7 +196,6 @@ def adagrad_group(params, state, lr, lr_decay, eps, weight_decay, initial_accumu
                           maximize=maximize))
 
 
-@_step_of(_steps.rmsprop_group)
 def rmsprop_group(params, state, lr, alpha, eps, weight_decay, momentum, centered, maximize,
                   opname="RMSprop"):
     """One RMSprop step over a group of GPU parameters (see ember.optim.RMSprop)."""

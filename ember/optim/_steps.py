@@ -4,10 +4,10 @@
 ``init_state_adagrad`` are ops whose body is the fused CPU kernel of
 ``ember/_kernels/cpu/optim.pyx``.  When a parameter of the group lives on a GPU the
 call goes, as every op's does, through the one GPU dispatch
-(``ember/cuda/_dispatch.py``) to the implementation registered under the op's name:
-``ember/optim/_gpu.py`` registers its functions (same arguments) when the GPU backend
-starts.  The steps write into the parameters and their state under no gradient
-tracking, so autograd never records them (``nondiff``).
+(``ember/cuda/_dispatch.py``) to the implementation registered for the op: the
+function of the same name in ``ember/optim/_gpu.py`` (same arguments), registered
+below when the GPU backend starts.  The steps write into the parameters and their
+state under no gradient tracking, so autograd never records them (``nondiff``).
 
 >>> import ember
 >>> from ember.optim import _steps
@@ -39,8 +39,15 @@ init_state_adagrad = _step_op(_cpu.init_state_adagrad)
 
 
 def _register_gpu_steps(call):
-    """The GPU implementations register themselves (``@gpu_op``) as their module loads."""
-    from ember.optim import _gpu  # noqa: F401
+    """Register ember/optim/_gpu.py's function of each op's name as its GPU
+    implementation.  They take groups whose parameters live on several GPUs (model
+    parallelism) and launch on each parameter's device: ``multi_device``."""
+    from ember.cuda._dispatch import gpu_op
+    from ember.optim import _gpu
+    for op in (sgd_group, adam_group, rmsprop_group, adagrad_group, init_state_adagrad):
+        impl = getattr(_gpu, op.fn.__name__)
+        impl.multi_device = True
+        gpu_op(op.name)(impl)
 
 
 gpu_hooks.on_gpu_start(_register_gpu_steps)
