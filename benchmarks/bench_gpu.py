@@ -579,15 +579,15 @@ STEP_COSTS = [True]      # --no-step-costs: skip the per-step table (a shorter r
 
 class _EmberLaunches:
     """Counts ember's kernel launches and cuBLAS GEMMs inside the block: the general
-    path (ember.cuda._kernels.launch), the cuLaunchKernel fast path (its counter in
+    path (ember.cuda._runtime.launch, R.launch), the cuLaunchKernel fast path (its counter in
     ember.cuda._launch) and ember/cuda/_gemm's GEMM calls.  CuPy's own kernels are not
     counted here (benchmarks/host_step.py counts them on the emulation)."""
 
     def __enter__(self):
-        from ember.cuda import _gemm, _kernels, _launch
+        from ember.cuda import _gemm, _launch, _runtime
         self.n = 0
-        self._mods = (_kernels, _gemm)
-        self._orig = (_kernels.launch, _gemm._cublas_gemm)
+        self._mods = (_runtime, _gemm)
+        self._orig = (_runtime.launch, _gemm._cublas_gemm)
         launch, gemm = self._orig
 
         def counted_launch(*a, **k):
@@ -597,7 +597,7 @@ class _EmberLaunches:
         def counted_gemm(*a, **k):
             self.n += 1
             return gemm(*a, **k)
-        _kernels.launch, _gemm._cublas_gemm = counted_launch, counted_gemm
+        _runtime.launch, _gemm._cublas_gemm = counted_launch, counted_gemm
         self._fast = _launch.fast_launch_count()
         return self
 

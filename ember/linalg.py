@@ -51,6 +51,7 @@ def _real_dtype(dt):
 def _view(x):
     """A zero-copy view of ember array x: NumPy's on the host, CuPy's on a GPU."""
     if x.is_cuda:
+        # not a dispatch (the GPU dispatch chose this body: device_generic below), a view
         from ember.cuda import _runtime
         return _runtime.as_cupy(x)
     return numpy_view(x)
@@ -87,7 +88,8 @@ def _float_view(x, opname, min_ndim=2, square=False):
 
 def _ember(res, dtype=None):
     if _on_gpu(res):
-        from ember.cuda import _runtime                 # a CuPy result: stays on its GPU
+        # a CuPy result stays on its GPU, wrapped without a copy (data, not a dispatch)
+        from ember.cuda import _runtime
         if dtype is not None and res.dtype != dtype:
             res = res.astype(dtype)
         return _runtime.from_cupy(res)

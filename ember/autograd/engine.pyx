@@ -858,62 +858,41 @@ def run_backward(tuple outputs not None, tuple grads not None, bint keep_graph, 
         _swap_default_device(prev)
 
 
-def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph, bint create_graph,
-                  tuple inputs=None, bint accumulate=True, bint allow_unused=True):
-    """Propagate `grads` of `outputs` back through the graph.
-
-    Without `inputs`: accumulate into every leaf's ``.grad``.  With `inputs`:
-    only the parts of the graph that lead to them run; their gradients are
-    returned (and accumulated into their ``.grad`` when `accumulate`)."""
-    cdef dict deps = {}, needed = {}, buffers = {}, captures = {}
-    cdef list roots = [], ready = [], stack, buf, result = None
-    cdef Node node, nxt
-    cdef ndarray x
-    cdef Py_ssize_t i, k, nr
-    cdef bint prune = inputs is not None
-    cdef set capture_nodes = set()
-
-    for i in range(len(outputs)):
-        x = <ndarray>outputs[i]
-        node = edge_node(x)
-        nr = x._output_nr if x.grad_fn is not None else 0
-        roots.append((node, nr, grads[i]))
-    if prune:
-        result = [None] * len(inputs)
-        for i in range(len(inputs)):
-            x = <ndarray>inputs[i]
-            node = edge_node(x)
-            nr = x._output_nr if x.grad_fn is not None else 0
-            captures.setdefault(node, []).append((nr, i))
-            capture_nodes.add(node)
-
-    # pass 1, everything wanted: count the edges that reach each node
-    if not prune:
-        stack = []
-        for root in roots:
-            node = root[0]
-            if node not in needed:
-                needed[node] = True
-                stack.append(node)
-        while stack:
-            node = <Node>stack.pop()
-            nn = node.next_nodes
-            if nn is None:
+cdef int _count_edges(list roots, dict needed, dict deps) except -1:
+    """Pass 1, every gradient wanted: count the edges that reach each node (deps)."""
+    cdef Node node
+    cdef list stack = []
+    for root in roots:
+        node = root[0]
+        if node not in needed:
+            needed[node] = True
+            stack.append(node)
+    while stack:
+        node = <Node>stack.pop()
+        nn = node.next_nodes
+        if nn is None:
+            continue
+        for nxt_o in nn:
+            if nxt_o is None:
                 continue
-            for nxt_o in nn:
-                if nxt_o is None:
-                    continue
-                if nxt_o in deps:
-                    deps[nxt_o] += 1
-                else:
-                    deps[nxt_o] = 1
-                    if nxt_o not in needed:
-                        needed[nxt_o] = True
-                        stack.append(nxt_o)
+            if nxt_o in deps:
+                deps[nxt_o] += 1
+            else:
+                deps[nxt_o] = 1
+                if nxt_o not in needed:
+                    needed[nxt_o] = True
+                    stack.append(nxt_o)
+    return 0
 
-    # pass 1 with inputs (iterative post-order): which nodes lead to a wanted
-    # gradient, and how many edges from such nodes reach each of them
-    for root in (roots if prune else ()):
+
+cdef int _count_edges_to(list roots, dict needed, dict deps, set capture_nodes) except -1:
+    """Pass 1 with inputs (iterative post-order): which nodes lead to a wanted gradient
+    (needed), and how many edges from such nodes reach each of them (deps)."""
+    cdef Node node
+    cdef Py_ssize_t i
+    cdef list stack
+    cdef bint want
+    for root in roots:
         node = root[0]
         if node in needed:
             continue
@@ -940,8 +919,15 @@ def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph,
                 for nxt_o in nn:
                     if nxt_o is not None and needed[nxt_o]:
                         deps[nxt_o] = deps.get(nxt_o, 0) + 1
+    return 0
 
-    # seed the roots' gradients
+
+cdef list _seed_roots(list roots, dict needed, dict buffers, dict deps):
+    """Put the roots' gradients in their nodes' buffers; returns the nodes ready to run
+    (no edge left to wait for)."""
+    cdef Node node
+    cdef Py_ssize_t nr
+    cdef list buf, ready = []
     for node, nr, g in roots:
         if not needed[node]:
             continue
@@ -953,6 +939,67 @@ def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph,
     for node in buffers:
         if deps.get(node, 0) == 0:
             ready.append(node)
+    return ready
+
+
+cdef int _pass_on(Node node, object grads_in, dict buffers, dict deps, list ready,
+                  dict needed, bint prune) except -1:
+    """Add node's input gradients `grads_in` into the buffers of the nodes it leads to;
+    a node whose last edge arrived becomes ready."""
+    cdef Node nxt
+    cdef Py_ssize_t k, nr
+    cdef list b
+    for k in range(len(node.next_nodes)):
+        nxt_o = node.next_nodes[k]
+        if nxt_o is None or (prune and not needed[nxt_o]):
+            continue
+        nxt = <Node>nxt_o
+        g = grads_in[k] if k < len(grads_in) else None
+        b = buffers.get(nxt)
+        if b is None:
+            b = [None] * nxt.num_outputs
+            buffers[nxt] = b
+        if g is not None:
+            nr = node.next_nrs[k]
+            b[nr] = g if b[nr] is None else b[nr] + g
+        deps[nxt] -= 1
+        if deps[nxt] == 0:
+            ready.append(nxt)
+    return 0
+
+
+def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph, bint create_graph,
+                  tuple inputs=None, bint accumulate=True, bint allow_unused=True):
+    """Propagate `grads` of `outputs` back through the graph.
+
+    Without `inputs`: accumulate into every leaf's ``.grad``.  With `inputs`:
+    only the parts of the graph that lead to them run; their gradients are
+    returned (and accumulated into their ``.grad`` when `accumulate`)."""
+    cdef dict deps = {}, needed = {}, buffers = {}, captures = {}
+    cdef list roots = [], ready, buf, result = None
+    cdef Node node
+    cdef ndarray x
+    cdef Py_ssize_t i, nr
+    cdef bint prune = inputs is not None
+    cdef set capture_nodes = set()
+
+    for i in range(len(outputs)):
+        x = <ndarray>outputs[i]
+        node = edge_node(x)
+        nr = x._output_nr if x.grad_fn is not None else 0
+        roots.append((node, nr, grads[i]))
+    if prune:
+        result = [None] * len(inputs)
+        for i in range(len(inputs)):
+            x = <ndarray>inputs[i]
+            node = edge_node(x)
+            nr = x._output_nr if x.grad_fn is not None else 0
+            captures.setdefault(node, []).append((nr, i))
+            capture_nodes.add(node)
+        _count_edges_to(roots, needed, deps, capture_nodes)
+    else:
+        _count_edges(roots, needed, deps)
+    ready = _seed_roots(roots, needed, buffers, deps)
 
     prev_mode = grad_enabled()
     set_grad_mode(create_graph)
@@ -981,22 +1028,7 @@ def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph,
                     _check_anomaly(node, grads_in)
             if not keep_graph:
                 node.release()
-            for k in range(len(node.next_nodes)):
-                nxt_o = node.next_nodes[k]
-                if nxt_o is None or (prune and not needed[nxt_o]):
-                    continue
-                nxt = <Node>nxt_o
-                g = grads_in[k] if k < len(grads_in) else None
-                b = buffers.get(nxt)
-                if b is None:
-                    b = [None] * nxt.num_outputs
-                    buffers[nxt] = b
-                if g is not None:
-                    nr = node.next_nrs[k]
-                    b[nr] = g if b[nr] is None else b[nr] + g
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    ready.append(nxt)
+            _pass_on(node, grads_in, buffers, deps, ready, needed, prune)
     finally:
         set_grad_mode(prev_mode)
 

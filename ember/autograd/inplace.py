@@ -208,15 +208,14 @@ def _gpu_key(key):
 def _owned_key(key):
     """The key with index arrays copied: the graph must not see later writes to them."""
     if _gpu_key(key):
-        # GPU index arrays stay on the GPU, copied as CuPy arrays: the node keeps them
-        # whole (rules see ember array arguments only as shape and dtype)
-        from ember.cuda._runtime import as_cupy, run_on
+        # GPU index arrays stay on the GPU, copied (on their device) and held as CuPy
+        # views: the node keeps them whole (rules see ember array arguments only as shape
+        # and dtype).  Not a dispatch: a zero-copy view of data the copy already placed.
+        from ember.cuda._runtime import as_cupy
 
         def own(k):
             if isinstance(k, ndarray):
-                # (copied on k's device: CuPy's copy() lands on the current one)
-                return run_on(k.get_device(), as_cupy(k).copy) if k.is_cuda \
-                    else _np_key(k).copy()
+                return as_cupy(k.copy()) if k.is_cuda else _np_key(k).copy()
             return k
         return own(key) if isinstance(key, ndarray) else tuple(own(k) for k in key)
     key = _np_key(key)

@@ -13,7 +13,10 @@ ops dispatch here too.  The op's route is resolved once and kept on the op objec
    (integer dtypes, complex...): the op's own definition then runs, as in 2 (the
    dispatcher hands the composite over; the backend never imports it);
    A function declared ``fn.device_generic = True`` where it is written (built only
-   from ember ops) is its own GPU implementation;
+   from ember ops) is its own GPU implementation.  An implementation declared
+   ``fn.multi_device = True`` takes arrays of several GPUs (an optimizer step over a
+   model-parallel parameter group): it is called as it is, without the one-device
+   check, and places each launch on its arrays' device itself;
 2. the op's own definition, when its module declares ``DEVICE_GENERIC = True``
    (views, ember ops and fresh arrays; see :func:`is_device_generic`).  It runs
    with the op's GPU as the default and the allocation device, so what it
@@ -89,19 +92,20 @@ def is_device_generic(fn):
     return bool(getattr(module, "DEVICE_GENERIC", False))
 
 
-_IMPL, _GENERIC, _CUPY = 0, 1, 2
+_IMPL, _GENERIC, _CUPY, _MULTI_DEVICE = 0, 1, 2, 3
 
 
 def route(op):
     """(kind, function) that runs `op` on GPU arrays: a registered implementation (or the
     op's definition declared device-generic itself), the definition of a device-generic
-    module (CuPy after a HostOnlyError), or CuPy's function of its name."""
+    module (CuPy after a HostOnlyError), or CuPy's function of its name; a registered
+    implementation declared multi_device is of kind _MULTI_DEVICE."""
     cached = op.__dict__.get("_gpu_route")
     if cached is not None and cached[0] == _Registry.version:
         return cached[1]
     impl = _IMPLS.get(op.name)
     if impl is not None:
-        r = (_IMPL, impl)
+        r = (_MULTI_DEVICE if getattr(impl, "multi_device", False) else _IMPL, impl)
     elif getattr(op.fn, "device_generic", False):
         r = (_IMPL, op.fn)
     elif is_device_generic(op.fn):
@@ -175,6 +179,9 @@ def _upload(a, dev):
 
 def call(op, args, kwargs):
     """Run public op `op` (a DiffOp) on GPU arguments."""
+    kind, fn = route(op)
+    if kind == _MULTI_DEVICE:
+        return fn(*args, **kwargs)
     name = op.name
     dev, other, other_shape = _devices(args, kwargs)
     if other is not None:
@@ -183,16 +190,16 @@ def call(op, args, kwargs):
                            f"with .to('{dev}') or .cpu()")
     if _has_numpy(args, kwargs):
         args, kwargs = _upload(args, dev), {k: _upload(v, dev) for k, v in kwargs.items()}
-    return R.run_on(dev.index, _call_on, op, dev, args, kwargs)
+    return R.run_on(dev.index, _call_on, op, kind, fn, dev, args, kwargs)
 
 
-def _call_on(op, dev, args, kwargs):
-    """call's body, with dev current (and the default and allocation device)."""
+def _call_on(op, kind, fn, dev, args, kwargs):
+    """call's body (op's route is kind, fn), with dev current (and the default and
+    allocation device)."""
     name = op.name
     prev = _array._swap_default_device(dev)
     prev_alloc = _array._swap_alloc_device(dev)
     try:
-        kind, fn = route(op)
         if kind == _IMPL:
             res = fn(*args, **kwargs)
             if res is not NotImplemented:

@@ -1,9 +1,8 @@
 """ember's CUDA kernels at run time: each ``kernels/<family>.cu`` is compiled once per
 device by NVRTC (``cupy.RawModule``; CuPy also caches the binary on disk, so a
-later process skips the compiler), and kernels are looked up by name once.
+later process skips the compiler), and kernels are looked up by name once.  They are launched with ``_runtime.launch``.
 """
 from ember.cuda import _sources as _src
-from ember.cuda import _launch
 from ember.cuda._cupy import cp
 
 _FAMILY_OF = {name: family for family in _src.FAMILIES for name in _src.kernel_names(family)}
@@ -35,11 +34,3 @@ def function(name, dev=None):
         _functions[(dev, name)] = entry
     return entry[0]
 
-
-def launch(name, grid, block, args, shmem=0):
-    """Launch kernel `name` on the current stream of the current device (every array
-    argument must live there: the caller runs under the device guard)."""
-    c = cp()
-    dev = c.cuda.runtime.getDevice()
-    _launch.launch(name, function(name, dev), grid, block, shmem,
-                   c.cuda.get_current_stream().ptr, tuple(args), dev)

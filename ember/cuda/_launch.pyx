@@ -200,7 +200,7 @@ cdef unsigned long long _fast_launches = 0
 def fast_launch_count():
     """How many kernels the fast path (binary_contig, unary_contig, cast_contig) has
     launched in this process: bench_gpu.py adds them to the general path's launches
-    (counted at ember.cuda._kernels.launch) for its per-step launch count."""
+    (counted at ember.cuda._runtime.launch) for its per-step launch count."""
     return _fast_launches
 
 

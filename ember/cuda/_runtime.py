@@ -22,7 +22,7 @@ from ember._core import array as _array
 from ember._core.array import ndarray
 from ember._core.dtypes import _code, dtype_from_code, BFLOAT16
 from ember._core.util import c_strides
-from ember.cuda import _checks
+from ember.cuda import _checks, _kernels, _launch
 from ember.cuda._sources import CASTS
 from ember.cuda._cupy import cp
 
@@ -297,7 +297,6 @@ def astype(x, dtype):
     elementwise.cu's ember_cast kernels: the first one of a (dtypes, device) goes
     through the launcher below and registers the kernel with _launch's fast path,
     whose launch costs a few microseconds of host time instead of CuPy's ~40."""
-    from ember.cuda import _launch
     dt = np_dtype(dtype)
     code = _code(dt)
     y = _launch.cast_contig(x, code, dt.itemsize)
@@ -310,7 +309,6 @@ _D2D = 3        # cudaMemcpyDeviceToDevice
 
 
 def _astype(x, dt, code):
-    from ember.cuda import _launch
     if x.dtype == dt and x.size and x.is_contiguous():
         # a plain copy (x.copy(), the autograd engine's first .grad): one device-to-device
         # cudaMemcpyAsync on the current stream, as PyTorch's clone, instead of CuPy's
@@ -322,12 +320,11 @@ def _astype(x, dt, code):
         return y
     pair = (suffix(x.dtype), suffix(dt))
     if pair in CASTS and x.size and x.is_contiguous():
-        from ember.cuda._kernels import function
         dev = x.get_device()
         y = empty(x.shape, dt, dev)
         name = f"ember_cast_{pair[0]}_{pair[1]}"
         launch(name, vec_blocks(x.size, max(x.itemsize, dt.itemsize)), 256, (x, y, x.size))
-        _launch.register_cast(_code(x.dtype), code, dev, function(name))
+        _launch.register_cast(_code(x.dtype), code, dev, _kernels.function(name))
         return y
     return from_cupy(as_cupy(x).astype(dt, order="C", copy=True))
 
@@ -398,14 +395,23 @@ def vec_blocks(n, itemsize, threads=256):
 
 
 def launch(name, grid, block, args, shmem=0):
-    """Launch ember kernel `name` (ember/cuda/kernels) on the current device and stream:
-    the one launch of the GPU ops.  Array arguments are ember GPU arrays or CuPy arrays
-    (passed as ember arrays over the same memory); the rest as ember.cuda._launch
-    passes them (ints, floats, None...)."""
-    from ember.cuda._kernels import launch as _launch
-    nd = cp().ndarray
+    """Launch ember's CUDA kernel `name` (``ember/cuda/kernels/*.cu``) as `grid` blocks of
+    `block` threads with `shmem` bytes of dynamic shared memory, on the current stream of
+    the current device: the one launch every backend module calls (``R.launch``).
+
+    `args` fill the kernel's parameters in order: ember GPU arrays (their first
+    element's address; each must live on the current device, as under the dispatcher's
+    device guard) or CuPy arrays (passed as ember arrays over the same memory), Python
+    ints (64-bit) and floats (double), ``numpy.int32`` / ``numpy.float32`` (32-bit), None
+    (a null pointer), bytes (a struct).  The kernel is compiled once per device
+    (``_kernels.function``); the C launcher under this (``_launch.launch``,
+    cuLaunchKernel) packs the arguments."""
+    c = cp()
+    nd = c.ndarray
     for a in args:
         if isinstance(a, nd):
             args = tuple(from_cupy(b) if isinstance(b, nd) else b for b in args)
             break
-    _launch(name, grid, block, args, shmem)
+    dev = c.cuda.runtime.getDevice()
+    _launch.launch(name, _kernels.function(name, dev), grid, block, shmem,
+                   c.cuda.get_current_stream().ptr, tuple(args), dev)

@@ -8,9 +8,11 @@ kernels are tested against; Adadelta (and RMSprop and Adagrad on a GPU) run them
 with ember array operations, LBFGS is written with them too.  The options are
 checked in one place, ``ember/optim/_options.py``.
 
-Where things are: the optimizer classes here (options, state dicts, hooks); the
-CPU kernels in ``ember/_kernels/cpu/optim.pyx`` + ``optim_simd.h`` (one options
-struct per optimizer, ``emb_adam_options``...); the GPU side of a step in
+Where things are: the optimizer classes here (options, state dicts, hooks); a
+group's step is an op of ``ember/optim/_steps.py`` (``adam_group``...), one
+definition whose body is the CPU kernel of ``ember/_kernels/cpu/optim.pyx`` +
+``optim_simd.h`` (one options struct per optimizer, ``emb_adam_options``...); on GPU
+parameters the one GPU dispatch runs the op's implementation registered by
 ``ember/optim/_gpu.py`` (state, step counts, bias corrections), which calls the
 backend's launchers in ``ember/cuda/ops_optim.py`` and the kernels of
 ``ember/cuda/kernels/optim.cu``.

@@ -1,8 +1,12 @@
 """The optimizers' steps for parameter groups on a GPU.
 
-The same functions, arguments and state keys as the CPU kernels
-(``ember._kernels.cpu.optim``): ``sgd_group``, ``adam_group``,
-``rmsprop_group``, ``adagrad_group``, ``init_state_adagrad``.  This is the
+The GPU implementations of the group-step ops of ``ember/optim/_steps.py``
+(``sgd_group``, ``adam_group``, ``rmsprop_group``, ``adagrad_group``,
+``init_state_adagrad``): the same names, arguments and state keys as their CPU
+kernels (``ember._kernels.cpu.optim``).  ``_steps`` registers them for its ops
+(``gpu_op``) when the GPU backend starts, so an optimizer step reaches them through
+the one GPU dispatch.  A group may hold parameters of several GPUs (model
+parallelism): they launch on each parameter's own device.  This is the
 optimizer's side of the GPU path: the checks of the arrays (the CPU
 kernels' own, ``check_param_and_grad``), the state (created on the
 parameter's GPU; state loaded from a host checkpoint moved there on first
@@ -26,16 +30,8 @@ from ember._kernels.cpu import optim as _cpu
 from ember.cuda import ops_optim
 from ember.optim import reference
 
-__all__ = ["any_on_gpu", "sgd_group", "adam_group", "rmsprop_group", "adagrad_group",
+__all__ = ["sgd_group", "adam_group", "rmsprop_group", "adagrad_group",
            "init_state_adagrad"]
-
-
-def any_on_gpu(params):
-    """Whether any parameter of the list lives on a GPU."""
-    for p in params:
-        if getattr(p, "is_cuda", False):
-            return True
-    return False
 
 
 def _check(p, g, opname, i):

@@ -1,6 +1,7 @@
 """Adagrad (PyTorch's numerics: lr decay, weight decay, initial accumulator, maximize)."""
 from ember.optim._options import check_options
-from ember.optim.optimizer import Optimizer, _run_closure, _kernels
+from ember.optim import _steps
+from ember.optim.optimizer import Optimizer, _run_closure
 
 __all__ = ["Adagrad"]
 
@@ -47,7 +48,7 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:
-                _kernels((p,)).init_state_adagrad(p, self.state[p], initial_accumulator_value)
+                _steps.init_state_adagrad(p, self.state[p], initial_accumulator_value)
 
     _group_defaults_on_load = {"foreach": None, "maximize": False, "differentiable": False,
                                "fused": None}
@@ -62,7 +63,6 @@ class Adagrad(Optimizer):
             params = group["params"]
             if type(params) is not list:
                 params = list(params)
-            _k = _kernels(params)
-            _k.adagrad_group(params, self.state, group["lr"], group["lr_decay"], group["eps"],
-                             group["weight_decay"], init, group["maximize"], "Adagrad")
+            _steps.adagrad_group(params, self.state, group["lr"], group["lr_decay"], group["eps"],
+                                 group["weight_decay"], init, group["maximize"], "Adagrad")
         return loss

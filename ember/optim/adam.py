@@ -1,6 +1,7 @@
 """Adam and AdamW (PyTorch's numerics, amsgrad, maximize, coupled/decoupled weight decay)."""
 from ember.optim._options import check_options
-from ember.optim.optimizer import Optimizer, _run_closure, _kernels
+from ember.optim import _steps
+from ember.optim.optimizer import Optimizer, _run_closure
 
 __all__ = ["Adam", "AdamW"]
 
@@ -76,10 +77,9 @@ class Adam(Optimizer):
             if type(params) is not list:
                 params = list(params)
             beta1, beta2 = group["betas"]
-            _k = _kernels(params)
-            _k.adam_group(params, state, group["lr"], beta1, beta2, group["eps"],
-                          group["weight_decay"], group["amsgrad"], group["maximize"],
-                          group["decoupled_weight_decay"], name)
+            _steps.adam_group(params, state, group["lr"], beta1, beta2, group["eps"],
+                              group["weight_decay"], group["amsgrad"], group["maximize"],
+                              group["decoupled_weight_decay"], name)
         return loss
 
 

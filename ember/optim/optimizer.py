@@ -2,7 +2,6 @@
 import copy
 import functools
 import itertools
-import sys
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, MutableMapping
@@ -10,7 +9,6 @@ from collections.abc import Iterable, Mapping, MutableMapping
 import numpy as np
 
 from ember._core.array import ndarray
-from ember._kernels.cpu import optim as _cpu_kernels
 from ember._core.dtypes import dtype_kind, is_half_dtype
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook",
@@ -558,18 +556,6 @@ class Optimizer:
 
     def _groups_changed(self):
         """Subclass hook: a parameter group was added."""
-
-
-def _kernels(params):
-    """The group-step functions for a parameter group: the CPU kernels
-    (``ember._kernels.cpu.optim``), or their GPU counterparts (``ember.optim._gpu``,
-    same functions) when a parameter lives on a GPU.  No GPU array exists before the
-    GPU runtime is loaded, so CPU programs pay one dict lookup."""
-    if "ember.cuda._runtime" in sys.modules:
-        from ember.optim import _gpu
-        if _gpu.any_on_gpu(params):
-            return _gpu
-    return _cpu_kernels
 
 
 def _run_closure(closure):

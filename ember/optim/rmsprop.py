@@ -1,6 +1,7 @@
 """RMSprop (PyTorch's numerics: centered, momentum, weight decay, maximize)."""
 from ember.optim._options import check_options
-from ember.optim.optimizer import Optimizer, _run_closure, _kernels
+from ember.optim import _steps
+from ember.optim.optimizer import Optimizer, _run_closure
 
 __all__ = ["RMSprop"]
 
@@ -59,8 +60,7 @@ class RMSprop(Optimizer):
             params = group["params"]
             if type(params) is not list:
                 params = list(params)
-            _k = _kernels(params)
-            _k.rmsprop_group(params, self.state, group["lr"], group["alpha"], group["eps"],
-                             group["weight_decay"], group["momentum"], group["centered"],
-                             group["maximize"], "RMSprop")
+            _steps.rmsprop_group(params, self.state, group["lr"], group["alpha"], group["eps"],
+                                 group["weight_decay"], group["momentum"], group["centered"],
+                                 group["maximize"], "RMSprop")
         return loss

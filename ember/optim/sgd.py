@@ -1,6 +1,7 @@
 """SGD with momentum, dampening, Nesterov momentum and weight decay (PyTorch's numerics)."""
 from ember.optim._options import check_options
-from ember.optim.optimizer import Optimizer, _run_closure, _kernels
+from ember.optim import _steps
+from ember.optim.optimizer import Optimizer, _run_closure
 
 __all__ = ["SGD"]
 
@@ -61,8 +62,7 @@ class SGD(Optimizer):
             params = group["params"]
             if type(params) is not list:
                 params = list(params)
-            _k = _kernels(params)
-            _k.sgd_group(params, self.state, group["lr"], group["momentum"],
-                         group["dampening"], group["weight_decay"], group["nesterov"],
-                         group["maximize"], "SGD")
+            _steps.sgd_group(params, self.state, group["lr"], group["momentum"],
+                             group["dampening"], group["weight_decay"], group["nesterov"],
+                             group["maximize"], "SGD")
         return loss

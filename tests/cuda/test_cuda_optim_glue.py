@@ -1,6 +1,7 @@
-"""The GPU optimizer path (ember.optim -> ember/optim/_gpu.py -> ember/cuda/ops_optim.py ->
-optim.cu's fused multi-tensor kernels) run on the CPU: the optimizers are pointed at
-ember.optim._gpu, whose launches (ops_optim) go to the host build of the real kernels
+"""The GPU optimizer path (ember.optim -> the group-step ops of ember/optim/_steps.py ->
+their GPU implementations in ember/optim/_gpu.py -> ember/cuda/ops_optim.py -> optim.cu's
+fused multi-tensor kernels) run on the CPU: the ops' bodies are pointed at ember.optim._gpu,
+whose launches (ops_optim) go to the host build of the real kernels
 (tests/cuda_host_kernels.ember_launch).  Oracle: the same optimizers on the CPU kernels.
 """
 import contextlib
@@ -14,12 +15,13 @@ from ember._core.dtypes import BFLOAT16
 from ember.cuda import _runtime as real_R
 from ember._kernels.cpu import optim as cpu_optim
 from ember.cuda import ops_optim
-from ember.optim import _gpu as gpu_optim
-from ember.optim import adam as adam_mod, optimizer as optimizer_mod, sgd as sgd_mod
+from ember.optim import _gpu as gpu_optim, _steps
 
 import cuda_host_kernels as hk
 
 pytestmark = pytest.mark.skipif(hk.compiler() is None, reason="no C++ compiler for the host")
+
+_STEPS = ("sgd_group", "adam_group", "rmsprop_group", "adagrad_group", "init_state_adagrad")
 
 
 class _HostBuffer:
@@ -47,21 +49,32 @@ def host_gpu(monkeypatch):
     monkeypatch.setattr(gpu_optim, "_check", check)
     used = []
 
-    def kernels(params):
-        used.append(True)
-        return gpu_optim
-    _use(monkeypatch, kernels)
+    def counted(fn):
+        def run(*args, **kwargs):
+            used.append(True)
+            return fn(*args, **kwargs)
+        return run
+    _use(monkeypatch, types.SimpleNamespace(
+        **{name: counted(getattr(gpu_optim, name)) for name in _STEPS}))
     return used
 
 
-def _use(mp, kernels):
-    """Point the optimizers at `kernels(params) -> module` (they import _kernels by name)."""
-    for mod in (optimizer_mod, sgd_mod, adam_mod):
-        mp.setattr(mod, "_kernels", kernels)
+def _use(mp, impl):
+    """Make `impl`'s functions the bodies of the group-step ops (the parameters here are
+    host arrays, which the dispatch would give the CPU kernels)."""
+    for name in _STEPS:
+        mp.setattr(getattr(_steps, name), "fn", getattr(impl, name))
 
 
-def _cpu(params):
-    return optimizer_mod._cpu_kernels
+def test_the_gpu_steps_are_the_ops_registered_implementations():
+    """Each group-step op reaches its GPU implementation the one way: registered under
+    the op's name (the dispatcher's route), callable with arrays of several GPUs."""
+    from ember.cuda import _dispatch
+    _steps._register_gpu_steps(None)            # (what the backend's start runs)
+    for name in _STEPS:
+        kind, fn = _dispatch.route(getattr(_steps, name))
+        assert kind == _dispatch._MULTI_DEVICE and fn is getattr(gpu_optim, name)
+    assert _steps.sgd_group.fn is cpu_optim.sgd_group
 
 
 SHAPES = [(40000,), (3, 5), (7,)]          # 40000: three 16384-element chunks
@@ -110,7 +123,7 @@ OPTS = {
 @pytest.mark.parametrize("name", list(OPTS))
 def test_fused_steps_match_the_cpu_optimizers(host_gpu, name, dtype):
     with pytest.MonkeyPatch.context() as mp:
-        _use(mp, _cpu)
+        _use(mp, cpu_optim)
         want, _ = _run(OPTS[name], dtype, skip_grad_on=1)
     used_before = len(host_gpu)
     got, opt = _run(OPTS[name], dtype, skip_grad_on=1)
@@ -127,7 +140,7 @@ def test_16bit_parameters_keep_float32_state(host_gpu, name, dtype):
     parameter once per step: close to the float32 run."""
     got, opt = _run(OPTS[name], dtype)
     with pytest.MonkeyPatch.context() as mp:
-        _use(mp, _cpu)
+        _use(mp, cpu_optim)
         ref, _ = _run(OPTS[name], np.float32)
     for p in opt.param_groups[0]["params"]:
         for key, v in opt.state[p].items():

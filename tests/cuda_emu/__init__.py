@@ -90,11 +90,11 @@ def install():
             "cupy._core._dtype": fakecupy._core._dtype, "cupy.linalg": fakecupy.linalg,
             "cupyx": fakecupy.cupyx}
     sys.modules.update(mods)
-    from ember.cuda import _gemm, _kernels, _launch
+    from ember.cuda import _gemm, _kernels, _launch, _runtime
     _launch.load_driver = lambda: None
     _launch.register_contig = lambda *a: None       # no cuLaunchKernel fast path
     _launch.register_cast = lambda *a: None
-    _kernels.launch = _launch_kernel
+    _runtime.launch = _launch_kernel                # R.launch, the one launch
     _kernels.function = lambda name: 0
     model = CublasModel()
 

@@ -216,14 +216,14 @@ def install(null=False):
         return
     import cuda_emu
     import fakecupy
-    from ember.cuda import _gemm, _kernels
+    from ember.cuda import _gemm, _runtime
     if "cupy" not in sys.modules or sys.modules["cupy"] is not fakecupy:
         raise RuntimeError("counting.install: the emulation is not installed "
                            "(EMBER_CUDA_EMULATION=1 and cuda_emu.install())")
     _STATE["null"] = bool(null)
 
     # ember's kernels and cuBLAS: counted, run unless null
-    run_kernel, run_gemm = _kernels.launch, _gemm._cublas_gemm
+    run_kernel, run_gemm = _runtime.launch, _gemm._cublas_gemm
 
     def launch(name, grid, block, args, shmem=0):
         c = _counter()
@@ -232,7 +232,7 @@ def install(null=False):
         if not _STATE["null"]:
             with _outermost():
                 run_kernel(name, grid, block, args, shmem)
-    _kernels.launch = launch
+    _runtime.launch = launch            # R.launch, the one launch
     cuda_emu._launch_kernel = launch
 
     def gemm(p, first, second, out, alpha):
