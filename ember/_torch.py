@@ -20,6 +20,7 @@ import numpy as np
 from ember._core import array as _array
 from ember._core.array import ndarray, Device
 from ember import return_types
+from ember._api.manipulation import _check_section_count
 
 __all__ = ["is_tensor", "numel", "from_numpy", "as_tensor", "rand", "randn", "randint",
            "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
@@ -551,7 +552,8 @@ def chunk(input, chunks, dim=0):
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     d = _axis(dim, x.ndim, "chunk")
     n = x.shape[d]
-    if n == 0:
+    if n == 0:              # PyTorch: `chunks` empty views
+        _check_section_count(chunks, n, "chunk")
         return tuple(x for _ in range(chunks))
     return torch_split(x, -(-n // chunks), d)
 
@@ -937,13 +939,15 @@ def _median_clash(op, name):
 
 def _split_clash(op):
     @functools.wraps(op)
-    def split(ary, indices_or_sections, axis=None, *, dim=None):
+    def split(ary, indices_or_sections, axis=np._NoValue, *, dim=None):
         if dim is not None:
-            if axis is not None:
+            if axis is not np._NoValue:
                 raise TypeError("split: pass either axis= (NumPy: sections) or dim= "
                                 "(PyTorch: piece sizes), not both")
             return torch_split(ary, indices_or_sections, dim)
-        return op(ary, indices_or_sections, 0 if axis is None else axis)
+        if axis is None:
+            raise TypeError("split: axis must be an integer, not None")
+        return op(ary, indices_or_sections, 0 if axis is np._NoValue else axis)
     split.__doc__ = _doc(op, """
     With PyTorch's ``dim=``, an int is the size of each piece (the last may be
     shorter) and a list gives the sizes, as ``torch.split`` does; NumPy's int is the

@@ -307,7 +307,9 @@ def permute_dims(x, /, axes):
     if not isinstance(x, ndarray):
         x = as_array(x)
     if isinstance(axes, (ndarray, np.ndarray)) and axes.ndim == 1:
-        axes = axes.tolist()        # its elements, each to be an integer (NumPy iterates it)
+        if dtype_kind(axes.dtype) not in "iu":
+            raise TypeError(f"permute_dims: axes must be integers, got an array of {axes.dtype}")
+        axes = axes.tolist()        # its elements (NumPy iterates it)
     axes = tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)
     shape, strides = x.shape, x.strides
     if sorted(axes) == list(range(len(shape))) and builtins.all(type(a) is int for a in axes):
@@ -810,7 +812,7 @@ def column_stack(tup):
 
 # ---------------------------------------------------------------- splitting
 
-def _check_section_count(sections, n):
+def _check_section_count(sections, n, opname="array_split"):
     """MemoryError, at once, when the list of `sections` views could not fit in this
     machine's memory (NumPy's own loop runs until the OS kills it)."""
     if sections <= n + 1:
@@ -821,7 +823,7 @@ def _check_section_count(sections, n):
         phys = 1 << 40
     per_view = 256                      # bytes: less than one ember array object takes
     if sections * per_view > phys:
-        raise MemoryError(f"array_split: {sections} sections of an axis of length {n} would "
+        raise MemoryError(f"{opname}: {sections} sections of an axis of length {n} would "
                           f"need more than {sections * per_view / 2**30:.3g} GiB for the list "
                           f"of views alone")
 

@@ -74,6 +74,10 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     ...              ember.asarray([0.0, 10.0, 0.0])).tolist()
     [5.0, 5.0]
     """
+    for v, what in ((left, "left"), (right, "right")):
+        if getattr(v, "ndim", 0) != 0:
+            raise TypeError(f"interp: {what} must be a scalar, got an array of shape "
+                            f"{shape_str(v.shape)} (only 0-d arrays convert to scalars)")
     arrays = [as_array(a) for a in (x, xp, fp)]
     for a, what in zip(arrays, ("x", "xp", "fp")):
         if dtype_kind(a.dtype) not in "biufc":

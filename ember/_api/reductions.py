@@ -535,6 +535,9 @@ def _np_wrap(npfunc, name, takes_axis=True):
         if xa.dtype == BFLOAT16:
             # ml_dtypes' loops would accumulate in bfloat16: compute in float32, round once
             narrow, xa = xa.dtype, xa.astype(np.float32)
+        w = kw.get("where", True)
+        if not isinstance(w, (builtins.bool, np.bool_, ndarray, np.ndarray, list, tuple)):
+            raise TypeError(f"{name}: where= must be an array of bools, got {type(w).__name__}")
         args = tuple(numpy_view(as_array(a)) if isinstance(a, ndarray) else a for a in args)
         kw = {k: (numpy_view(v) if isinstance(v, ndarray) else v) for k, v in kw.items()}
         res = npfunc(numpy_view(xa), *args, **kw)

@@ -1896,6 +1896,9 @@ cdef class ndarray:
         end_dim)`` when given ints (which NumPy rejects) or ``start_dim=``."""
         if not isinstance(end_dim, int):
             raise TypeError(f"flatten: end_dim must be an int, got {type(end_dim).__name__}")
+        if not isinstance(order, (int, str)):
+            raise TypeError(f"flatten: order must be 'C', 'F', 'A' or 'K' (or PyTorch's "
+                            f"start_dim, an int), got {type(order).__name__}")
         if start_dim is not None or isinstance(order, int) or end_dim != -1:
             s = start_dim if start_dim is not None else (order if isinstance(order, int) else 0)
             return _ember.flatten(self, s, end_dim)

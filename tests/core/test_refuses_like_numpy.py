@@ -197,6 +197,14 @@ CASES = {
     "broadcast_shapes_dict": (lambda xp, a: xp.broadcast_shapes({}), TypeError),
     "broadcast_shapes_set": (lambda xp, a: xp.broadcast_shapes({1, 2}), TypeError),
     "sum_empty_initial_none": (lambda xp, a: xp.sum(a["f"][:0], initial=None), ValueError),
+    # held-out fuzz seeds 12 and 13
+    "transpose_bool_array_axes": (lambda xp, a: xp.ones(1).transpose(xp.zeros(1, dtype=bool)),
+                                  TypeError),
+    "flatten_array_order": (lambda xp, a: a["m"].flatten(a["f"], 2), TypeError),
+    "nanmean_where_a_type": (lambda xp, a: xp.nanmean(a["i"], where=np.float64), TypeError),
+    "split_axis_none": (lambda xp, a: xp.split(a["f"], 3, axis=None), TypeError),
+    "interp_left_1d_array": (lambda xp, a: xp.interp(-2.0, a["f"], a["f"], left=xp.ones(1)),
+                             TypeError),
 }
 
 
@@ -257,3 +265,10 @@ def test_numpy_readings_that_differ_from_pytorch_forms():
     np.testing.assert_array_equal(np.asarray(got[0]), want[0])
     a, b = ember.arange(3), ember.arange(2)
     assert [g.shape for g in ember.meshgrid([a, b])] == [(2, 3), (2, 3)]
+
+
+def test_chunk_of_an_empty_axis_into_absurdly_many_pieces_fails_at_once():
+    x = ember.zeros((0, 3))
+    assert len(ember.chunk(x, 4)) == 4             # PyTorch's empty views
+    with pytest.raises(MemoryError, match="chunk: 4611686018427387904 sections"):
+        ember.chunk(x, np.array(2**62))
