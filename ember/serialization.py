@@ -51,6 +51,7 @@ _MAX_HEADER = 100_000_000            # the reference implementation's limit (saf
 _MAXDIM = 32                         # ember arrays have at most 32 axes
 _MAX_BYTES = 2 ** 62                 # no array (even an empty one) spans more
 _VERSION = 1
+_READ_METADATA = frozenset({_STRUCTURE_KEY})     # the metadata load() reads
 
 
 # ------------------------------------------------------------------ encoding
@@ -216,11 +217,13 @@ def _read_exact(fh, n, path, what, buf=None):
 
 
 def _read_layout(path, size, fh):
-    """The file's entries (see _check_entries), its metadata (a dict) and where its
-    data starts: the one-pass reader when it can decide, else the general one."""
+    """The file's entries (see _check_entries), its metadata (a dict: at least the
+    values ember reads) and where its data starts: the one-pass reader when it can
+    decide, else the general one."""
     raw, data_start = _read_raw_header(path, size, fh)
     try:
-        fast = header_scan.scan(raw, data_start, size, _FROM_ST, _MAXDIM, _MAX_BYTES)
+        fast = header_scan.scan(raw, data_start, size, _FROM_ST, _MAXDIM, _MAX_BYTES,
+                                _READ_METADATA)
     except header_scan.TooManyDims as exc:
         name, axes = exc.args
         raise _bad(path, f"entry {name!r} has an invalid shape {_short(axes)} (a list "
@@ -250,7 +253,10 @@ def _read_raw_header(path, size, fh):
     if 8 + n > size:
         raise _bad(path, f"its header claims {n} bytes but the file has {size} "
                          f"(truncated, or not a safetensors file)")
-    return _read_exact(fh, n, path, "the header"), 8 + n
+    raw = fh.read(n)            # one copy, no zero-filled buffer first (headers reach 100 MB)
+    if len(raw) < n:            # a short read (a pipe or socket): the rest, exactly
+        raw = raw + _read_exact(fh, n - len(raw), path, "the header")
+    return raw, 8 + n
 
 
 def _parse_header(path, raw, data_start):

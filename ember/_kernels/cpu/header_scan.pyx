@@ -10,8 +10,8 @@ package.  :func:`scan` reads the bytes once, checks each entry as it goes and
 builds only what ``load`` keeps.
 
 It is a fast path, not a second definition of the format: it accepts a subset of
-JSON (no escapes in strings, integers without sign, fraction or exponent, no
-duplicate keys) and of valid headers, and returns None for anything else, valid or
+JSON (integers without sign, fraction or exponent, no duplicate keys; strings with
+escapes go through the json module's decoder) and of valid headers, and returns None for anything else, valid or
 not.  ``ember.serialization`` then reads the header the general way, which
 accepts every valid file and names what is wrong with an invalid one.  So a
 header this module reads gives exactly what the general reader would have given.
@@ -21,6 +21,7 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t
 import gc
+import json
 
 __all__ = ["scan", "TooManyDims"]
 
@@ -44,8 +45,10 @@ cdef extern from *:
     /* The first byte at or after i that ends or escapes a JSON string ('"', '\\' or a
        control character), eight bytes at a time: names and metadata values can be
        100 MB long, and a byte loop was the reader's slowest part. */
-    static Py_ssize_t ember_string_stop(const unsigned char* p, Py_ssize_t i, Py_ssize_t n) {
+    static Py_ssize_t ember_string_stop(const unsigned char* p, Py_ssize_t i, Py_ssize_t n,
+                                        int* nonascii) {
         const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+        uint64_t seen = 0;                         /* OR of the bytes passed: their high bits */
         while (i + 8 <= n) {
             uint64_t w, q, b;
             memcpy(&w, p + i, 8);
@@ -54,14 +57,17 @@ cdef extern from *:
             if (((q - ones) & ~q & highs) | ((b - ones) & ~b & highs)
                     | ((w - ones * 0x20) & ~w & highs))
                 break;                             /* some byte in this word stops */
+            seen |= w;
             i += 8;
         }
         while (i < n && p[i] != 0x22 && p[i] != 0x5C && p[i] >= 0x20)
-            i++;
+            seen |= p[i++];
+        *nonascii = (seen & highs) != 0;
         return i;
     }
     """
-    Py_ssize_t ember_string_stop(const unsigned char* p, Py_ssize_t i, Py_ssize_t n) nogil
+    Py_ssize_t ember_string_stop(const unsigned char* p, Py_ssize_t i, Py_ssize_t n,
+                                 int* nonascii) nogil
 
 
 cdef class _Reader:
@@ -89,31 +95,59 @@ cdef class _Reader:
         self.ws()
         return self.i < self.n and self.p[self.i] == c
 
-    cdef Py_ssize_t string_end(self) except -1:
+    cdef Py_ssize_t string_end(self, int* nonascii) except -1:
         """After the opening quote: the index of the closing quote (escapes and
-        control characters are unsupported)."""
-        cdef Py_ssize_t j = ember_string_stop(self.p, self.i, self.n)
+        control characters are unsupported); `nonascii` says whether a byte >= 0x80
+        came before it."""
+        cdef Py_ssize_t j = ember_string_stop(self.p, self.i, self.n, nonascii)
         if j < self.n and self.p[j] == 34:
             return j
         raise _Unsupported()            # an escape, a control character or no end
 
     cdef str string(self):
+        return self._string(True)
+
+    cdef void skip_string(self) except *:
+        """A string whose value is not kept: only checked (UTF-8 when not ASCII)."""
+        self._string(False)
+
+    cdef str _string(self, bint keep):
         cdef Py_ssize_t start, end
+        cdef int nonascii = 0, more = 0
+        cdef bint escaped = False
         self.expect(34)
         start = self.i
-        end = self.string_end()
+        end = ember_string_stop(self.p, start, self.n, &nonascii)
+        while end < self.n and self.p[end] == 92:      # a backslash: skip what it escapes
+            escaped = True
+            end = ember_string_stop(self.p, end + 2, self.n, &more) if end + 2 <= self.n \
+                else self.n
+            nonascii |= more
+        if end >= self.n or self.p[end] != 34:
+            raise _Unsupported()        # a control character, or no end
         self.i = end + 1
+        if not keep and not nonascii and not escaped:
+            return None                 # ASCII without escapes is valid: nothing to build
         try:
-            return PyUnicode_DecodeUTF8(<const char*>self.p + start, end - start, NULL)
-        except UnicodeDecodeError:
+            if not escaped:
+                return PyUnicode_DecodeUTF8(<const char*>self.p + start, end - start, NULL)
+            # escapes (ember's own structure metadata is JSON in a string): the JSON
+            # decoder reads the token, from strictly decoded UTF-8 as the general reader
+            s = json.loads(PyUnicode_DecodeUTF8(<const char*>self.p + start - 1,
+                                                end - start + 2, NULL))
+        except (UnicodeDecodeError, ValueError):
             raise _Unsupported()
+        if type(s) is not str:
+            raise _Unsupported()
+        return s
 
     cdef int key(self) except -1:
         """An entry's key: 0 dtype, 1 shape, 2 data_offsets."""
         cdef Py_ssize_t start, end
+        cdef int nonascii = 0
         self.expect(34)
         start = self.i
-        end = self.string_end()
+        end = self.string_end(&nonascii)
         self.i = end + 1
         self.expect(58)                 # ':'
         if _is(self.p + start, end - start, b"dtype"):
@@ -155,9 +189,12 @@ cdef inline bint _is(const unsigned char* s, Py_ssize_t n, bytes word) noexcept:
     return True
 
 
-cdef object _metadata(_Reader r):
-    """``"__metadata__"``'s value: an object of strings (anything else: unsupported)."""
+cdef object _metadata(_Reader r, object keep):
+    """``"__metadata__"``'s value: an object of strings (anything else: unsupported).
+    Only the values of the keys in `keep` are built (a foreign file's metadata can be
+    a 100 MB string ember never reads); the others are checked."""
     cdef dict meta = {}
+    cdef set seen = set()
     cdef str k
     r.expect(123)
     if r.peek(125):
@@ -165,10 +202,14 @@ cdef object _metadata(_Reader r):
         return meta
     while True:
         k = r.string()
-        if k in meta:
+        if k in seen:
             raise _Unsupported()
+        seen.add(k)
         r.expect(58)
-        meta[k] = r.string()
+        if k in keep:
+            meta[k] = r.string()
+        else:
+            r.skip_string()
         if r.peek(44):
             r.i += 1
             continue
@@ -177,13 +218,15 @@ cdef object _metadata(_Reader r):
 
 
 def scan(const unsigned char[::1] raw, Py_ssize_t data_start, Py_ssize_t size,
-         dict dtypes not None, Py_ssize_t maxdim, int64_t max_bytes):
+         dict dtypes not None, Py_ssize_t maxdim, int64_t max_bytes,
+         keep_metadata=frozenset()):
     """Read a safetensors header (its bytes `raw`; the data section starts at byte
     `data_start` of a file of `size` bytes) with `dtypes` the safetensors dtype
     names -> NumPy dtypes.  Returns ``(entries, metadata)`` with entries
     ``(lo, hi, name, dtype, shape, strides)`` sorted by offsets and tiling the
-    data section exactly, or None when the general reader must decide.
-    Raises TooManyDims for a shape with more than `maxdim` axes.
+    data section exactly, and metadata the ``__metadata__`` values of the keys in
+    `keep_metadata` (None without ``__metadata__``), or None when the general
+    reader must decide.  Raises TooManyDims for a shape with more than `maxdim` axes.
 
     >>> import numpy as np
     >>> raw = b'{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
@@ -199,7 +242,7 @@ def scan(const unsigned char[::1] raw, Py_ssize_t data_start, Py_ssize_t size,
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _scan(r, data_start, size, dtypes, maxdim, max_bytes)
+        return _scan(r, data_start, size, dtypes, maxdim, max_bytes, keep_metadata)
     except _Unsupported:
         return None
     finally:
@@ -208,7 +251,7 @@ def scan(const unsigned char[::1] raw, Py_ssize_t data_start, Py_ssize_t size,
 
 
 cdef object _scan(_Reader r, Py_ssize_t data_start, Py_ssize_t size, dict dtypes,
-                  Py_ssize_t maxdim, int64_t max_bytes):
+                  Py_ssize_t maxdim, int64_t max_bytes, object keep):
     cdef list entries = []
     cdef set names = set()
     cdef object meta = None
@@ -226,7 +269,7 @@ cdef object _scan(_Reader r, Py_ssize_t data_start, Py_ssize_t size, dict dtypes
                 if have_meta:
                     raise _Unsupported()
                 have_meta = True
-                meta = _metadata(r)
+                meta = _metadata(r, keep)
             else:
                 if name in names:
                     raise _Unsupported()        # JSON keeps the last: the general reader
