@@ -4,6 +4,8 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["scan", "TooManyDims"]
+
 class TooManyDims(Exception): ...
 
 _Entry = tuple[int, int, str, np.dtype[Any], list[int], tuple[int, ...]]
