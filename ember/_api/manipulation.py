@@ -82,7 +82,9 @@ def _view(x, shape, strides, offset=None, dtype=None):
 
 
 def _shape_arg(shape, opname):
-    if isinstance(shape, ndarray):
+    if isinstance(shape, (ndarray, np.ndarray)):
+        if dtype_kind(shape.dtype) not in "iu":
+            raise TypeError(f"{opname}: a shape array must hold integers, got {shape.dtype}")
         shape = shape.tolist()
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)

@@ -1851,9 +1851,13 @@ cdef class ndarray:
                 return v
         return _ember.reshape(self, shape, order=order, copy=copy)
 
-    def view(self, *args, dtype=None):
+    def view(self, *args, dtype=_np._NoValue):
         """``x.view(shape...)`` reshapes without copying (PyTorch); ``x.view(dtype)``
-        reinterprets the bytes (NumPy)."""
+        reinterprets the bytes (NumPy; None, given, is NumPy's float64)."""
+        if dtype is _np._NoValue:
+            dtype = None
+        elif dtype is None:
+            dtype = _np.dtype(None)
         if dtype is not None and args:
             raise TypeError("view: the dtype is given by name and by position")
         if dtype is None and len(args) == 1 and not isinstance(args[0], (int, tuple, list)):

@@ -205,6 +205,11 @@ CASES = {
     "split_axis_none": (lambda xp, a: xp.split(a["f"], 3, axis=None), TypeError),
     "interp_left_1d_array": (lambda xp, a: xp.interp(-2.0, a["f"], a["f"], left=xp.ones(1)),
                              TypeError),
+    # held-out fuzz seeds 14 and 15
+    "view_dtype_none_keyword": (lambda xp, a: xp.zeros(1, dtype="float32").view(dtype=None),
+                                ValueError),
+    "reshape_bool_shape_array": (lambda xp, a: xp.reshape(xp.ones(1), xp.ones(1, dtype=bool)),
+                                 TypeError),
 }
 
 

@@ -45,9 +45,15 @@ def _reduces_0d(target, source):
 # (reason, test on (target, source)).  Everything else that NumPy refuses, ember must too.
 DELIBERATE = (
     ("PyTorch's keywords and dtypes", lambda t, s: any(k in s for k in _TORCH_ONLY)),
-    ("dtype= on every ember.random sampler (the float32 default needs a way to float64, "
-     "as NumPy's Generator and PyTorch have)", lambda t, s: t.startswith("ember.random.")
-     and "dtype=" in s),
+    ("dtype on every ember.random sampler, by keyword or (as Generator's) after size (the "
+     "float32 default needs a way to float64, as NumPy's Generator and PyTorch have)",
+     lambda t, s: t.startswith("ember.random.")
+     and ("dtype=" in s or re.search(r", (np\.(float|int|uint)\w*|'(float|int|uint)\w*')\)",
+                                     s) is not None)),
+    ("tri/triu/tril_indices read n, k and m as Python integers (NumPy's arithmetic on a 0-d "
+     "unsigned array wraps below zero and refuses)",
+     lambda t, s: t in ("ember.triu_indices", "ember.tril_indices", "ember.tri")
+     and "'uint" in s),
     ("the Array API: iinfo/finfo of an array, expand_dims' default axis, fftfreq's dtype=",
      lambda t, s: t in ("ember.iinfo", "ember.finfo", "ember.expand_dims", "ember.fft.fftfreq",
                         "ember.fft.rfftfreq")),
