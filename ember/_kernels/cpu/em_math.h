@@ -123,6 +123,20 @@ static inline uint16_t em_f2b(float f) {
                                 rounded);
 }
 
+/* ---- blocks of bfloat16 <-> float32 (contiguous), for the bfloat16 loops and kernels
+ * (elementwise ops, the 16-bit GEMM's operands, optimizer updates): the same bits as
+ * em_b2f / em_f2b element by element, written as plain loops the compiler vectorises
+ * (a widening is a shift; the narrowing an add and a select) */
+static inline void em_b2f_block(const uint16_t *src, float *dst, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++)
+        dst[i] = em_b2f(src[i]);
+}
+
+static inline void em_f2b_block(const float *src, uint16_t *dst, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++)
+        dst[i] = em_f2b(src[i]);
+}
+
 static inline float em_copysign_bits(float mag, float sgn) {
     return em_i2f((em_f2i(mag) & 0x7fffffff) | (int32_t)((uint32_t)em_f2i(sgn) & 0x80000000u));
 }
