@@ -33,11 +33,9 @@ from ember._core.dtypes import is_half_dtype
 cnp.import_array()
 
 cdef extern from "em_math.h" nogil:
-    # 16-bit floats <-> float32: the conversions of ember's cast loops, bit for bit
-    float em_h2f(unsigned short)
-    unsigned short em_f2h(float)
-    void em_b2f_block(const unsigned short*, float*, Py_ssize_t)
-    void em_f2b_block(const float*, unsigned short*, Py_ssize_t)
+    # 16-bit floats <-> float32 runs: the conversions of ember's cast loops, bit for bit
+    void em_widen16(int bf16, const unsigned short*, float*, Py_ssize_t)
+    void em_narrow16(int bf16, const float*, unsigned short*, Py_ssize_t)
 
 cdef extern from *:
     """
@@ -463,19 +461,10 @@ cdef Py_ssize_t CONVERT_PAR_MIN = 1 << 17
 
 cdef inline void _convert_chunk(bint widen, bint bf16, char* src, char* dst, Py_ssize_t lo,
                                 Py_ssize_t hi) noexcept nogil:
-    cdef Py_ssize_t i
     if widen:
-        if bf16:
-            em_b2f_block(<unsigned short*>src + lo, <float*>dst + lo, hi - lo)
-        else:
-            for i in range(lo, hi):
-                (<float*>dst)[i] = em_h2f((<unsigned short*>src)[i])
+        em_widen16(bf16, <unsigned short*>src + lo, <float*>dst + lo, hi - lo)
     else:
-        if bf16:
-            em_f2b_block(<float*>src + lo, <unsigned short*>dst + lo, hi - lo)
-        else:
-            for i in range(lo, hi):
-                (<unsigned short*>dst)[i] = em_f2h((<float*>src)[i])
+        em_narrow16(bf16, <float*>src + lo, <unsigned short*>dst + lo, hi - lo)
 
 
 cdef int _convert(cnp.ndarray src, cnp.ndarray dst, bint widen) except -1:

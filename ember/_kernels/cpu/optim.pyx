@@ -38,11 +38,9 @@ import numpy as _np
 from ember._core.util import numpy_view as _numpy_view, wrap as _wrap
 
 cdef extern from "em_math.h" nogil:
-    # 16-bit floats <-> float32: the conversions of ember's cast loops, bit for bit
-    float em_h2f(unsigned short)
-    unsigned short em_f2h(float)
-    void em_b2f_block(const unsigned short*, float*, Py_ssize_t)
-    void em_f2b_block(const float*, unsigned short*, Py_ssize_t)
+    # 16-bit floats <-> float32 runs: the conversions of ember's cast loops, bit for bit
+    void em_widen16(int bf16, const unsigned short*, float*, Py_ssize_t)
+    void em_narrow16(int bf16, const float*, unsigned short*, Py_ssize_t)
 
 cdef extern from "optim_simd.h" nogil:
     # each optimizer's options, with torch.optim's names (see optim_simd.h)
@@ -161,26 +159,6 @@ cdef struct Item:
     double bias_correction2_sqrt   # Adam: sqrt(1 - beta2**step)
 
 
-cdef inline void _widen(int half, const unsigned short* src, float* dst,
-                        Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    if half == HALF_BF16:
-        em_b2f_block(src, dst, n)
-    else:
-        for i in range(n):
-            dst[i] = em_h2f(src[i])
-
-
-cdef inline void _narrow(int half, const float* src, unsigned short* dst,
-                         Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    if half == HALF_BF16:
-        em_f2b_block(src, dst, n)
-    else:
-        for i in range(n):
-            dst[i] = em_f2h(src[i])
-
-
 cdef void _run_half(int kind, Item* it, const void* options) noexcept nogil:
     """Update a 16-bit item a block at a time: widen the block of the parameter and of
     its gradient into float32 stack buffers, run the float32 kernel on them (the state
@@ -205,10 +183,10 @@ cdef void _run_half(int kind, Item* it, const void* options) noexcept nogil:
         for b in range(MAXBUF):
             if it.state[b] != NULL:
                 sub.state[b] = it.state[b] + start * 4
-        _widen(it.half, p + start, pbuf, m)
-        _widen(it.half, g + start, gbuf, m)
+        em_widen16(it.half == HALF_BF16, p + start, pbuf, m)
+        em_widen16(it.half == HALF_BF16, g + start, gbuf, m)
         _run_item(kind, &sub, options)
-        _narrow(it.half, pbuf, p + start, m)
+        em_narrow16(it.half == HALF_BF16, pbuf, p + start, m)
         start += m
 
 
