@@ -646,6 +646,45 @@ def test_16bit_parameters_update_in_float32(dtype, make):
     rng = np.random.default_rng(3)
     w0 = rng.standard_normal((3, 4)).astype(np.float32)
     grads = [rng.standard_normal((3, 4)).astype(np.float32) for _ in range(4)]
+    _check_16bit_update(torch, tdt, dtype, make, w0, grads)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("make", [
+    lambda o, p: o.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
+    lambda o, p: o.Adam(p, lr=0.05, amsgrad=True),
+    lambda o, p: o.RMSprop(p, lr=0.01, momentum=0.5, centered=True),
+    lambda o, p: o.Adagrad(p, lr=0.1),
+], ids=["sgd", "adam", "rmsprop", "adagrad"])
+def test_16bit_update_in_blocks_matches_widened_copy(dtype, make):
+    """Contiguous 16-bit parameters are updated in place a 1024-element block at a time
+    (several blocks and, with the threshold lowered, several thread chunks here); a
+    non-contiguous one goes through a whole float32 copy.  Both give the same bits."""
+    from ember._kernels.cpu import optim as _ko
+    rng = np.random.default_rng(5)
+    w0 = rng.standard_normal((3, 12001)).astype(np.float32)
+    grads = [rng.standard_normal((3, 12001)).astype(np.float32) for _ in range(3)]
+    dt = getattr(E, dtype)
+    p = E.asarray(w0).astype(dt)
+    big = E.zeros((3, 24002), dtype=dt)
+    big[:, ::2] = E.asarray(w0).astype(dt)
+    q = big[:, ::2]
+    assert p.is_contiguous() and not q.is_contiguous()
+    o1, o2 = make(eo, [p]), make(eo, [q])
+    old = _ko._set_parallel_threshold(1)
+    try:
+        for g in grads:
+            p.grad = E.asarray(g).astype(dt)
+            q.grad = E.asarray(g).astype(dt)[:, :]
+            o1.step()
+            o2.step()
+            np.testing.assert_array_equal(np.asarray(p.astype(E.float32)),
+                                          np.asarray(q.astype(E.float32)))
+    finally:
+        _ko._set_parallel_threshold(old)
+
+
+def _check_16bit_update(torch, tdt, dtype, make, w0, grads):
     p = E.asarray(w0).astype(getattr(E, dtype))
     p.requires_grad_(True)
     opt = make(eo, [p])

@@ -123,6 +123,67 @@ static inline uint16_t em_f2b(float f) {
                                 rounded);
 }
 
+/* ---- blocks of bfloat16 <-> float32 (contiguous), for the bfloat16 loops and kernels
+ * (elementwise ops, the 16-bit GEMM's operands, optimizer updates): the same bits as
+ * em_b2f / em_f2b element by element, written as plain loops the compiler vectorises
+ * (a widening is a shift; the narrowing an add and a select) */
+static inline void em_b2f_block(const uint16_t *src, float *dst, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++)
+        dst[i] = em_b2f(src[i]);
+}
+
+static inline void em_f2b_block(const float *src, uint16_t *dst, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++)
+        dst[i] = em_f2b(src[i]);
+}
+
+/* ---- em_widen16 / em_narrow16: a contiguous run of float16 (bf16 = 0) or bfloat16
+ * (bf16 = 1) widened to float32, or float32 narrowed, with em_h2f / em_f2h / em_b2f /
+ * em_f2b element by element (ember's cast loops' bits), for the kernels built for the
+ * baseline CPU (GEMM operands, optimizer updates): where the CPU has AVX2 the same
+ * loops run compiled for it (8 lanes instead of SSE2's 4; integer code, so the same
+ * bits). */
+#define EM_CONVERT16_BODY(widen) \
+    if (widen) { \
+        if (bf16) { for (ptrdiff_t i = 0; i < n; i++) ((float *)dst)[i] = em_b2f(((const uint16_t *)src)[i]); } \
+        else { for (ptrdiff_t i = 0; i < n; i++) ((float *)dst)[i] = em_h2f(((const uint16_t *)src)[i]); } \
+    } else { \
+        if (bf16) { for (ptrdiff_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = em_f2b(((const float *)src)[i]); } \
+        else { for (ptrdiff_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = em_f2h(((const float *)src)[i]); } \
+    }
+
+__attribute__((unused)) static void em_convert16_base(int widen, int bf16, const void *src, void *dst, ptrdiff_t n) {
+    EM_CONVERT16_BODY(widen)
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__AVX2__)
+__attribute__((target("avx2"), unused))
+static void em_convert16_avx2(int widen, int bf16, const void *src, void *dst, ptrdiff_t n) {
+    EM_CONVERT16_BODY(widen)
+}
+static inline void em_convert16(int widen, int bf16, const void *src, void *dst, ptrdiff_t n) {
+    static int has_avx2 = -1;
+    if (has_avx2 < 0)
+        has_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    if (has_avx2)
+        em_convert16_avx2(widen, bf16, src, dst, n);
+    else
+        em_convert16_base(widen, bf16, src, dst, n);
+}
+#else
+static inline void em_convert16(int widen, int bf16, const void *src, void *dst, ptrdiff_t n) {
+    em_convert16_base(widen, bf16, src, dst, n);
+}
+#endif
+
+static inline void em_widen16(int bf16, const uint16_t *src, float *dst, ptrdiff_t n) {
+    em_convert16(1, bf16, src, dst, n);
+}
+
+static inline void em_narrow16(int bf16, const float *src, uint16_t *dst, ptrdiff_t n) {
+    em_convert16(0, bf16, src, dst, n);
+}
+
 static inline float em_copysign_bits(float mag, float sgn) {
     return em_i2f((em_f2i(mag) & 0x7fffffff) | (int32_t)((uint32_t)em_f2i(sgn) & 0x80000000u));
 }

@@ -32,6 +32,11 @@ from ember._core.dtypes import is_half_dtype
 
 cnp.import_array()
 
+cdef extern from "em_math.h" nogil:
+    # 16-bit floats <-> float32 runs: the conversions of ember's cast loops, bit for bit
+    void em_widen16(int bf16, const unsigned short*, float*, Py_ssize_t)
+    void em_narrow16(int bf16, const float*, unsigned short*, Py_ssize_t)
+
 cdef extern from *:
     """
     typedef void (*em_sgemm64_t)(int, int, int, long long, long long, long long, float,
@@ -386,11 +391,17 @@ def matmul(a, b, out):
                     return out
     if is_half_dtype(out.dtype) and a.dtype == out.dtype and b.dtype == out.dtype:
         # 16-bit floats multiply in float32 (BLAS; NumPy's float16 loop is scalar
-        # and bfloat16's is generic) and round once at the end, as PyTorch does;
-        # the widening and the rounding are ember's own (vectorised) cast loops
+        # and bfloat16's is generic) and round once at the end, as PyTorch does.
+        # The operands are widened in their own memory order (a transposed weight
+        # stays transposed: BLAS reads either) and the product is rounded in one
+        # threaded pass each, with the conversions of ember's cast loops
         wide = np.empty(out.shape, np.float32)
         matmul(_widened(a), _widened(b), wide)
-        assign(wrap_numpy(out), wrap_numpy(wide))
+        if type(out) is np.ndarray and (<cnp.ndarray>out).flags.c_contiguous \
+                and (<cnp.ndarray>out).flags.writeable:
+            _convert(wide, out, False)
+        else:
+            assign(wrap_numpy(out), wrap_numpy(wide))
         return out
     with one_blas_thread:       # complex, integer, empty or > 16 batch axes
         return np.matmul(a, b, out=out)
@@ -430,8 +441,53 @@ cdef bint _run_copied(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
 
 
 cdef object _widened(object a):
-    """A float32 NumPy copy of 16-bit NumPy array a (through ember's cast loops)."""
+    """A float32 NumPy copy of 16-bit NumPy array a: in a's memory order when a is
+    C- or F-contiguous (one flat threaded pass), else C-ordered by ember's cast loops."""
+    cdef cnp.ndarray x, w
+    if type(a) is np.ndarray:
+        x = a
+        if x.flags.c_contiguous or x.flags.f_contiguous:
+            w = np.empty(a.shape, np.float32, order="C" if x.flags.c_contiguous else "F")
+            _convert(x, w, True)
+            return w
     return numpy_view(cast(wrap_numpy(a), T_FLOAT32))
+
+
+# elements per thread chunk of the conversions, and the size from which they use threads
+cdef enum:
+    CONVERT_CHUNK = 32768
+cdef Py_ssize_t CONVERT_PAR_MIN = 1 << 17
+
+
+cdef inline void _convert_chunk(bint widen, bint bf16, char* src, char* dst, Py_ssize_t lo,
+                                Py_ssize_t hi) noexcept nogil:
+    if widen:
+        em_widen16(bf16, <unsigned short*>src + lo, <float*>dst + lo, hi - lo)
+    else:
+        em_narrow16(bf16, <float*>src + lo, <unsigned short*>dst + lo, hi - lo)
+
+
+cdef int _convert(cnp.ndarray src, cnp.ndarray dst, bint widen) except -1:
+    """dst = src converted 16-bit -> float32 (widen) or float32 -> 16-bit, element by
+    element in memory order: both arrays contiguous in the same order, same size."""
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(src), nchunks, c, lo, hi
+    cdef bint bf16 = (src.dtype if widen else dst.dtype).name == "bfloat16"
+    cdef char* ps = <char*>cnp.PyArray_DATA(src)
+    cdef char* pd = <char*>cnp.PyArray_DATA(dst)
+    cdef int nt = num_threads()
+    if n < CONVERT_PAR_MIN or nt <= 1:
+        with nogil:
+            _convert_chunk(widen, bf16, ps, pd, 0, n)
+        return 0
+    nchunks = (n + CONVERT_CHUNK - 1) // CONVERT_CHUNK
+    with nogil:
+        for c in prange(nchunks, schedule="static", num_threads=nt):
+            lo = c * CONVERT_CHUNK
+            hi = lo + CONVERT_CHUNK
+            if hi > n:
+                hi = n
+            _convert_chunk(widen, bf16, ps, pd, lo, hi)
+    return 0
 
 
 cdef bint _shapes_ok(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c):

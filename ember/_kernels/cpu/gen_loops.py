@@ -64,6 +64,8 @@ cdef extern from "em_math.h" nogil:
     uint16_t f2b "em_f2b" (float)
     void h2f_block "em_h2f_block" (const uint16_t*, float*, Py_ssize_t)
     void f2h_block "em_f2h_block" (const float*, uint16_t*, Py_ssize_t)
+    void b2f_block "em_b2f_block" (const uint16_t*, float*, Py_ssize_t)
+    void f2b_block "em_f2b_block" (const float*, uint16_t*, Py_ssize_t)
     enum: EM_HALF_BLOCK
     float _expf "em_expf" (float)
     float _expm1f "em_expm1f" (float)
@@ -392,28 +394,38 @@ def op_load(dt, ptr_expr):
     return load(dt, ptr_expr)
 
 
-def emit_half_blocks(arity, expr):
-    """The contiguous branches of a float16 loop, a block at a time: the inputs widened
-    into float buffers, the op computed there (vectorised like a float32 loop), the
-    block narrowed back (em_h2f_block / em_f2h_block: F16C in the AVX2 build)."""
-    def block(inputs, scalar=None):
+# the 16-bit floats' block conversions (widen a block, narrow a block) and the scalar
+# widening of a broadcast operand in the block loops
+HALF_BLOCKS = {"float16": ("h2f_block", "f2h_block", "h2fq"),
+               "bfloat16": ("b2f_block", "f2b_block", "b2f")}
+
+
+def emit_half_blocks(arity, expr, name="float16"):
+    """The contiguous branches of a 16-bit float loop, a block at a time: the inputs
+    widened into float buffers, the op computed there (vectorised like a float32 loop),
+    the block narrowed back.  float16: em_h2f_block / em_f2h_block (F16C in the AVX2
+    build); bfloat16: em_b2f_block / em_f2b_block.  Each element gets the same
+    conversions as the strided loop's, so the results are the same bits."""
+    widen, narrow, scalar = HALF_BLOCKS[name]
+
+    def block(inputs):
         out = ["        i = 0", "        while i < n:",
                "            m = n - i if n - i < EM_HALF_BLOCK else EM_HALF_BLOCK"]
         for var, ptr in inputs:
-            out.append(f"            h2f_block(<uint16_t*>{ptr} + i, t{var}, m)")
+            out.append(f"            {widen}(<uint16_t*>{ptr} + i, t{var}, m)")
         out.append("            for j in range(m):")
         for var, _ in inputs:
             out.append(f"                {var} = t{var}[j]")
         out.append(f"                tr[j] = {expr}")
-        out.append("            f2h_block(tr, <uint16_t*>po + i, m)")
+        out.append(f"            {narrow}(tr, <uint16_t*>po + i, m)")
         out.append("            i += m")
         return out
     if arity == 1:
         return (["    if s0 == 2 and so == 2:"] + block([("a", "p0")]), "    else:")
     lines = ["    if s0 == 2 and s1 == 2 and so == 2:"] + block([("a", "p0"), ("b", "p1")])
-    lines += ["    elif s0 == 2 and s1 == 0 and so == 2:", "        b = h2fq((<uint16_t*>(p1))[0])"]
+    lines += ["    elif s0 == 2 and s1 == 0 and so == 2:", f"        b = {scalar}((<uint16_t*>(p1))[0])"]
     lines += block([("a", "p0")])
-    lines += ["    elif s0 == 0 and s1 == 2 and so == 2:", "        a = h2fq((<uint16_t*>(p0))[0])"]
+    lines += ["    elif s0 == 0 and s1 == 2 and so == 2:", f"        a = {scalar}((<uint16_t*>(p0))[0])"]
     lines += block([("b", "p1")])
     return lines, "    else:"
 
@@ -432,6 +444,9 @@ def emit_loop(op, arity, is_bool, dt, expr):
     if arity == 2:
         lines.append(f"    cdef {comp} b")
     lines.append("    cdef Py_ssize_t i")
+    # bfloat16 stays one fused loop: its conversions are a shift and an add that
+    # vectorise inline (the block form measured 9.0 instead of 8.3 instructions per
+    # element for exp, 5.1 instead of 3.6 for add, under callgrind)
     blocks = name == "float16" and not is_bool
     if blocks:
         lines.append("    cdef Py_ssize_t j, m")
@@ -445,7 +460,7 @@ def emit_loop(op, arity, is_bool, dt, expr):
         lines.append("    cdef char* p0 = args[0]\n    cdef char* po = args[1]")
         lines.append("    cdef Py_ssize_t s0 = steps[0], so = steps[1]")
     if blocks:
-        contiguous, strided_head = emit_half_blocks(arity, expr)
+        contiguous, strided_head = emit_half_blocks(arity, expr, name)
         lines += contiguous
         lines.append(strided_head)
         lines.append("        for i in range(n):")

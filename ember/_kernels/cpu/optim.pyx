@@ -12,10 +12,13 @@ torch.optim's names (``emb_adam_options``...) and round exactly where
 PyTorch's single-tensor CPU path rounds; ``ember/optim/reference.py`` is the
 plain specification they are tested against.
 
-Parameters and gradients must be floating (16-bit ones are updated through a
-float32 copy with float32 state) of the same dtype and shape.  Non-contiguous
-parameters or gradients are copied into contiguous buffers and the parameter
-copied back after the update.
+Parameters and gradients must be floating of the same dtype and shape.  16-bit
+parameters (float16, bfloat16) have float32 state and are updated in float32,
+rounded once per step: a block of the parameter and of its gradient is widened
+into float32 buffers on the stack, the float32 kernel updates the block, and the
+block is rounded back, all in the one pass (the same bits as widening the whole
+arrays first).  Non-contiguous parameters or gradients are copied into
+contiguous buffers and the parameter copied back after the update.
 """
 cimport cython
 from cython.parallel cimport prange
@@ -27,11 +30,17 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 
 from ember._core.array cimport ndarray, new_empty, shape_tuple
-from ember._core.dtypes cimport T_FLOAT32, T_FLOAT64, DTYPE_OBJS, default_float, is_half
+from ember._core.dtypes cimport (T_FLOAT32, T_FLOAT64, T_BFLOAT16, DTYPE_OBJS, default_float,
+                                 is_half)
 from ember._core.elementwise cimport num_threads, cast, assign
 
 import numpy as _np
 from ember._core.util import numpy_view as _numpy_view, wrap as _wrap
+
+cdef extern from "em_math.h" nogil:
+    # 16-bit floats <-> float32 runs: the conversions of ember's cast loops, bit for bit
+    void em_widen16(int bf16, const unsigned short*, float*, Py_ssize_t)
+    void em_narrow16(int bf16, const float*, unsigned short*, Py_ssize_t)
 
 cdef extern from "optim_simd.h" nogil:
     # each optimizer's options, with torch.optim's names (see optim_simd.h)
@@ -101,6 +110,12 @@ cdef enum:
     # chunk length (elements) when several threads share a group
     CHUNK = 32768
     STACK_ITEMS = 32
+    # elements of a 16-bit parameter widened at a time (two float32 buffers on the stack)
+    HALF_BLOCK = 1024
+    # Item.half
+    NOT_HALF = 0
+    HALF_F16 = 1
+    HALF_BF16 = 2
 
 # Below this many elements in a group one thread does everything: the fused
 # updates run at a fraction of a ns per element, so smaller groups gain less
@@ -136,6 +151,7 @@ cdef struct Item:
     char* state[MAXBUF]        # its state buffers (NULL where unused), at the indexes above
     Py_ssize_t n
     int f64
+    int half                   # NOT_HALF, or param and grad are contiguous HALF_F16 / HALF_BF16
     # the values that depend on this parameter's own step count
     int momentum_mode          # SGD: EMB_SGD_NO_MOMENTUM / _MOMENTUM / _FIRST_MOMENTUM
     double step_size           # this step's learning rate: Adam's lr / bias_correction1,
@@ -143,8 +159,42 @@ cdef struct Item:
     double bias_correction2_sqrt   # Adam: sqrt(1 - beta2**step)
 
 
-cdef inline void _run_item(int kind, Item* it, const void* options) noexcept nogil:
+cdef void _run_half(int kind, Item* it, const void* options) noexcept nogil:
+    """Update a 16-bit item a block at a time: widen the block of the parameter and of
+    its gradient into float32 stack buffers, run the float32 kernel on them (the state
+    is float32 already), round the parameter's block back."""
+    cdef float pbuf[HALF_BLOCK]
+    cdef float gbuf[HALF_BLOCK]
+    cdef Item sub
+    cdef Py_ssize_t start = 0, m
+    cdef int b
+    cdef unsigned short* p = <unsigned short*>it.param
+    cdef const unsigned short* g = <const unsigned short*>it.grad
+    while start < it.n:
+        m = it.n - start
+        if m > HALF_BLOCK:
+            m = HALF_BLOCK
+        sub = it[0]
+        sub.half = NOT_HALF
+        sub.f64 = 0
+        sub.param = <char*>pbuf
+        sub.grad = <char*>gbuf
+        sub.n = m
+        for b in range(MAXBUF):
+            if it.state[b] != NULL:
+                sub.state[b] = it.state[b] + start * 4
+        em_widen16(it.half == HALF_BF16, p + start, pbuf, m)
+        em_widen16(it.half == HALF_BF16, g + start, gbuf, m)
+        _run_item(kind, &sub, options)
+        em_narrow16(it.half == HALF_BF16, pbuf, p + start, m)
+        start += m
+
+
+cdef void _run_item(int kind, Item* it, const void* options) noexcept nogil:
     """Update one item; `options` points to the optimizer's emb_<kind>_options."""
+    if it.half != NOT_HALF:
+        _run_half(kind, it, options)
+        return
     if kind == K_ADAM:
         if it.f64:
             emb_adam_f64(<double*>it.param, <double*>it.grad,
@@ -231,7 +281,7 @@ cdef class _Work:
 
     cdef int run(self, int kind, const void* options) except -1:
         cdef Py_ssize_t nt = num_threads()
-        cdef Py_ssize_t i, j, k, nchunks, start, cnt, isz
+        cdef Py_ssize_t i, j, k, nchunks, start, cnt, isz, psz
         cdef Item* work = self.items
         cdef Item* chunks = NULL
         cdef Item* src
@@ -258,7 +308,8 @@ cdef class _Work:
             k = 0
             for i in range(self.n):
                 src = &work[i]
-                isz = 8 if src.f64 else 4
+                isz = 8 if src.f64 else 4           # state: float32 for 16-bit parameters
+                psz = 2 if src.half != NOT_HALF else isz
                 start = 0
                 while start < src.n:
                     cnt = src.n - start
@@ -266,8 +317,8 @@ cdef class _Work:
                         cnt = CHUNK
                     dst = &chunks[k]
                     dst[0] = src[0]
-                    dst.param = src.param + start * isz
-                    dst.grad = src.grad + start * isz
+                    dst.param = src.param + start * psz
+                    dst.grad = src.grad + start * psz
                     for b in range(MAXBUF):
                         if src.state[b] != NULL:
                             dst.state[b] = src.state[b] + start * isz
@@ -428,9 +479,24 @@ cdef dict _get_state(object state, dict data, ndarray p):
     return st
 
 
+cdef inline bint _overlap(ndarray a, ndarray b) noexcept:
+    """Whether two C-contiguous arrays' memory overlaps."""
+    return a.data < b.data + b.size * b.itemsize and b.data < a.data + a.size * a.itemsize
+
+
 cdef int _fill(_Work w, Item* it, ndarray p, ndarray g) except -1:
     """Point the item at p and g (contiguous copies where needed)."""
     cdef ndarray pc = p, gc = g
+    if is_half(p.tcode) and p.c_contig and g.c_contig and not _overlap(p, g):
+        # updated in place a block at a time (_run_half)
+        w.bump.append(p)
+        it.param = p.data
+        it.grad = g.data
+        it.n = p.size
+        it.f64 = 0
+        it.half = HALF_BF16 if p.tcode == T_BFLOAT16 else HALF_F16
+        w.total += p.size
+        return 0
     if is_half(p.tcode):
         # 16-bit parameters: the kernels update a float32 copy, rounded back in finish()
         pc = cast(p, T_FLOAT32)
