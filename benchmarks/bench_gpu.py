@@ -815,6 +815,7 @@ def main():
         tf32 = "--tf32" in sys.argv
         torch.backends.cudnn.allow_tf32 = tf32
         torch.backends.cuda.matmul.allow_tf32 = tf32
+        ember_gpu().backends.cudnn.allow_tf32 = tf32    # the same precision on both sides
         torch.set_num_threads(max(1, os.cpu_count() or 1))
     print(harness.environment_markdown(harness.environment()))
     print(gpu_environment())

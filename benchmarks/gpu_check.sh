@@ -81,6 +81,9 @@ fi
 cd /tmp || exit 1
 $PY -c "import ember, ember.cuda as c; print('ember', ember.__version__, 'cuda available:', c.is_available())" \
     >>"$OUT/build.log" 2>&1
+# cuDNN: which library convolutions and batch norm will use (ember's own kernels without it)
+$PY -c "import ember; from ember.cuda import _cudnn_lib as L; print('- cuDNN:', ember.backends.cudnn.version() or 'unavailable (' + str(L.unavailable_reason()) + '): ember kernels run')" \
+    >>"$SUMMARY" 2>&1
 cd - >/dev/null || exit 1
 
 # 2. the GPU suites, spread over the cores (pytest-xdist when the machine has it)

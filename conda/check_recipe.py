@@ -40,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECIPE = os.path.join(ROOT, "conda", "recipe.yaml")
 
 # conda-forge name -> PyPI name, where they differ (PyPI names compared normalised)
-CONDA_TO_PYPI = {"cupy": "cupy-cuda13x"}
+CONDA_TO_PYPI = {"cupy": "cupy-cuda13x", "cudnn": "nvidia-cudnn-cu13"}
 # host entries that are conda tooling, not build-system requires
 HOST_TOOLING = {"python", "pip"}
 

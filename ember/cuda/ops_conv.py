@@ -7,6 +7,9 @@ with the weight read transposed, followed by col2im, a deterministic gather; the
 weight gradient is one GEMM over all images, from columns laid out batch-inner.  A
 1x1 convolution with stride 1 and no padding skips im2col.
 
+Each op first offers its arguments to cuDNN (``cudnn_conv``), which answers None
+where it is off, missing or refuses the configuration; these kernels then run.
+
 The geometry arguments are conv.py's canonical ones: ``stride`` and ``dilation``
 are (h, w) pairs, ``padding`` is (top, bottom, left, right), and 1-d arrays
 (N, C, L) run as 2-d ones of unit height.  Asymmetric padding needs no kernel
@@ -17,6 +20,7 @@ import struct
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember.cuda import cudnn_conv
 from ember.cuda._gemm import mm
 
 __all__ = ["geom"]
@@ -130,6 +134,10 @@ def _result(c, ndim):
 @gpu_op("nn.functional.conv._conv")
 def _conv(x, w, b, stride, pad, dil, groups):
     """The convolution of x (N, C, [H,] W) with w (O, C/groups, [kh,] kw), plus b (O,)."""
+    out = cudnn_conv.forward(x, w, stride, pad, dil, groups)
+    if out is not None:
+        _add_bias(out, b)
+        return _result(out, x.ndim)
     cp = R.cp()
     xc = _c4(x)
     wc = _c4(w)
@@ -154,6 +162,10 @@ def _conv(x, w, b, stride, pad, dil, groups):
 def _conv_transpose(x, w, b, out_hw, stride, pad, dil, groups):
     """The adjoint of ``_conv`` in its input: x (N, O, [OH,] OW) and w (O, C/groups, [kh,]
     kw) give (N, C, *out_hw), plus b (C,)."""
+    out = cudnn_conv.backward_data(x, w, out_hw, stride, pad, dil, groups)
+    if out is not None:
+        _add_bias(out, b)
+        return _result(out, x.ndim)
     cp = R.cp()
     xc = _c4(x)
     wc = _c4(w)
@@ -183,6 +195,9 @@ def _conv_transpose(x, w, b, out_hw, stride, pad, dil, groups):
 def _conv_weight(x, g, wshape, stride, pad, dil, groups):
     """The adjoint of ``_conv`` in its weight: the gradient of w (shape `wshape`) for
     input x (N, C, [H,] W) and output gradient g (N, O, [OH,] OW)."""
+    out = cudnn_conv.backward_filter(x, g, wshape, stride, pad, dil, groups)
+    if out is not None:
+        return R.from_cupy(out)
     cp = R.cp()
     xc = _c4(x)
     gc = _c4(g)

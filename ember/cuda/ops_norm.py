@@ -21,6 +21,10 @@ per-channel affine, and its input gradient is the layer-norm input gradient of
 ``g * weight``.  Parameter gradients that are sums over rows use cuBLAS (a
 ones-vector GEMV) or CuPy reductions.
 
+Batch norm's training forward and backward and its evaluation forward first offer their
+arguments to cuDNN (``cudnn_norm``), which answers None where it is off, missing or
+refuses them; the kernels above then run.
+
 Saved statistics live on the GPU in the accumulator type of the kernels (float64
 for float64 input, float32 otherwise); the CPU keeps float64.  They never leave
 normalization.py's rules.
@@ -31,6 +35,7 @@ import numpy as np
 
 from ember.cuda._dispatch import gpu_op
 from ember.cuda import _runtime as R
+from ember.cuda import cudnn_norm
 from ember.cuda._gemm import mm
 
 _F64 = np.dtype(np.float64)
@@ -224,6 +229,9 @@ def _bn_apply(xc, mean, invstd, w, b, N, C, S):
 def batch_norm_train_forward(x, weight, bias, eps, stats):
     """Batch norm with batch statistics; fills stats (3, C): mean, 1/std, biased
     variance; returns y."""
+    y = cudnn_norm.train_forward(x, weight, bias, eps, stats)
+    if y is not None:
+        return y
     cp = R.cp()
     xc = _c(x)
     N, C, S = _ncs(xc.shape)
@@ -286,6 +294,10 @@ def batch_norm_backward(g, x, weight, stats, running, need_x):
     (3, C) array.  Evaluation: running = (mean, 1/std) (C,) arrays and gx = g * w / std.
     gw, gb are the per-channel sums of g * xhat and g, in float32 for 16-bit x (the
     parameters' precision; the caller casts them to the parameters' dtype)."""
+    if running is None:
+        r = cudnn_norm.train_backward(g, x, weight, stats, need_x)
+        if r is not None:
+            return r
     cp = R.cp()
     xc = _c(x)
     gc = _c(g, xc.dtype)
@@ -399,6 +411,9 @@ def _batch_norm_train(x, weight, bias, eps, stats):
 
 @gpu_op("nn.functional.normalization._batch_norm_eval")
 def _batch_norm_eval(x, running_mean, running_var, weight, bias, eps):
+    y = cudnn_norm.eval_forward(x, running_mean, running_var, weight, bias, eps)
+    if y is not None:
+        return y
     y, _, _ = batch_norm_eval_forward(x, running_mean, running_var, weight, bias, eps)
     return y
 

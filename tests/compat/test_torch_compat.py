@@ -204,8 +204,10 @@ def test_submodules_as_after_import_torch():
     acc = ember.accelerator
     assert acc.is_available() == bool(ember.cuda.is_available())
     assert acc.current_accelerator() == (ember.device("cuda") if acc.is_available() else None)
-    ember.backends.cudnn.benchmark = True
-    ember.backends.cudnn.deterministic = True
+    with ember.backends.cudnn.flags(enabled=True):      # (the switches are global: restored)
+        ember.backends.cudnn.benchmark = True
+        ember.backends.cudnn.deterministic = True
+        assert ember.backends.cudnn.benchmark and ember.backends.cudnn.deterministic
     assert ember.backends.mps.is_available() is False
 
 

@@ -90,8 +90,11 @@ def install():
             "cupy._core._dtype": fakecupy._core._dtype, "cupy.linalg": fakecupy.linalg,
             "cupyx": fakecupy.cupyx}
     sys.modules.update(mods)
-    from ember.cuda import _gemm, _kernels, _launch, _runtime
+    from ember.cuda import _cudnn_lib, _gemm, _kernels, _launch, _runtime
     _launch.load_driver = lambda: None
+    # no cuDNN here: the GPU ops run ember's own kernels (their fallback path);
+    # tests/cuda/test_cuda_cudnn.py puts a NumPy model of cuDNN in place for its tests
+    _cudnn_lib.set_table(None, "the CUDA emulation has no cuDNN (tests/cuda_emu)")
     _launch.register_contig = lambda *a: None       # no cuLaunchKernel fast path
     _launch.register_cast = lambda *a: None
     _runtime.launch = _launch_kernel                # R.launch, the one launch

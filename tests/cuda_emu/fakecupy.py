@@ -611,6 +611,13 @@ cuda.device.Device = Device
 cuda.memory = types.ModuleType("cupy.cuda.memory")
 cuda.memory.MemoryPointer = MemoryPointer
 cuda.memory.UnownedMemory = UnownedMemory
+
+
+class OutOfMemoryError(MemoryError):
+    """cupy.cuda.memory.OutOfMemoryError (the emulated pool never raises it)."""
+
+
+cuda.memory.OutOfMemoryError = OutOfMemoryError
 cuda.nvrtc = types.ModuleType("cupy.cuda.nvrtc")
 
 _core = types.ModuleType("cupy._core")
