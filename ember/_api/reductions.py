@@ -317,6 +317,10 @@ amin = min
 def _arg(x, axis, out, keepdims, dim, keepdim, is_max):
     opname = "argmax" if is_max else "argmin"
     x = as_array(x)
+    if isinstance(out, ndarray) and not np.can_cast(out.dtype, np.int64, "safe"):
+        # NumPy's rule: out must cast safely to the index type (int8..int64, uint8..32, bool)
+        raise TypeError(f"{opname}: out of dtype {out.dtype} cannot hold int64 indices "
+                        f"(cast from it to int64 under 'safe')")
     axis = pick_axis(axis, dim, opname)
     keepdims = keepdims if keepdim is None else keepdim
     if axis is None:
@@ -622,7 +626,7 @@ def nanpercentile(x, /, q, axis=None, *, method="linear", keepdims=False):
     return _np_wrap(np.nanpercentile, "nanpercentile")(x, q, axis=axis, method=method, keepdims=keepdims)
 
 
-def diff(x, /, n=1, axis=-1, prepend=None, append=None, *, dim=None):
+def diff(x, /, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue, *, dim=None):
     """n-th discrete difference along the axis.
 
     >>> import ember
@@ -630,10 +634,13 @@ def diff(x, /, n=1, axis=-1, prepend=None, append=None, *, dim=None):
     [3, 5]
     """
     kw = {}
-    if prepend is not None:
-        kw["prepend"] = numpy_view(as_array(prepend)) if isinstance(prepend, ndarray) else prepend
-    if append is not None:
-        kw["append"] = numpy_view(as_array(append)) if isinstance(append, ndarray) else append
+    # NumPy's _NoValue: None given is a value (an object NumPy cannot subtract)
+    for name, v in (("prepend", prepend), ("append", append)):
+        if v is None:
+            raise TypeError(f"diff: {name}=None is not a value to put at the ends (leave "
+                            f"{name} out instead)")
+        if v is not np._NoValue:
+            kw[name] = numpy_view(as_array(v)) if isinstance(v, ndarray) else v
     ax = pick_axis(axis if dim is None else None, dim, "diff")
     a = numpy_view(as_array(x))
     if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 1 and a.ndim:

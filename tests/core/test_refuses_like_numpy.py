@@ -210,6 +210,11 @@ CASES = {
                                 ValueError),
     "reshape_bool_shape_array": (lambda xp, a: xp.reshape(xp.ones(1), xp.ones(1, dtype=bool)),
                                  TypeError),
+    # held-out fuzz seed 16
+    "argmax_complex_out": (lambda xp, a: a["f"].argmax(out=xp.zeros((), dtype="complex64")),
+                           TypeError),
+    "argmin_float_out": (lambda xp, a: xp.argmin(a["f"], out=xp.zeros(())), TypeError),
+    "diff_prepend_none": (lambda xp, a: xp.diff(a["f"], append=3, prepend=None), TypeError),
 }
 
 
