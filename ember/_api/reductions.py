@@ -626,7 +626,7 @@ def nanpercentile(x, /, q, axis=None, *, method="linear", keepdims=False):
     return _np_wrap(np.nanpercentile, "nanpercentile")(x, q, axis=axis, method=method, keepdims=keepdims)
 
 
-def diff(x, /, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue, *, dim=None):
+def diff(x, /, n=1, axis=-1, prepend=None, append=None, *, dim=None):
     """n-th discrete difference along the axis.
 
     >>> import ember
@@ -634,12 +634,9 @@ def diff(x, /, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue, *, dim=Non
     [3, 5]
     """
     kw = {}
-    # NumPy's _NoValue: None given is a value (an object NumPy cannot subtract)
+    # None is "left out", as PyTorch's diff reads it (NumPy would try to put None there)
     for name, v in (("prepend", prepend), ("append", append)):
-        if v is None:
-            raise TypeError(f"diff: {name}=None is not a value to put at the ends (leave "
-                            f"{name} out instead)")
-        if v is not np._NoValue:
+        if v is not None:
             kw[name] = numpy_view(as_array(v)) if isinstance(v, ndarray) else v
     ax = pick_axis(axis if dim is None else None, dim, "diff")
     a = numpy_view(as_array(x))

@@ -214,7 +214,6 @@ CASES = {
     "argmax_complex_out": (lambda xp, a: a["f"].argmax(out=xp.zeros((), dtype="complex64")),
                            TypeError),
     "argmin_float_out": (lambda xp, a: xp.argmin(a["f"], out=xp.zeros(())), TypeError),
-    "diff_prepend_none": (lambda xp, a: xp.diff(a["f"], append=3, prepend=None), TypeError),
 }
 
 

@@ -98,6 +98,8 @@ DELIBERATE = (
      "only when the result is an array: its sqrt's out= cast)",
      lambda t, s: t.split(".")[-1] in ("std", "nanstd") and "dtype='int" in s
      or "dtype='uint" in s and t.split(".")[-1] in ("std", "nanstd")),
+    ("PyTorch's diff: prepend/append=None are left out",
+     lambda t, s: t == "ember.diff" and ("pend=None" in s or ", None" in s)),
     ("random.seed takes PyTorch's 64-bit seeds (DataLoader workers seed with them)",
      lambda t, s: t == "ember.random.seed"),
     ("conj of a real array is a copy of it (NumPy turns bool into int8)",
