@@ -320,9 +320,9 @@ def ones(shape, dtype=None, order="C", *, device=None, requires_grad=False):
 def _check_subok(subok, opname):
     """NumPy reads subok as a C int: anything else is a TypeError."""
     if isinstance(subok, (ndarray, np.ndarray)):
-        if subok.ndim != 0:
-            raise TypeError(f"{opname}: subok must be a bool, not an array of shape "
-                            f"{subok.shape}")
+        if subok.ndim != 0 or dtype_kind(subok.dtype) not in "biu":
+            raise TypeError(f"{opname}: subok must be a bool, not an array of "
+                            f"{subok.dtype} and shape {tuple(subok.shape)}")
         return
     if not -2**31 <= operator.index(subok) < 2**31:
         raise OverflowError(f"{opname}: subok={subok} does not fit in a C int")

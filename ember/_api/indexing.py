@@ -110,6 +110,11 @@ def take(x, /, indices, *, axis=None, out=None, mode="raise", dim=None):
             raise IndexError(f"take: indices must be integers, got dtype {idx.dtype}")
     if axis is not None:
         axis = normalize_axis(axis, x.ndim, "take")
+    n = x.size if axis is None else x.shape[axis]
+    if mode == "wrap" and n:
+        # NumPy wraps by repeated subtraction (10**18 would loop for minutes): the
+        # remainder is the same index
+        idx = np.mod(np.asarray(idx, dtype=np.int64), n)
     try:
         res = np.take(numpy_view(x), idx, axis=axis, mode=mode)
     except IndexError as e:
@@ -247,7 +252,12 @@ def put(a, ind, v, mode="raise"):
     # values that are not arrays go to NumPy as they are: it converts them into x's dtype
     # with its range checks (-1.5 into uint32, 300.0 into int8 are OverflowErrors)
     vals = numpy_view(v) if isinstance(v, ndarray) else v
-    np.put(numpy_view(x), numpy_view(as_array(ind)), vals, mode=mode)
+    idx = numpy_view(as_array(ind))
+    if mode == "wrap" and x.size and idx.size and dtype_kind(idx.dtype) in "iu":
+        # NumPy wraps an index by repeated subtraction: 10**18 into 16 elements would loop
+        # for minutes; the remainder is the same index
+        idx = np.mod(idx.astype(np.int64, copy=False), x.size)
+    np.put(numpy_view(x), idx, vals, mode=mode)
     x._bump_version()
 
 

@@ -92,6 +92,8 @@ def _shape_arg(shape, opname):
         # NumPy takes sequences only: a dict, set or generator is a TypeError
         raise TypeError(f"{opname}: shape must be an int or a sequence of ints, got "
                         f"{type(shape).__name__} {_short_repr(shape)}")
+    if builtins.any(isinstance(s, (builtins.bool, np.bool_)) for s in shape):
+        raise TypeError(f"{opname}: shape must hold integers, got a bool in {_short_repr(shape)}")
     try:
         return tuple(operator.index(s) for s in shape)
     except TypeError:

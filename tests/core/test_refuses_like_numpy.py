@@ -214,6 +214,11 @@ CASES = {
     "argmax_complex_out": (lambda xp, a: a["f"].argmax(out=xp.zeros((), dtype="complex64")),
                            TypeError),
     "argmin_float_out": (lambda xp, a: xp.argmin(a["f"], out=xp.zeros(())), TypeError),
+    # held-out fuzz seed 18
+    "broadcast_shapes_bools": (lambda xp, a: xp.broadcast_shapes([True, False, True]),
+                               TypeError),
+    "zeros_like_float_subok": (lambda xp, a: xp.zeros_like(a["f"], subok=xp.asarray(0.0)),
+                               TypeError),
 }
 
 
@@ -281,3 +286,18 @@ def test_chunk_of_an_empty_axis_into_absurdly_many_pieces_fails_at_once():
     assert len(ember.chunk(x, 4)) == 4             # PyTorch's empty views
     with pytest.raises(MemoryError, match="chunk: 4611686018427387904 sections"):
         ember.chunk(x, np.array(2**62))
+
+
+def test_put_wrap_with_a_huge_index_answers_at_once():
+    """Held-out fuzz seed 17: NumPy's wrap mode subtracts the size until the index fits
+    (10**18 into 16 elements: minutes); ember takes the remainder, the same index."""
+    x, want = ember.zeros((4, 4)), np.zeros((4, 4))
+    ember.put(x, [10**18, -3], [1.5, 2.5], mode="wrap")
+    np.put(want, [10**18 % 16, -3 % 16], [1.5, 2.5])
+    np.testing.assert_array_equal(np.asarray(x), want)
+    a = np.arange(16.0).reshape(4, 4)
+    for axis in (None, 1):
+        got = ember.take(ember.asarray(a), [10**18, -5, 3], axis=axis, mode="wrap")
+        n = a.size if axis is None else 4
+        np.testing.assert_array_equal(np.asarray(got), np.take(
+            a, [10**18 % n, -5 % n, 3], axis=axis))

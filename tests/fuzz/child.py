@@ -86,7 +86,8 @@ DELIBERATE = (
      t == "ember.dot" and re.search(r"[(,] ?-?[\d.]+j?[,)]", s) is not None),
     ("round of bool and integer arrays with decimals >= 0 is an exact copy (documented in "
      "ember.round)", lambda t, s: t in ("ember.round", "ndarray.round", "ember.around")
-     and ("'bool'" in s or "'int" in s or "'uint" in s)),
+     and ("'bool'" in s or "'int" in s or "'uint" in s
+          or re.search(r"round\((True|False|-?\d+)[,)]", s) is not None)),
     ("where=None means no mask in ember's reductions", lambda t, s: "where=None" in s),
     ("PyTorch's squeeze of a 0-d array takes dims 0/-1 and lists of them",
      lambda t, s: t in ("ember.squeeze", "ndarray.squeeze") and ("A((), " in s or "A(" not in s)),
@@ -152,8 +153,9 @@ def _against_numpy(target, source, ns0):
     """The same call on NumPy arrays of the same values: 'lenient:Exc: message' when
     NumPy raises where ember succeeded (a silent success), unless ember accepts the
     call on purpose (DELIBERATE)."""
-    if deliberate(target, source) or target in _NO_TWIN:
-        return "ok"
+    if deliberate(target, source) or target in _NO_TWIN or (
+            target.split(".")[-1] in ("put", "take") and "mode='wrap'" in source):
+        return "ok"     # (NumPy's wrap mode subtracts in C: 10**18 never returns)
     from tests.fuzz import values
     ns = dict(ns0, ember=_NumPyAsEmber(),
               A=lambda *a, **k: values.np.asarray(values.A(*a, **k)).copy())
