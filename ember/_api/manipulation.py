@@ -1108,6 +1108,8 @@ def resize(a, new_shape):
     if isinstance(new_shape, ndarray):
         if new_shape.ndim == 0:
             raise TypeError("resize: iteration over a 0-d array (new_shape must be a shape)")
+        if dtype_kind(new_shape.dtype) not in "iu":
+            raise TypeError(f"resize: a shape array must hold integers, got {new_shape.dtype}")
         new_shape = tuple(new_shape.tolist())
     shape = (operator.index(new_shape),) if not isinstance(new_shape, (tuple, list)) else \
         tuple(operator.index(n) for n in new_shape)

@@ -231,6 +231,8 @@ def _given_mean(mean, x, axes, opname):
                              np.ndarray, np.generic)):
         raise TypeError(f"{opname}: mean= must be an array or a number, got "
                         f"{type(mean).__name__}")
+    if type(mean) is builtins.int and dtype_kind(x.dtype) in "iu":
+        np.asarray(mean, dtype=x.dtype)     # NumPy subtracts a Python int in x's dtype
     m = as_array(mean)
     kept = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
     try:
