@@ -176,3 +176,38 @@ def test_gemm_unaddressable_layouts_match_numpy(dt):
     gemm.matmul(sq, sq, sq)                                             # out aliases both
     np.testing.assert_allclose(sq, expect, **tol)
     assert not gemm.blas_threads_held()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_gemm_constant_axis_operands_match_numpy(dt):
+    """An operand constant along a matrix axis (stride 0) takes the rank-1 / repeated
+    row path: same values as numpy.matmul (float64 oracle), batches broadcast, inf
+    and nan propagate as in the full product, empty shapes."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 6, 10)).astype(dt)
+    b = rng.standard_normal((10, 7)).astype(dt)
+    tol = dict(rtol=1e-5, atol=1e-5) if dt == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    row_const = np.broadcast_to(a[:, :, :1], a.shape)        # a[i, k] = u[i]
+    rows_equal = np.broadcast_to(a[:, :1, :], a.shape)       # every row the same
+    cols_const = np.broadcast_to(b[:1, :], b.shape)          # b[k, j] = v[j]
+    cols_equal = np.broadcast_to(b[:, :1], b.shape)
+    scalar_a = np.broadcast_to(dt(0.25), (3, 1, 6, 10))
+    cases = [(row_const, b), (rows_equal, b), (a, cols_const), (a, cols_equal),
+             (scalar_a, b), (a, np.broadcast_to(dt(-2), (10, 7))),
+             (rows_equal, cols_equal), (scalar_a, rng.standard_normal((2, 10, 7)).astype(dt)),
+             (np.broadcast_to(dt(1), (0, 10)), b), (np.broadcast_to(dt(1), (4, 10)), b[:, :0])]
+    for x, y in cases:
+        out = np.empty(np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+                       + (x.shape[-2], y.shape[-1]), dt)
+        got = gemm.matmul(x, y, out)
+        want = np.matmul(x.astype(np.float64), y.astype(np.float64))
+        np.testing.assert_allclose(got, want, **tol)
+    bad = b.copy()
+    bad[3, 1], bad[4, 2], bad[5, 2] = np.inf, np.inf, -np.inf
+    zero_rows = np.broadcast_to(np.array([[0.0], [1.0]], dt), (2, 10))
+    out = gemm.matmul(zero_rows, bad, np.empty((2, 7), dt))
+    with np.errstate(invalid="ignore"):
+        want = np.matmul(zero_rows.astype(np.float64), bad.astype(np.float64))
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(out), np.isinf(want))
+    assert not gemm.blas_threads_held()

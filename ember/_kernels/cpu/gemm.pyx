@@ -377,6 +377,8 @@ def matmul(a, b, out):
                     and not _overlaps(na, nb_, nc):
                 if _run(na, nb_, nc):
                     return out
+                if _run_constant_axis(na, nb_, nc):
+                    return out
                 # operands BLAS cannot address (a stride-0 gradient from sum(), say):
                 # contiguous copies cost far less than the product and keep the work
                 # on ember's threads
@@ -424,6 +426,39 @@ def matmul_new(a, b):
         with one_blas_thread:
             return np.matmul(a, b)          # NumPy's error message
     return matmul(a, b, np.empty(shape, np.result_type(a.dtype, b.dtype)))
+
+
+cdef bint _run_constant_axis(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
+    """The product when an operand's matrices are constant along an axis (stride 0:
+    the broadcast gradient of ``sum()`` or ``mean()``), in O(MK + KN + MN) instead of
+    O(MNK), or False for other operands.
+
+    a constant along k (a[i, k] = u[i]): c[i, j] = u[i] * sum_k b[k, j], a rank-1
+    outer product; a's rows all equal: one row times b, repeated; likewise for b.
+    The sums accumulate in float64 and each element is rounded once.
+    """
+    cdef int nda = a.ndim, ndb = b.ndim
+    cdef Py_ssize_t M = a.shape[nda - 2], K = a.shape[nda - 1], N = b.shape[ndb - 1]
+    with np.errstate(all="ignore"):     # BLAS sets no floating-point warnings either
+        return _constant_axis(a, b, c, M, K, N)
+
+
+cdef bint _constant_axis(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, Py_ssize_t M,
+                         Py_ssize_t K, Py_ssize_t N) except -1:
+    cdef int nda = a.ndim, ndb = b.ndim
+    if K > 1 and a.strides[nda - 1] == 0:
+        np.multiply((<object>a)[..., :, :1], b.sum(axis=-2, keepdims=True, dtype=np.float64),
+                    out=c)
+    elif K > 1 and b.strides[ndb - 2] == 0:
+        np.multiply(a.sum(axis=-1, keepdims=True, dtype=np.float64), (<object>b)[..., :1, :],
+                    out=c)
+    elif M > 1 and a.strides[nda - 2] == 0:
+        np.copyto(c, matmul_new((<object>a)[..., :1, :], b))
+    elif N > 1 and b.strides[ndb - 1] == 0:
+        np.copyto(c, matmul_new(a, (<object>b)[..., :, :1]))
+    else:
+        return False
+    return True
 
 
 cdef bint _run_copied(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
