@@ -91,7 +91,8 @@ def mlp_step(batch, number, repeat):
                            "x": torch.from_numpy(x).to(torch.bfloat16), "t": torch.from_numpy(t)})
     times, errors = interleaved(impls, number, repeat)
     errors["numpy"] = "no nn"
-    return [make_row(f"MLP 784-256-10 train step bfloat16 (batch {batch})", times, errors)]
+    return [make_row(f"MLP 784-256-10 train step bfloat16 (batch {batch})", times, errors,
+                     targets=(("torch", 1.0),))]       # issue #25
 
 
 def run(quick=False):

@@ -106,12 +106,12 @@ def transformer(nn, d_model=128, nhead=4, layers=2):
     return Classifier()
 
 
-# name -> (builder, input shape without batch, optimizer, target ratio to PyTorch)
+# name -> (builder, input shape without batch, optimizer, target ratio to PyTorch: issue #25)
 NETWORKS = {
-    "mlp": (mlp, (64,), ("Adam", {"lr": 1e-3}), 0.5),
-    "lenet5": (lenet5, (1, 28, 28), ("SGD", {"lr": 0.01, "momentum": 0.9}), 1.0),
-    "resnet20": (resnet20, (3, 32, 32), ("SGD", {"lr": 0.1, "momentum": 0.9}), 1.25),
-    "transformer": (transformer, (64, 128), ("Adam", {"lr": 1e-4}), 1.0),
+    "mlp": (mlp, (64,), ("Adam", {"lr": 1e-3}), 0.4),
+    "lenet5": (lenet5, (1, 28, 28), ("SGD", {"lr": 0.01, "momentum": 0.9}), 0.4),
+    "resnet20": (resnet20, (3, 32, 32), ("SGD", {"lr": 0.1, "momentum": 0.9}), 0.6),
+    "transformer": (transformer, (64, 128), ("Adam", {"lr": 1e-4}), 0.6),
 }
 TITLES = {
     "mlp": "MLP 64-256-256-10, Adam",

@@ -21,6 +21,8 @@ import bench_allocator  # noqa: E402
 import bench_train  # noqa: E402
 import bench_data  # noqa: E402
 import bench_distributed  # noqa: E402
+import bench_math  # noqa: E402
+import bench_bfloat16  # noqa: E402
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 COMMAND = "python benchmarks/run_all.py"
@@ -40,7 +42,7 @@ def summary(rows):
 
 
 def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(), rss=None,
-           data_rows=(), dist_tables=None):
+           data_rows=(), dist_tables=None, math_rows=()):
     autograd = [] if not autograd_rows else [
         "### Autograd (`benchmarks/bench_autograd.py`; medians; times per call; NumPy has no autograd)",
         "",
@@ -68,6 +70,16 @@ def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(),
         harness.markdown_table(data_rows),
         "",
     ]
+    math = [] if not math_rows else [
+        "### float32 math and a bfloat16 step (`benchmarks/bench_math.py`, "
+        "`bench_bfloat16.mlp_step`; medians; 2 threads for ember and PyTorch; "
+        "\"best\" = the faster of NumPy/SciPy and PyTorch)",
+        "",
+        harness.markdown_table(math_rows),
+        "",
+        summary(math_rows),
+        "",
+    ]
     dist = [] if not dist_tables else [
         "### Distributed (`benchmarks/bench_distributed.py`; MPICH through mpi4py; medians)",
         "",
@@ -87,6 +99,7 @@ def render(env, core_rows, alloc_rows, seconds, autograd_rows=(), train_rows=(),
         "",
         *autograd,
         *train,
+        *math,
         *data,
         *dist,
         "### Caching allocator (`benchmarks/bench_allocator.py`; medians; time per loop iteration)",
@@ -131,12 +144,15 @@ def main(argv):
     autograd_rows = bench_autograd.run(quick=quick)
     train_rows = bench_train.run(quick=quick)
     rss = bench_train.run_rss(quick=quick)
+    math_rows = bench_math.run(quick=quick) + harness.run_suite(
+        [lambda: bench_bfloat16.mlp_step(128, 5, 15)],
+        [lambda: bench_bfloat16.mlp_step(8, 1, 3)], quick)
     data_rows = bench_data.run(quick=quick)
     dist_tables = distributed_tables(quick)
     alloc_rows = bench_allocator.run(quick=quick)
     text = render(env, core_rows, alloc_rows, time.perf_counter() - t0, autograd_rows=autograd_rows,
                   train_rows=train_rows, rss=rss, data_rows=data_rows,
-                  dist_tables=dist_tables)
+                  dist_tables=dist_tables, math_rows=math_rows)
     print(text)
     if write:
         write_readme(text)
