@@ -9,8 +9,8 @@ Python frames) and returns NotImplemented for the cases it does not cover
 (complex dtypes, or create_graph where the output itself must be part of the
 graph), which then run the Python rule.
 """
-from ember._core.array cimport ndarray, new_view, grad_enabled
-from ember._core.dtypes cimport KIND
+from ember._core.array cimport ndarray, new_view, new_empty, grad_enabled
+from ember._core.dtypes cimport KIND, T_FLOAT32, T_FLOAT64
 from ember._core.elementwise cimport binary, binary_ag, unary_ag
 from ember._core.opcodes cimport OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_NEGATIVE
 from ember.autograd.engine cimport Rule, RuleNode, crule_t
@@ -77,10 +77,60 @@ cdef object _from_result(RuleNode node, object g, bint tanh):
     y = node.result
     if not tanh:
         return (binary(OP_MULTIPLY, g, y, None),)
+    if _small_host_same(g, y):
+        return (_tanh_grad_loop(<ndarray>g, <ndarray>y),)
     t = <ndarray>binary(OP_MULTIPLY, y, y, None)
     binary(OP_SUBTRACT, 1.0, t, t)
     binary(OP_MULTIPLY, g, t, t)
     return (t,)
+
+
+# up to this many elements the tanh gradient runs as one plain loop (one allocation and
+# one pass instead of three kernel calls); larger arrays take the threaded kernels
+cdef Py_ssize_t SMALL_LOOP_MAX = 16384
+
+
+cdef bint _small_host_same(object g, object y) noexcept:
+    """g and y: host arrays of one float dtype and shape, C-contiguous and small."""
+    cdef ndarray a, b
+    cdef int d
+    if not (isinstance(g, ndarray) and isinstance(y, ndarray)):
+        return False
+    a, b = <ndarray>g, <ndarray>y
+    if a.tcode != b.tcode or (a.tcode != T_FLOAT32 and a.tcode != T_FLOAT64) \
+            or not a.c_contig or not b.c_contig or a.ndim != b.ndim \
+            or a.size > SMALL_LOOP_MAX or a.storage.device_index >= 0 \
+            or b.storage.device_index >= 0:
+        return False
+    for d in range(a.ndim):
+        if a.shape[d] != b.shape[d]:
+            return False
+    return True
+
+
+cdef ndarray _tanh_grad_loop(ndarray g, ndarray y):
+    """g * (1 - y * y), rounded after each operation as the three kernel calls do."""
+    cdef ndarray out = new_empty(g.tcode, g.ndim, g.shape)
+    cdef Py_ssize_t i, n = g.size
+    cdef float t32
+    cdef double t64
+    cdef const float* g32 = <const float*>g.data
+    cdef const float* y32 = <const float*>y.data
+    cdef float* o32 = <float*>out.data
+    cdef const double* g64 = <const double*>g.data
+    cdef const double* y64 = <const double*>y.data
+    cdef double* o64 = <double*>out.data
+    if g.tcode == T_FLOAT32:
+        for i in range(n):
+            t32 = y32[i] * y32[i]
+            t32 = 1.0 - t32
+            o32[i] = g32[i] * t32
+    else:
+        for i in range(n):
+            t64 = y64[i] * y64[i]
+            t64 = 1.0 - t64
+            o64[i] = g64[i] * t64
+    return out
 
 
 cdef object _exp(RuleNode node, object g):
