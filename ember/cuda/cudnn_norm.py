@@ -45,8 +45,12 @@ def _shape4(x):
     return (N, C, S, 1)
 
 
-def _ready(op, x, eps):
-    """(table, dtype, (N, C, S, 1)) when cuDNN takes x, else None (counted)."""
+_NONE = object()         # _ready's "no statistics array to check"
+
+
+def _ready(op, x, eps, stats=_NONE):
+    """(table, dtype, C, the cupy (3, C) statistics or None) when cuDNN takes x (and
+    `stats`, when given, is ops_norm's statistics array), else None (counted)."""
     t = D.usable()
     if t is None:
         return None
@@ -55,7 +59,13 @@ def _ready(op, x, eps):
     s4 = _shape4(x)
     if not D.small_enough(s4) or eps is not None and not eps >= 0.0:
         return D.fell_back(op, None, None, "empty, too large, or a negative eps")
-    return t, np.dtype(x.dtype), s4
+    dt, C = np.dtype(x.dtype), s4[1]
+    st = None
+    if stats is not _NONE:
+        st = _stats(stats, C, dt)
+        if st is None:
+            return D.fell_back(op, None, None, "statistics array")
+    return t, dt, C, st
 
 
 def _layout(xc, training):
@@ -164,14 +174,10 @@ def train_forward(x, weight, bias, eps, stats):
     stats (3, C) filled as ops_norm's kernels fill it (mean, 1/std, biased variance);
     None when ember's kernels must run it."""
     op = "batch_norm"
-    r = _ready(op, x, eps)
+    r = _ready(op, x, eps, stats)
     if r is None:
         return None
-    t, dt, s4 = r
-    C = s4[1]
-    st = _stats(stats, C, dt)
-    if st is None:
-        return D.fell_back(op, None, None, "statistics array")
+    t, dt, C, st = r
 
     def go():
         h, xd, bd, mode, order, xc, pdt = _setup(t, op, x, dt, True)
@@ -196,8 +202,7 @@ def eval_forward(x, running_mean, running_var, weight, bias, eps):
     r = _ready(op, x, eps)
     if r is None:
         return None
-    t, dt, s4 = r
-    C = s4[1]
+    t, dt, C, _ = r
 
     def go():
         h, xd, bd, mode, order, xc, pdt = _setup(t, op, x, dt, False)
@@ -221,14 +226,12 @@ def train_backward(g, x, weight, stats, need_x):
     op = "batch_norm backward"
     if not need_x:
         return None
-    r = _ready(op, x, None)
+    r = _ready(op, x, None, stats)
     if r is None:
         return None
-    t, dt, s4 = r
-    C = s4[1]
-    st = _stats(stats, C, dt)
-    if st is None or tuple(g.shape) != tuple(x.shape):
-        return D.fell_back(op, None, None, "statistics array or gradient shape")
+    t, dt, C, st = r
+    if tuple(g.shape) != tuple(x.shape):
+        return D.fell_back(op, None, None, f"gradient shape {tuple(g.shape)}")
 
     def go():
         cp = R.cp()
