@@ -291,7 +291,11 @@ def test_16bit_cpu_conv_runs_in_float32_and_rounds_once(dtype):
                                atol=ulp * 1e-2)
     with ember.amp.autocast("cpu", dtype=dt):
         ym = F.conv2d(x, ember.asarray(w32), padding=1)
+        with pytest.raises(TypeError, match=r"conv2d: input type \(float64\) and weight type"):
+            F.conv2d(ember.asarray(x32.astype(np.float64)), w)   # autocast casts no float64
     assert ym.dtype == dt
+    np.testing.assert_allclose(np.asarray(ym.astype(np.float32)), ref.numpy(), rtol=4 * ulp,
+                               atol=4 * ulp)
 
 
 # ---------------------------------------------------------------- modules

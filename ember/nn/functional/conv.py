@@ -13,6 +13,11 @@ with each other, so gradients of any order work:
   ``_conv``, and the transposed convolution);
 * ``_conv_weight(x, g)``        its adjoint in w (the weight gradient).
 
+Dtypes follow PyTorch: input, weight and bias of one floating dtype (mixed ones are
+refused outside autocast), the result in it.  16-bit floats run in float32 on the CPU
+(rounded once at the end) and as themselves on the GPU (cuDNN, or ember's im2col +
+cuBLAS kernels, accumulating in float32).
+
 Their geometry arguments are canonical: ``stride`` and ``dilation`` are
 (h, w) pairs, ``padding`` is (top, bottom, left, right) (asymmetric for
 ``padding='same'`` with an even kernel), and 1-d arrays use a unit height.
@@ -30,6 +35,7 @@ __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 # float32 on a CPU with AVX-512: direct convolutions (no column buffer, no BLAS)
 _FAST = _ck.fast_available()
 
@@ -270,8 +276,8 @@ def _check_dtypes(op, x, w, b):
     if x.dtype not in _FLOATS and not is_half_dtype(x.dtype):
         raise TypeError(f"{op}: expected a floating-point input (float16, bfloat16, "
                         f"float32 or float64), got input of dtype {x.dtype}")
-    if _autocasting(x):
-        return
+    if _autocasting(x) and all(a is None or a.dtype != _F64 for a in (x, w, b)):
+        return                      # (autocast casts no float64 array, as in PyTorch)
     for name, a in (("weight", w), ("bias", b)):
         if a is not None and a.dtype != x.dtype:
             raise TypeError(f"{op}: input type ({x.dtype}) and {name} type ({a.dtype}) should "
