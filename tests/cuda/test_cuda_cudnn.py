@@ -526,6 +526,50 @@ def test_channels_last_batch_norm_runs_nhwc(fake, dtype, training):
 
 
 @emulated_only
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_channels_last_conv_into_batch_norm_module_stays_nhwc(fake, dtype):
+    """The ResNet pattern: nn.Conv2d on a channels-last input gives a channels-last
+    output, which nn.BatchNorm2d normalizes with NHWC descriptors (persistent mode) and
+    no layout copy; the backward runs NHWC through both.  Running statistics and results
+    agree with the same module pair on ember's own kernels."""
+    adt = getattr(ember, dtype)
+    conv = ember.nn.Conv2d(3, 4, 3, padding=1, bias=False).to(DEV).to(adt)
+    bn = ember.nn.BatchNorm2d(4).to(DEV)
+    if dtype == "bfloat16":
+        bn.to(adt)
+    x = _channels_last(_to(_rand((2, 3, 6, 5), np.float32, 73), dtype)).requires_grad_()
+    y = bn(conv(x))
+    assert _is_channels_last(y) and y.dtype == adt
+    y.float().square().sum().backward()
+    runs = [(r["direction"], r.get("mode"), r.get("strides") or r["x"][1]) for r in fake.runs]
+    N, C, H, W = y.shape
+    nhwc_y = [H * W * C, 1, W * C, C]
+    assert runs[0] == ("forward", None, [6 * 5 * 3, 1, 5 * 3, 3])
+    assert runs[1] == ("batch_norm", 2, nhwc_y)
+    assert runs[2] == ("batch_norm_backward", 2, nhwc_y)
+    assert {d for d, _, _ in runs[3:]} == {"backward_data", "backward_filter"}
+    assert all(r["w"][1] == 1 for r in fake.runs if "w" in r)      # NHWC filters
+    got = [host(a).astype(np.float64) for a in (y, x.grad, conv.weight.grad, bn.weight.grad,
+                                                 bn.running_mean, bn.running_var)]
+    conv2 = ember.nn.Conv2d(3, 4, 3, padding=1, bias=False).to(DEV).to(adt)
+    bn2 = ember.nn.BatchNorm2d(4).to(DEV)
+    if dtype == "bfloat16":
+        bn2.to(adt)
+    with ember.no_grad():
+        conv2.weight[...] = conv.weight
+    x2 = x.detach().requires_grad_()
+    with ember.backends.cudnn.flags(enabled=False):
+        y2 = bn2(conv2(x2))
+        y2.float().square().sum().backward()
+    own = [host(a).astype(np.float64) for a in (y2, x2.grad, conv2.weight.grad,
+                                                 bn2.weight.grad, bn2.running_mean,
+                                                 bn2.running_var)]
+    tol = 1e-4 if dtype == "float32" else 8e-2
+    for g, o in zip(got, own):
+        np.testing.assert_allclose(g, o, rtol=tol, atol=tol * (np.abs(o).max() + 1))
+
+
+@emulated_only
 def test_contiguous_batch_norm_keeps_the_spatial_mode(fake):
     """NCHW input: the (N, C, S, 1) view, CUDNN_BATCHNORM_SPATIAL in every direction (the
     persistent mode's NCHW kernels may overflow on large values: PyTorch avoids them)."""
