@@ -6,10 +6,11 @@ Each takes ember GPU arrays and returns a cupy array (N, O, OH, OW) (the data gr
 (N, C, H, W); the weight gradient: w's shape, C-contiguous), without bias.  float32,
 float64, float16 and bfloat16 data run as themselves: the tensor and filter descriptors
 carry the data's type, the convolution's compute type is float32 (float64 for float64
-data), PyTorch's choice (cuDNN's "pseudo-half" configurations; bfloat16 has no other).  The layout
-follows the input: NHWC descriptors when a 4-d input is stored channels-last (its
-strides those of an (N, H, W, C) array), NCHW otherwise; the weight is given to cuDNN
-in the same layout (a copy when it is not stored so) and the result comes back in it.
+data), PyTorch's choice (cuDNN's "pseudo-half" configurations; bfloat16 has no other).
+The layout follows the input: NHWC descriptors when a 4-d input is stored
+channels-last (its strides those of an (N, H, W, C) array), NCHW otherwise; the weight
+is given to cuDNN in the same layout (a copy when it is not stored so) and the result
+comes back in it.
 1-d convolutions run as 2-d ones of unit height.  cuDNN takes symmetric padding only:
 ``padding='same'`` with an even kernel runs ember's kernels.
 
