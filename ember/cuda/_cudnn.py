@@ -27,7 +27,8 @@ from ember.cuda import _cudnn_lib as L
 from ember.cuda import _runtime as R
 
 __all__ = ["FLAGS", "COUNTS", "usable", "handle", "Fallback", "check", "tensor_desc",
-           "filter_desc", "conv_desc", "workspace", "scalars", "cudnn_dtype", "plans"]
+           "filter_desc", "conv_desc", "workspace", "scalars", "cudnn_dtype", "plans",
+           "channels_last", "in_layout", "empty", "NCHW", "NHWC"]
 
 
 class _Flags:
@@ -132,6 +133,36 @@ def conv_desc(t, op, pad, stride, dil, groups, compute, math):
     check(t.cudnnSetConvolutionGroupCount(d.value, groups), op, "cudnnSetConvolutionGroupCount")
     check(t.cudnnSetConvolutionMathType(d.value, math), op, "cudnnSetConvolutionMathType")
     return d.value
+
+
+#: axis orders (outermost first) of an (N, C, H, W) array: NCHW, and NHWC (channels last)
+NCHW, NHWC = (0, 1, 2, 3), (0, 2, 3, 1)
+
+
+def channels_last(c):
+    """Whether 4-d cupy array c is stored as (N, H, W, C) and not also as (N, C, H, W):
+    ember has no memory_format flag, a channels-last array is one with those strides
+    (``x.permute(0, 2, 3, 1).copy().permute(0, 3, 1, 2)``, PyTorch's
+    ``x.contiguous(memory_format=torch.channels_last)``)."""
+    return (c.ndim == 4 and not c.flags.c_contiguous
+            and c.transpose(0, 2, 3, 1).flags.c_contiguous)
+
+
+def in_layout(c, order):
+    """cupy c (N, C, H, W) stored in axis order `order` (c itself when it already is)."""
+    cp = R.cp()
+    if order == NCHW:
+        return cp.ascontiguousarray(c)
+    return cp.ascontiguousarray(c.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+def empty(shape, dtype, order):
+    """A new cupy array of logical shape (N, C, H, W) stored in axis order `order`."""
+    cp = R.cp()
+    if order == NCHW:
+        return cp.empty(shape, dtype=dtype)
+    n, c, h, w = shape
+    return cp.empty((n, h, w, c), dtype=dtype).transpose(0, 3, 1, 2)
 
 
 def contiguous_strides(dims, order):

@@ -43,7 +43,7 @@ TENSOR_NCHW, TENSOR_NHWC = 0, 1                                   # cudnnTensorF
 CROSS_CORRELATION = 1                                              # cudnnConvolutionMode_t
 DEFAULT_MATH, TENSOR_OP_MATH, TENSOR_OP_MATH_ALLOW_CONVERSION, FMA_MATH = 0, 1, 2, 3
 NON_DETERMINISTIC, DETERMINISTIC = 0, 1                            # cudnnDeterminism_t
-BATCHNORM_SPATIAL = 1                                              # cudnnBatchNormMode_t
+BATCHNORM_SPATIAL, BATCHNORM_SPATIAL_PERSISTENT = 1, 2            # cudnnBatchNormMode_t
 #: cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t's ALGO_COUNT
 ALGO_COUNT = {"forward": 8, "backward_data": 6, "backward_filter": 7}
 

@@ -3,10 +3,14 @@ of ``ember/cuda/ops_conv.py``'s three ops (which call these first and run their 
 im2col + GEMM kernels when they answer None).
 
 Each takes ember GPU arrays and returns a cupy array (N, O, OH, OW) (the data gradient:
-(N, C, H, W); the weight gradient: w's shape, C-contiguous), without bias.  The layout
-follows the input: NHWC descriptors when a 4-d input is stored channels-last (its
-strides those of an (N, H, W, C) array), NCHW otherwise; the weight is given to cuDNN
-in the same layout (a copy when it is not stored so) and the result comes back in it.
+(N, C, H, W); the weight gradient: w's shape, C-contiguous), without bias.  float32,
+float64, float16 and bfloat16 data run as themselves: the tensor and filter descriptors
+carry the data's type, the convolution's compute type is float32 (float64 for float64
+data), PyTorch's choice (cuDNN's "pseudo-half" configurations; bfloat16 has no other).
+The layout follows the input: NHWC descriptors when a 4-d input is stored
+channels-last (its strides those of an (N, H, W, C) array), NCHW otherwise; the weight
+is given to cuDNN in the same layout (a copy when it is not stored so) and the result
+comes back in it.
 1-d convolutions run as 2-d ones of unit height.  cuDNN takes symmetric padding only:
 ``padding='same'`` with an even kernel runs ember's kernels.
 
@@ -28,7 +32,7 @@ from ember.cuda import _runtime as R
 
 __all__ = ["forward", "backward_data", "backward_filter"]
 
-_NCHW, _NHWC = (0, 1, 2, 3), (0, 2, 3, 1)
+_NCHW, _NHWC = D.NCHW, D.NHWC
 _FUNCS = {
     "forward": ("cudnnGetConvolutionForwardAlgorithm_v7",
                 "cudnnFindConvolutionForwardAlgorithmEx",
@@ -58,31 +62,8 @@ def _out_len(n, p, d, k, s):
     return (n + 2 * p - d * (k - 1) - 1) // s + 1
 
 
-def _channels_last(c):
-    """Whether 4-d cupy array c is stored as (N, H, W, C) and not also as (N, C, H, W)."""
-    return (c.ndim == 4 and not c.flags.c_contiguous
-            and c.transpose(0, 2, 3, 1).flags.c_contiguous)
-
-
 def _as4d(c):
     return c.reshape(c.shape[0], c.shape[1], 1, c.shape[2]) if c.ndim == 3 else c
-
-
-def _in_layout(c, order):
-    """cupy c (N, C, H, W) stored in axis order `order` (a view when it already is)."""
-    cp = R.cp()
-    if order == _NCHW:
-        return cp.ascontiguousarray(c)
-    return cp.ascontiguousarray(c.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-
-
-def _empty(shape, dtype, order):
-    """A new cupy array of logical shape (N, C, H, W) stored in axis order `order`."""
-    cp = R.cp()
-    if order == _NCHW:
-        return cp.empty(shape, dtype=dtype)
-    n, c, h, w = shape
-    return cp.empty((n, h, w, c), dtype=dtype).transpose(0, 3, 1, 2)
 
 
 def _math(dtype):
@@ -232,6 +213,33 @@ def _usable_for(op, *arrays):
     return dt
 
 
+def _pads(op, geo, ohw, shapes):
+    """(ph, pw) of geometry `geo` (:func:`_geometry`'s answer) when cuDNN takes it: the
+    padding symmetric, the output size `ohw` (when given) the convolution's own, every
+    array in `shapes` non-empty and below 2**31 elements; else None (counted)."""
+    if geo is None:
+        return D.fell_back(op, None, None, "asymmetric padding")
+    pads, got = geo
+    if ohw is not None and got != tuple(ohw):
+        return D.fell_back(op, None, None, "output size beyond the convolution's")
+    if min(got) <= 0 or not D.small_enough(*shapes):
+        return D.fell_back(op, None, None, "empty or beyond 2**31 elements")
+    return pads
+
+
+def _in_lead_layout(direction, dt, lead, ins, out_shape, xs, ws_, ys, pads, stride, dil,
+                    groups, detail):
+    """Run `direction` on its two inputs `ins` laid out as activation `lead` is stored
+    (NHWC when it is channels last, else NCHW), into a new output of `out_shape` in that
+    layout: the cupy output, or None when ember's kernels must run it."""
+    order = _NHWC if D.channels_last(lead) else _NCHW
+    a, b = (D.in_layout(c, order) for c in ins)
+    out = D.empty(out_shape, dt, order)
+    ok = _conv(direction, dt, order, tuple(xs), tuple(ws_), tuple(ys), pads, tuple(stride),
+               tuple(dil), int(groups), (a.data.ptr, b.data.ptr, out.data.ptr), detail)
+    return out if ok else None
+
+
 def forward(x, w, stride, pad, dil, groups):
     """cupy (N, O, OH, OW) = x (N, C, [H,] W) convolved with w (O, C/groups, [kh,] kw), in
     x's layout; None when ember's kernels must run it."""
@@ -242,19 +250,12 @@ def forward(x, w, stride, pad, dil, groups):
     xc, wc = _as4d(R.as_cupy(x)), _as4d(R.as_cupy(w))
     O, _, kh, kw = wc.shape
     geo = _geometry(xc.shape[2], xc.shape[3], kh, kw, stride, pad, dil)
-    if geo is None:
-        return D.fell_back(op, None, None, "asymmetric padding")
-    (ph, pw), (OH, OW) = geo
-    ys = (xc.shape[0], O, OH, OW)
-    if OH <= 0 or OW <= 0 or not D.small_enough(xc.shape, wc.shape, ys):
-        return D.fell_back(op, None, None, "empty or beyond 2**31 elements")
-    order = _NHWC if _channels_last(xc) else _NCHW
-    xa, wa = _in_layout(xc, order), _in_layout(wc, order)
-    y = _empty(ys, dt, order)
-    ok = _conv("forward", dt, order, tuple(xc.shape), tuple(wc.shape), ys, (ph, pw),
-               tuple(stride), tuple(dil), int(groups), (xa.data.ptr, wa.data.ptr, y.data.ptr),
-               _detail(input=xc, weight=wc))
-    return y if ok else None
+    ys = None if geo is None else (xc.shape[0], O) + geo[1]
+    pads = _pads(op, geo, None, (xc.shape, wc.shape, ys))
+    if pads is None:
+        return None
+    return _in_lead_layout("forward", dt, xc, (xc, wc), ys, xc.shape, wc.shape, ys, pads,
+                           stride, dil, groups, _detail(input=xc, weight=wc))
 
 
 def backward_data(g, w, out_hw, stride, pad, dil, groups):
@@ -269,21 +270,12 @@ def backward_data(g, w, out_hw, stride, pad, dil, groups):
     O, Cg, kh, kw = wc.shape
     H, W = (1, out_hw[0]) if len(out_hw) == 1 else tuple(out_hw)
     xs = (gc.shape[0], Cg * groups, H, W)
-    geo = _geometry(H, W, kh, kw, stride, pad, dil)
-    if geo is None:
-        return D.fell_back(op, None, None, "asymmetric padding")
-    (ph, pw), ohw = geo
-    if ohw != tuple(gc.shape[2:]):
-        return D.fell_back(op, None, None, "output size beyond the convolution's")
-    if not D.small_enough(xs, wc.shape, gc.shape):
-        return D.fell_back(op, None, None, "empty or beyond 2**31 elements")
-    order = _NHWC if _channels_last(gc) else _NCHW
-    ga, wa = _in_layout(gc, order), _in_layout(wc, order)
-    dx = _empty(xs, dt, order)
-    ok = _conv("backward_data", dt, order, xs, tuple(wc.shape), tuple(gc.shape), (ph, pw),
-               tuple(stride), tuple(dil), int(groups), (wa.data.ptr, ga.data.ptr, dx.data.ptr),
-               _detail(grad_output=gc, weight=wc))
-    return dx if ok else None
+    pads = _pads(op, _geometry(H, W, kh, kw, stride, pad, dil), gc.shape[2:],
+                 (xs, wc.shape, gc.shape))
+    if pads is None:
+        return None
+    return _in_lead_layout("backward_data", dt, gc, (wc, gc), xs, xs, wc.shape, gc.shape,
+                           pads, stride, dil, groups, _detail(grad_output=gc, weight=wc))
 
 
 def backward_filter(x, g, wshape, stride, pad, dil, groups):
@@ -296,21 +288,12 @@ def backward_filter(x, g, wshape, stride, pad, dil, groups):
         return None
     xc, gc = _as4d(R.as_cupy(x)), _as4d(R.as_cupy(g))
     ws4 = tuple(wshape) if len(wshape) == 4 else (wshape[0], wshape[1], 1, wshape[2])
-    geo = _geometry(xc.shape[2], xc.shape[3], ws4[2], ws4[3], stride, pad, dil)
-    if geo is None:
-        return D.fell_back(op, None, None, "asymmetric padding")
-    (ph, pw), ohw = geo
-    if ohw != tuple(gc.shape[2:]):
-        return D.fell_back(op, None, None, "output size beyond the convolution's")
-    if not D.small_enough(xc.shape, ws4, gc.shape):
-        return D.fell_back(op, None, None, "empty or beyond 2**31 elements")
-    order = _NHWC if _channels_last(xc) else _NCHW
-    xa, ga = _in_layout(xc, order), _in_layout(gc, order)
-    dw = _empty(ws4, dt, order)
-    ok = _conv("backward_filter", dt, order, tuple(xc.shape), ws4, tuple(gc.shape), (ph, pw),
-               tuple(stride), tuple(dil), int(groups), (xa.data.ptr, ga.data.ptr, dw.data.ptr),
-               _detail(input=xc, grad_output=gc))
-    if not ok:
+    pads = _pads(op, _geometry(xc.shape[2], xc.shape[3], ws4[2], ws4[3], stride, pad, dil),
+                 gc.shape[2:], (xc.shape, ws4, gc.shape))
+    if pads is None:
+        return None
+    dw = _in_lead_layout("backward_filter", dt, xc, (xc, gc), ws4, xc.shape, ws4, gc.shape,
+                         pads, stride, dil, groups, _detail(input=xc, grad_output=gc))
+    if dw is None:
         return None
     return R.cp().ascontiguousarray(dw).reshape(tuple(wshape))
-

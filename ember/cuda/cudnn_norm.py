@@ -2,9 +2,14 @@
 backward of ``ember/cuda/ops_norm.py`` (which calls these first and runs its own
 kernels when they answer None).
 
-cuDNN's spatial batch norm (``CUDNN_BATCHNORM_SPATIAL``) on the contiguous (N, C, S, 1)
-view of an (N, C, ...) input: float32, float64, and float16 / bfloat16 data with float32
-parameters (the parameters' type is cuDNN's: float32 for every data type but float64).
+cuDNN's spatial batch norm on the contiguous (N, C, S, 1) view of an (N, C, ...) input:
+float32, float64, and float16 / bfloat16 data with float32 parameters (the parameters'
+type is cuDNN's: float32 for every data type but float64).  A 4-d input stored channels
+last (its strides those of an (N, H, W, C) array: ember's channels-last layout) runs
+with NHWC descriptors on the data as it is stored, and its results (y, the input
+gradient) come back channels last, as PyTorch's do; the training forward and backward
+use ``CUDNN_BATCHNORM_SPATIAL_PERSISTENT`` there (PyTorch's choice for channels-last
+training: cuDNN's NHWC kernels), every other case ``CUDNN_BATCHNORM_SPATIAL``.
 Missing weight / bias are ones / zeros.  The statistics array is ops_norm's (3, C):
 cuDNN writes the batch mean and 1/std into its first two rows (its "saved" mean and
 inverse variance, which the backward reads back), and one small kernel derives the
@@ -40,8 +45,12 @@ def _shape4(x):
     return (N, C, S, 1)
 
 
-def _ready(op, x, eps):
-    """(table, dtype, (N, C, S, 1)) when cuDNN takes x, else None (counted)."""
+_NONE = object()         # _ready's "no statistics array to check"
+
+
+def _ready(op, x, eps, stats=_NONE):
+    """(table, dtype, C, the cupy (3, C) statistics or None) when cuDNN takes x (and
+    `stats`, when given, is ops_norm's statistics array), else None (counted)."""
     t = D.usable()
     if t is None:
         return None
@@ -50,20 +59,58 @@ def _ready(op, x, eps):
     s4 = _shape4(x)
     if not D.small_enough(s4) or eps is not None and not eps >= 0.0:
         return D.fell_back(op, None, None, "empty, too large, or a negative eps")
-    return t, np.dtype(x.dtype), s4
+    dt, C = np.dtype(x.dtype), s4[1]
+    st = None
+    if stats is not _NONE:
+        st = _stats(stats, C, dt)
+        if st is None:
+            return D.fell_back(op, None, None, "statistics array")
+    return t, dt, C, st
 
 
-def _plan(t, h, op, dt, s4):
-    """(x descriptor, parameter descriptor) of data of dtype dt and shape s4 (cached)."""
-    key = ("bn", R.cp().cuda.runtime.getDevice(), dt.name, s4)
+def _layout(xc, training):
+    """(axis order, batch-norm mode, descriptor dims) of cupy input xc: NHWC with the
+    persistent mode in training for a channels-last 4-d input, else NCHW on the
+    (N, C, S, 1) view with the spatial mode."""
+    if D.channels_last(xc):
+        mode = L.BATCHNORM_SPATIAL_PERSISTENT if training else L.BATCHNORM_SPATIAL
+        return D.NHWC, mode, tuple(int(d) for d in xc.shape)
+    return D.NCHW, L.BATCHNORM_SPATIAL, _shape4(xc)
+
+
+def _data(c, order):
+    """cupy c (N, C, ...) as cuDNN reads it in layout `order`: c itself (NHWC, already
+    checked channels last) or a C-contiguous view or copy."""
+    return c if order == D.NHWC else R.cp().ascontiguousarray(c)
+
+
+def _out(c, dtype, order):
+    """An empty array like c (shape, layout) of `dtype`."""
+    return D.empty(c.shape, dtype, order) if order == D.NHWC else R.cp().empty(c.shape, dtype)
+
+
+def _plan(t, h, op, dt, s4, order, mode):
+    """(x descriptor, parameter descriptor) of data of dtype dt, descriptor dims s4
+    stored in axis order `order`, for batch-norm `mode` (cached)."""
+    key = ("bn", R.cp().cuda.runtime.getDevice(), dt.name, s4, order, mode)
     p = _PLANS.get(key)
     if p is None:
-        xd = D.tensor_desc(t, op, D.cudnn_dtype(dt), s4, D.contiguous_strides(s4, (0, 1, 2, 3)))
+        xd = D.tensor_desc(t, op, D.cudnn_dtype(dt), s4, D.contiguous_strides(s4, order))
         bd = D.tensor_desc(t, op, D.cudnn_dtype(_pdt(dt)), (1, s4[1], 1, 1), (s4[1], 1, 1, 1))
-        D.check(t.cudnnDeriveBNTensorDescriptor(bd, xd, L.BATCHNORM_SPATIAL), op,
+        D.check(t.cudnnDeriveBNTensorDescriptor(bd, xd, mode), op,
                 "cudnnDeriveBNTensorDescriptor")
         p = _PLANS[key] = (xd, bd)
     return p
+
+
+def _setup(t, op, x, dt, training):
+    """What every batch-norm call starts with: (handle on the current stream, x
+    descriptor, parameter descriptor, mode, layout, cupy x as cuDNN reads it, parameter
+    dtype)."""
+    h = D.handle(t, op)
+    order, mode, dims = _layout(R.as_cupy(x), training)
+    xd, bd = _plan(t, h, op, dt, dims, order, mode)
+    return h, xd, bd, mode, order, _data(R.as_cupy(x), order), _pdt(dt)
 
 
 def _const(value, C, dtype):
@@ -127,26 +174,18 @@ def train_forward(x, weight, bias, eps, stats):
     stats (3, C) filled as ops_norm's kernels fill it (mean, 1/std, biased variance);
     None when ember's kernels must run it."""
     op = "batch_norm"
-    r = _ready(op, x, eps)
+    r = _ready(op, x, eps, stats)
     if r is None:
         return None
-    t, dt, s4 = r
-    C = s4[1]
-    st = _stats(stats, C, dt)
-    if st is None:
-        return D.fell_back(op, None, None, "statistics array")
+    t, dt, C, st = r
 
     def go():
-        cp = R.cp()
-        h = D.handle(t, op)
-        xd, bd = _plan(t, h, op, dt, s4)
-        pdt = _pdt(dt)
-        xc = cp.ascontiguousarray(R.as_cupy(x))
+        h, xd, bd, mode, order, xc, pdt = _setup(t, op, x, dt, True)
         w, b = _vec(weight, C, pdt, 1.0), _vec(bias, C, pdt, 0.0)
-        y = cp.empty(xc.shape, dtype=dt)
+        y = _out(xc, dt, order)
         one, zero = D.scalars(dt == _F64)
         status = t.cudnnBatchNormalizationForwardTraining(
-            h, L.BATCHNORM_SPATIAL, one, zero, xd, xc.data.ptr, xd, y.data.ptr, bd,
+            h, mode, one, zero, xd, xc.data.ptr, xd, y.data.ptr, bd,
             w.data.ptr, b.data.ptr, 0.0, None, None, float(eps), st[0].data.ptr,
             st[1].data.ptr)
         if status != L.SUCCESS:
@@ -163,21 +202,16 @@ def eval_forward(x, running_mean, running_var, weight, bias, eps):
     r = _ready(op, x, eps)
     if r is None:
         return None
-    t, dt, s4 = r
-    C = s4[1]
+    t, dt, C, _ = r
 
     def go():
-        cp = R.cp()
-        h = D.handle(t, op)
-        xd, bd = _plan(t, h, op, dt, s4)
-        pdt = _pdt(dt)
-        xc = cp.ascontiguousarray(R.as_cupy(x))
+        h, xd, bd, mode, order, xc, pdt = _setup(t, op, x, dt, False)
         w, b = _vec(weight, C, pdt, 1.0), _vec(bias, C, pdt, 0.0)
         mean, var = _vec(running_mean, C, pdt, 0.0), _vec(running_var, C, pdt, 1.0)
-        y = cp.empty(xc.shape, dtype=dt)
+        y = _out(xc, dt, order)
         one, zero = D.scalars(dt == _F64)
         status = t.cudnnBatchNormalizationForwardInference(
-            h, L.BATCHNORM_SPATIAL, one, zero, xd, xc.data.ptr, xd, y.data.ptr, bd,
+            h, mode, one, zero, xd, xc.data.ptr, xd, y.data.ptr, bd,
             w.data.ptr, b.data.ptr, mean.data.ptr, var.data.ptr, float(eps))
         if status != L.SUCCESS:
             D.run_failed(status, op, _detail(xc, eps=eps))
@@ -192,28 +226,25 @@ def train_backward(g, x, weight, stats, need_x):
     op = "batch_norm backward"
     if not need_x:
         return None
-    r = _ready(op, x, None)
+    r = _ready(op, x, None, stats)
     if r is None:
         return None
-    t, dt, s4 = r
-    C = s4[1]
-    st = _stats(stats, C, dt)
-    if st is None or tuple(g.shape) != tuple(x.shape):
-        return D.fell_back(op, None, None, "statistics array or gradient shape")
+    t, dt, C, st = r
+    if tuple(g.shape) != tuple(x.shape):
+        return D.fell_back(op, None, None, f"gradient shape {tuple(g.shape)}")
 
     def go():
         cp = R.cp()
-        h = D.handle(t, op)
-        xd, bd = _plan(t, h, op, dt, s4)
-        pdt = _pdt(dt)
-        xc = cp.ascontiguousarray(R.as_cupy(x))
-        gc = cp.ascontiguousarray(R.as_cupy(g), dtype=dt)
+        h, xd, bd, mode, order, xc, pdt = _setup(t, op, x, dt, True)
+        gc = R.as_cupy(g).astype(dt, copy=False)
+        # the output gradient in the input's layout (one descriptor serves x, dy, dx)
+        gc = D.in_layout(gc, order) if order == D.NHWC else cp.ascontiguousarray(gc)
         w = _vec(weight, C, pdt, 1.0)
-        gx = cp.empty(xc.shape, dtype=dt)
+        gx = _out(xc, dt, order)
         gw, gb = cp.empty((C,), dtype=pdt), cp.empty((C,), dtype=pdt)
         one, zero = D.scalars(dt == _F64)
         status = t.cudnnBatchNormalizationBackward(
-            h, L.BATCHNORM_SPATIAL, one, zero, one, zero, xd, xc.data.ptr, xd, gc.data.ptr,
+            h, mode, one, zero, one, zero, xd, xc.data.ptr, xd, gc.data.ptr,
             xd, gx.data.ptr, bd, w.data.ptr, gw.data.ptr, gb.data.ptr, _BACKWARD_EPS,
             st[0].data.ptr, st[1].data.ptr)
         if status != L.SUCCESS:

@@ -125,20 +125,107 @@ def test_conv_float64_and_double_scalars(fake):
     assert len(fake.runs) == 3
 
 
+def _to(a, dtype):
+    """Host array a as an ember GPU array of `dtype` (bfloat16 included)."""
+    return gpu(ember.asarray(np.asarray(a, np.float32)).astype(getattr(ember, dtype)))
+
+
+def _own_conv(x, w, b, gy, module=False, **geo):
+    """Result and gradients (float64 host arrays) of a 16-bit GPU convolution with cuDNN
+    off: ember's own kernels, the oracle of the cuDNN path."""
+    with ember.backends.cudnn.flags(enabled=False):
+        return _conv_grads(x, w, b, gy, module, **geo)
+
+
+def _conv_grads(x, w, b, gy, module, **geo):
+    xe = x.detach().requires_grad_()
+    if module:
+        conv = ember.nn.Conv2d(x.shape[1], w.shape[0], w.shape[2:], **geo).to(DEV)
+        conv.to(x.dtype)
+        with ember.no_grad():
+            conv.weight[...] = w
+            conv.bias[...] = b
+        y = conv(xe)
+        params = (conv.weight, conv.bias)
+    else:
+        we, be = w.detach().requires_grad_(), b.detach().requires_grad_()
+        y = F.conv2d(xe, we, be, **geo)
+        params = (we, be)
+    y.backward(gy)
+    return y, xe.grad, params[0].grad, params[1].grad
+
+
 @emulated_only
-def test_bfloat16_descriptors(fake):
-    """bfloat16 reaches cuDNN as itself at the op level (conv2d itself widens 16-bit
-    brain floats to float32 before the op: nn/functional/_half.py)."""
-    from ember.cuda import ops_conv
-    x = _rand((2, 3, 6, 6), np.float32, 7)
-    w = _rand((4, 3, 3, 3), np.float32, 8)
-    xb, wb = (gpu(ember.asarray(a).astype(ember.bfloat16)) for a in (x, w))
-    y = ops_conv._conv(xb, wb, None, (1, 1), (1, 1, 1, 1), (1, 1), 1)
-    assert y.dtype == ember.bfloat16
-    ref = torch.nn.functional.conv2d(torch.tensor(host(xb).astype(np.float64)),
-                                     torch.tensor(host(wb).astype(np.float64)), padding=1)
-    np.testing.assert_allclose(host(y).astype(np.float64), ref.numpy(), rtol=2e-2, atol=5e-2)
-    assert fake.runs[0]["dtype"] == ember.bfloat16 and _first_math(fake) == 1
+@pytest.mark.parametrize("module", [False, True], ids=["F.conv2d", "nn.Conv2d"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16bit_conv_reaches_cudnn_in_its_own_dtype(fake, dtype, module):
+    """float16 and bfloat16 convolutions (forward, data and weight gradients) call cuDNN
+    with tensors of their own dtype and a float32 compute type (PyTorch's pseudo-half
+    configurations), tensor-core math, and agree with ember's own kernels."""
+    geo = dict(stride=(2, 1), padding=1, dilation=(1, 2), groups=2)
+    x, w, b = _to(_rand((2, 4, 9, 8), np.float32, 7), dtype), \
+        _to(_rand((6, 2, 3, 3), np.float32, 8), dtype), _to(_rand((6,), np.float32, 9), dtype)
+    gy = _to(np.cos(np.arange(2 * 6 * 5 * 6)).reshape(2, 6, 5, 6), dtype)
+    got = _conv_grads(x, w, b, gy, module, **geo)
+    assert [a.dtype for a in got] == [np.dtype(getattr(ember, dtype))] * 4
+    assert [r["direction"] for r in fake.runs] == ["forward", "backward_data",
+                                                   "backward_filter"]
+    want = np.dtype(getattr(ember, dtype))
+    for r in fake.runs:
+        assert r["tensor_dtypes"] == (want, want, want)
+        assert r["compute"] == np.float32 and r["groups"] == 2
+    assert _first_math(fake) == 1                             # CUDNN_TENSOR_OP_MATH
+    assert _counts("conv2d") == (1, 0)
+    own = _own_conv(x, w, b, gy, module, **geo)
+    assert len(fake.runs) == 3                                # (cuDNN off: not called)
+    tol = 2e-2 if dtype == "float16" else 8e-2
+    for g, o in zip(got, own):
+        g, o = host(g).astype(np.float64), host(o).astype(np.float64)
+        np.testing.assert_allclose(g, o, rtol=tol, atol=tol * (np.abs(o).max() + 1))
+
+
+@emulated_only
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_autocast_conv_runs_cudnn_in_the_autocast_dtype(fake, dtype):
+    """Under CUDA autocast the convolution op casts input, weight and bias to the autocast
+    dtype (not float32): cuDNN runs in it, the parameters' gradients come back float32."""
+    adt = getattr(ember, dtype)
+    conv = ember.nn.Conv2d(3, 4, 3, padding=1).to(DEV)
+    x = gpu(_rand((2, 3, 6, 6), np.float32, 10)).requires_grad_()
+    with ember.amp.autocast("cuda", dtype=adt):
+        y = conv(x)
+        y2 = conv(y[:, :3])                         # a 16-bit input into the next layer
+    assert y.dtype == adt and y2.dtype == adt
+    (y.float().sum() + y2.float().sum()).backward()
+    assert conv.weight.grad.dtype == np.float32 and x.grad.dtype == np.float32
+    assert [r["direction"] for r in fake.runs].count("forward") == 2
+    assert all(r["tensor_dtypes"] == (np.dtype(adt),) * 3 and r["compute"] == np.float32
+               for r in fake.runs)
+    assert {r["direction"] for r in fake.runs} == {"forward", "backward_data",
+                                                   "backward_filter"}
+    with ember.backends.cudnn.flags(enabled=False), ember.amp.autocast("cuda", dtype=adt):
+        own = conv(x.detach())
+    tol = 2e-2 if dtype == "float16" else 8e-2
+    np.testing.assert_allclose(host(y).astype(np.float64), host(own).astype(np.float64),
+                               rtol=tol, atol=tol)
+
+
+@emulated_only
+@pytest.mark.parametrize("xdt,wdt", [("bfloat16", "float32"), ("float16", "bfloat16"),
+                                     ("float32", "float16")])
+def test_mixed_conv_dtypes_are_refused(fake, xdt, wdt):
+    """PyTorch refuses an input and a weight (or bias) of different dtypes outside
+    autocast; the error names the op, both dtypes and the shapes."""
+    x, w = _to(np.ones((1, 3, 5, 5)), xdt), _to(np.ones((2, 3, 3, 3)), wdt)
+    with pytest.raises(TypeError, match=rf"conv2d: input type \({xdt}\) and weight type "
+                       rf"\({wdt}\) should be the same \(input \[1, 3, 5, 5\] {xdt}, "
+                       rf"weight \[2, 3, 3, 3\] {wdt}\)"):
+        F.conv2d(x, w)
+    with pytest.raises(TypeError, match=rf"conv_transpose2d: input type \({xdt}\) and bias "
+                       rf"type \({wdt}\)"):
+        F.conv_transpose2d(_to(np.ones((1, 2, 5, 5)), xdt), _to(np.ones((2, 3, 3, 3)), xdt),
+                           _to(np.ones(3), wdt))
+    assert fake.calls == []
 
 
 @emulated_only
@@ -371,6 +458,126 @@ def test_batch_norm_matches_torch(fake, shape, dtype, affine, training):
     assert fake.runs[0]["eps"] == eps
 
 
+def _channels_last(a):
+    """(N, C, H, W) array a (host, or ember GPU) as an ember GPU array stored channels
+    last."""
+    a = a if isinstance(a, ember.ndarray) else gpu(a)
+    return a.permute(0, 2, 3, 1).copy().permute(0, 3, 1, 2)
+
+
+def _bn_run(x, w, b, rm, rv, training, gy, eps=1e-3):
+    """(y, x.grad, w.grad, b.grad, running mean, running var) of F.batch_norm on GPU x."""
+    xe = x.detach().requires_grad_()
+    we, be = w.detach().requires_grad_(), b.detach().requires_grad_()
+    rme, rve = rm.copy(), rv.copy()
+    y = F.batch_norm(xe, rme, rve, we, be, training, 0.1, eps)
+    y.backward(gy)
+    return y, xe.grad, we.grad, be.grad, rme, rve
+
+
+def _is_channels_last(a):
+    N, C, H, W = a.shape
+    return a.strides == tuple(s * a.itemsize for s in (H * W * C, 1, W * C, C))
+
+
+@emulated_only
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_channels_last_batch_norm_runs_nhwc(fake, dtype, training):
+    """A channels-last input reaches cuDNN's batch norm as it is stored: NHWC strides, the
+    persistent spatial mode in training (PyTorch's choice), the spatial mode in
+    evaluation; y and the input gradient come back channels last; results agree with
+    ember's own kernels and PyTorch."""
+    C = 6
+    xh = _rand((4, C, 5, 3), np.float32, 45)
+    x = _channels_last(_to(xh, dtype))
+    assert _is_channels_last(x)
+    w, b = gpu(_rand((C,), np.float32, 46)), gpu(_rand((C,), np.float32, 47))
+    rm, rv = gpu(_rand((C,), np.float32, 48)), gpu(np.abs(_rand((C,), np.float32, 49)) + 0.5)
+    gyh = np.sin(np.arange(xh.size) + 1.0).reshape(xh.shape)
+    gy = _channels_last(_to(gyh, dtype))
+    got = _bn_run(x, w, b, rm, rv, training, gy)
+    kinds = [r["direction"] for r in fake.runs]
+    assert kinds == (["batch_norm", "batch_norm_backward"] if training
+                     else ["batch_norm_eval"])
+    N, C, H, W = x.shape
+    for r in fake.runs:
+        assert r["dims"] == [N, C, H, W] and r["strides"] == [H * W * C, 1, W * C, C]
+        assert r["mode"] == (2 if training else 1)            # SPATIAL_PERSISTENT / SPATIAL
+        assert r["dtype"] == np.dtype(getattr(ember, dtype))
+    assert _is_channels_last(got[0]) and got[0].dtype == x.dtype
+    with ember.backends.cudnn.flags(enabled=False):
+        own = _bn_run(x, w, b, rm, rv, training, gy)
+    assert len(fake.runs) == len(kinds)
+    if training:        # the input gradient cuDNN gives back is channels last too
+        xr = x.detach().requires_grad_()
+        gx, = ember.autograd.grad(F.batch_norm(xr, None, None, w, b, True, 0.1, 1e-3), (xr,),
+                                  gy)
+        assert _is_channels_last(gx) and fake.runs[-1]["mode"] == 2
+    ty, _, tg, trm, trv = _torch_bn(np.asarray(host(x), np.float64), host(w), host(b),
+                                    host(rm), host(rv), training, 1e-3)
+    tol = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 8e-2}[dtype]
+    for g, o, e in zip(got, own, (ty, *tg, trm, trv)):
+        g, o = host(g).astype(np.float64), host(o).astype(np.float64)
+        scale = tol * (np.abs(e).max() + 1)
+        np.testing.assert_allclose(g, o, rtol=tol, atol=scale)
+        if dtype == "float32":
+            np.testing.assert_allclose(g, e, rtol=tol, atol=scale)
+
+
+@emulated_only
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_channels_last_conv_into_batch_norm_module_stays_nhwc(fake, dtype):
+    """The ResNet pattern: nn.Conv2d on a channels-last input gives a channels-last
+    output, which nn.BatchNorm2d normalizes with NHWC descriptors (persistent mode) and
+    no layout copy; the backward runs NHWC through both.  Running statistics and results
+    agree with the same module pair on ember's own kernels."""
+    adt = getattr(ember, dtype)
+    conv = ember.nn.Conv2d(3, 4, 3, padding=1, bias=False).to(DEV).to(adt)
+    bn = ember.nn.BatchNorm2d(4).to(DEV)
+    if dtype == "bfloat16":
+        bn.to(adt)
+    x = _channels_last(_to(_rand((2, 3, 6, 5), np.float32, 73), dtype)).requires_grad_()
+    y = bn(conv(x))
+    assert _is_channels_last(y) and y.dtype == adt
+    y.float().square().sum().backward()
+    runs = [(r["direction"], r.get("mode"), r.get("strides") or r["x"][1]) for r in fake.runs]
+    N, C, H, W = y.shape
+    nhwc_y = [H * W * C, 1, W * C, C]
+    assert runs[0] == ("forward", None, [6 * 5 * 3, 1, 5 * 3, 3])
+    assert runs[1] == ("batch_norm", 2, nhwc_y)
+    assert runs[2] == ("batch_norm_backward", 2, nhwc_y)
+    assert {d for d, _, _ in runs[3:]} == {"backward_data", "backward_filter"}
+    assert all(r["w"][1] == 1 for r in fake.runs if "w" in r)      # NHWC filters
+    got = [host(a).astype(np.float64) for a in (y, x.grad, conv.weight.grad, bn.weight.grad,
+                                                 bn.running_mean, bn.running_var)]
+    conv2 = ember.nn.Conv2d(3, 4, 3, padding=1, bias=False).to(DEV).to(adt)
+    bn2 = ember.nn.BatchNorm2d(4).to(DEV)
+    if dtype == "bfloat16":
+        bn2.to(adt)
+    with ember.no_grad():
+        conv2.weight[...] = conv.weight
+    x2 = x.detach().requires_grad_()
+    with ember.backends.cudnn.flags(enabled=False):
+        y2 = bn2(conv2(x2))
+        y2.float().square().sum().backward()
+    own = [host(a).astype(np.float64) for a in (y2, x2.grad, conv2.weight.grad,
+                                                 bn2.weight.grad, bn2.running_mean,
+                                                 bn2.running_var)]
+    tol = 1e-4 if dtype == "float32" else 8e-2
+    for g, o in zip(got, own):
+        np.testing.assert_allclose(g, o, rtol=tol, atol=tol * (np.abs(o).max() + 1))
+
+
+@emulated_only
+def test_contiguous_batch_norm_keeps_the_spatial_mode(fake):
+    """NCHW input: the (N, C, S, 1) view, CUDNN_BATCHNORM_SPATIAL in every direction (the
+    persistent mode's NCHW kernels may overflow on large values: PyTorch avoids them)."""
+    x = gpu(_rand((4, 3, 5, 6), np.float32, 72)).requires_grad_()
+    F.batch_norm(x, None, None, training=True).square().sum().backward()
+    assert [(r["mode"], r["dims"]) for r in fake.runs] == [(1, [4, 3, 30, 1])] * 2
+
+
 @emulated_only
 def test_batch_norm_module_training_step(fake):
     """nn.BatchNorm2d: running statistics over several steps, then evaluation."""
@@ -461,7 +668,7 @@ def test_real_conv_matches_embers_kernels_and_torch(case, layout, dtype):
             y = conv(xe, we, be, stride, padding, dilation, groups)
             y.backward(gpu(ember.asarray(gy).astype(edt)))
             results[enabled] = [host(a).astype(np.float64) for a in (y, xe.grad, we.grad, be.grad)]
-            if enabled and dtype != "bfloat16":      # (conv2d widens bfloat16 to float32)
+            if enabled:
                 assert _counts("conv2d")[0] == before + 1, _cudnn.LAST_FALLBACK
     tol = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}[dtype]
     for got, own, exp in zip(results[True], results[False], (ty, tgx, tgw, tgb)):
@@ -500,9 +707,10 @@ def test_real_conv_switches(benchmark, deterministic):
 
 
 @real_cudnn
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("training", [True, False])
-def test_real_batch_norm_matches_embers_kernels_and_torch(dtype, training):
+def test_real_batch_norm_matches_embers_kernels_and_torch(dtype, training, layout):
     C, eps = 8, 0.1                       # a large eps: the backward must not depend on it
     x = _rand((16, C, 9, 7), np.float32, 100)
     w, b = _rand((C,), np.float32, 101), _rand((C,), np.float32, 102)
@@ -512,7 +720,8 @@ def test_real_batch_norm_matches_embers_kernels_and_torch(dtype, training):
     for enabled in (True, False):
         with ember.backends.cudnn.flags(enabled=enabled):
             before = _counts("batch_norm")[0] + _counts("batch_norm (eval)")[0]
-            xe = gpu(x.astype(dtype)).requires_grad_()
+            xe = (_channels_last(x.astype(dtype)) if layout == "nhwc"
+                  else gpu(x.astype(dtype))).requires_grad_()
             we, be = gpu(w).requires_grad_(), gpu(b).requires_grad_()
             rme, rve = gpu(rm), gpu(rv)
             y = F.batch_norm(xe, rme, rve, we, be, training, 0.1, eps)

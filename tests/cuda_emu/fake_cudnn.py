@@ -23,6 +23,10 @@ SUCCESS, BAD_PARAM, NOT_SUPPORTED = 0, 2000, 3000
 _DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.float64), 2: np.dtype(np.float16),
            9: BFLOAT16}
 NCHW, NHWC = 0, 1
+SPATIAL, SPATIAL_PERSISTENT = 1, 2            # cudnnBatchNormMode_t
+#: (data type, compute type) pairs cuDNN's convolutions take: FLOAT, DOUBLE, TRUE_HALF,
+#: PSEUDO_HALF and PSEUDO_BFLOAT16 configurations (bfloat16 computes in float only)
+_CONFIGS = {(0, 0), (1, 1), (2, 2), (2, 0), (9, 0)}
 
 
 def _strides(dims, fmt):
@@ -135,6 +139,7 @@ class FakeCudnn:
         self.runs = []               # dicts describing each convolution / batch-norm run
         self._next = 1
         self.handles, self.tensors, self.filters, self.convs = {}, {}, {}, {}
+        self.bn_modes = {}           # parameter descriptor -> the mode it was derived for
         for direction, names in _CONV.items():
             get, find, ws, run = names
             setattr(self, get, self._bind(self._get, direction, get))
@@ -239,6 +244,8 @@ class FakeCudnn:
         K, Cg, KH, KW = wf[1]
         if not (xt[0] == wf[0] == yt[0]) or C != Cg * cv["groups"] or K % cv["groups"]:
             return None
+        if (xt[0], cv["compute"]) not in _CONFIGS:
+            return None
         if yt[1] != [N, K, *out_hw(H, W, KH, KW, cv["pad"], cv["stride"], cv["dil"])]:
             return None
         return xt, wf, yt, cv
@@ -295,6 +302,8 @@ class FakeCudnn:
         info = {"direction": direction, "algo": algo, "workspace": (ws, size),
                 "math": cv["math"], "stream": self.handles[h]["stream"],
                 "device": fakecupy.runtime.getDevice(), "dtype": _DTYPES[xt[0]],
+                "tensor_dtypes": (_DTYPES[xt[0]], _DTYPES[wf[0]], _DTYPES[yt[0]]),
+                "compute": _DTYPES.get(cv["compute"]),
                 "x": (xt[1], xt[2]), "w": (wf[1], wf[3]), "y": (yt[1], yt[2]),
                 "groups": cv["groups"], "pad": cv["pad"], "stride": cv["stride"],
                 "dil": cv["dil"], "find": False}
@@ -331,11 +340,21 @@ class FakeCudnn:
     def cudnnDeriveBNTensorDescriptor(self, d, xd, mode):
         self.calls.append(("cudnnDeriveBNTensorDescriptor", mode))
         dt, dims, _ = self.tensors[xd]
-        if mode != 1:
+        if mode not in (SPATIAL, SPATIAL_PERSISTENT):
             return BAD_PARAM
         pdt = 1 if dt == 1 else 0
         self.tensors[d] = (pdt, [1, dims[1], 1, 1], [dims[1], 1, 1, 1])
+        self.bn_modes[d] = mode
         return SUCCESS
+
+    def _bn_info(self, direction, mode, xd, bd, **more):
+        """What a batch-norm run records: its mode (checked against the one the parameter
+        descriptor was derived for) and the data descriptor's dtype, dims and strides."""
+        if mode not in (SPATIAL, SPATIAL_PERSISTENT) or self.bn_modes.get(bd) != mode:
+            return None
+        dt, dims, strides = self.tensors[xd]
+        return {"direction": direction, "mode": mode, "dtype": _DTYPES[dt], "dims": dims,
+                "strides": strides, **more}
 
     def _bn(self, xd, px, bd):
         dt, dims, strides = self.tensors[xd]
@@ -351,13 +370,15 @@ class FakeCudnn:
         self._use(h)
         if "batch_norm" in self.refuse:
             return self.refuse["batch_norm"]
-        if mode != 1 or (rmean is None) != (rvar is None) or (smean is None) != (sinv is None):
+        info = self._bn_info("batch_norm", mode, xd, bd, eps=eps,
+                             stream=self.handles[h]["stream"])
+        if info is None or (rmean is None) != (rvar is None) or \
+                (smean is None) != (sinv is None) or self.tensors[yd] != self.tensors[xd]:
             return BAD_PARAM
         x, vec, dims = self._bn(xd, px, bd)
         if [_scalar(s, x.dtype == np.float64) for s in (alpha, beta)] != [1.0, 0.0]:
             return BAD_PARAM
-        self.runs.append({"direction": "batch_norm", "eps": eps, "stream":
-                          self.handles[h]["stream"], "dims": dims})
+        self.runs.append(info)
         xf = x.astype(np.float64)
         axes = (0, 2, 3)
         mean = xf.mean(axis=axes)
@@ -380,10 +401,13 @@ class FakeCudnn:
         self._use(h)
         if "batch_norm" in self.refuse:
             return self.refuse["batch_norm"]
+        info = self._bn_info("batch_norm_eval", mode, xd, bd, eps=eps)
+        if info is None or self.tensors[yd] != self.tensors[xd]:
+            return BAD_PARAM
         x, vec, dims = self._bn(xd, px, bd)
         if [_scalar(s, x.dtype == np.float64) for s in (alpha, beta)] != [1.0, 0.0]:
             return BAD_PARAM
-        self.runs.append({"direction": "batch_norm_eval", "eps": eps, "dims": dims})
+        self.runs.append(info)
         b4 = (1, -1, 1, 1)
         f = [vec(p).astype(np.float64).reshape(b4) for p in (scale, bias, mean, var)]
         y = (x.astype(np.float64) - f[2]) / np.sqrt(f[3] + eps) * f[0] + f[1]
@@ -398,11 +422,14 @@ class FakeCudnn:
             return self.refuse["batch_norm"]
         if smean is None or sinv is None:
             raise AssertionError("ember always passes the saved statistics")
+        info = self._bn_info("batch_norm_backward", mode, xd, bd)
+        if info is None:
+            return BAD_PARAM
         x, vec, dims = self._bn(xd, px, bd)
         double = x.dtype == np.float64
         if [_scalar(s, double) for s in (ad, bd_, ap, bp)] != [1.0, 0.0, 1.0, 0.0]:
             return BAD_PARAM                # ember overwrites dx, dscale, dbias
-        self.runs.append({"direction": "batch_norm_backward", "dims": dims})
+        self.runs.append(info)
         dy = view(pdy, x.dtype, dims, self.tensors[dyd][2]).astype(np.float64)
         b4 = (1, -1, 1, 1)
         mean, inv = vec(smean).astype(np.float64), vec(sinv).astype(np.float64)

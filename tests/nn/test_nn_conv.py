@@ -258,6 +258,46 @@ def test_errors():
         F.conv_transpose2d(ember.ones((1, 3, 3, 3)), w)
 
 
+@pytest.mark.parametrize("xdt,wdt", [("bfloat16", "float32"), ("float16", "bfloat16"),
+                                     ("float32", "float16")])
+def test_mixed_16bit_dtypes_are_refused(xdt, wdt):
+    """PyTorch refuses input and weight (or bias) of different dtypes, 16-bit ones
+    included (they used to be widened to float32 together and accepted)."""
+    x = ember.ones((1, 3, 5, 5), dtype=getattr(ember, xdt))
+    w = ember.ones((2, 3, 3, 3), dtype=getattr(ember, wdt))
+    with pytest.raises(TypeError, match=rf"conv2d: input type \({xdt}\) and weight type "
+                       rf"\({wdt}\) should be the same \(input \[1, 3, 5, 5\] {xdt}, "
+                       rf"weight \[2, 3, 3, 3\] {wdt}\)"):
+        F.conv2d(x, w)
+    with pytest.raises(TypeError, match=rf"conv1d: input type \({xdt}\) and bias type"):
+        F.conv1d(x[0], w[:, :, 0].astype(x.dtype), ember.ones(2, dtype=getattr(ember, wdt)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16bit_cpu_conv_runs_in_float32_and_rounds_once(dtype):
+    """On the CPU a 16-bit convolution computes in float32 (PyTorch's reduced-precision
+    CPU kernels accumulate in float32) and returns the input's dtype; CPU autocast keeps
+    convolutions in their inputs' dtypes and runs mixed 16-bit / float32 ones in float32."""
+    dt = getattr(ember, dtype)
+    x32 = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    w32 = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    x, w = ember.asarray(x32).astype(dt), ember.asarray(w32).astype(dt)
+    y = F.conv2d(x, w, padding=1)
+    assert y.dtype == dt
+    ref = TF.conv2d(torch.tensor(np.asarray(x.astype(np.float32))),
+                    torch.tensor(np.asarray(w.astype(np.float32))), padding=1)
+    ulp = 2.0 ** (-7 if dtype == "bfloat16" else -10)      # one rounding to the 16-bit type
+    np.testing.assert_allclose(np.asarray(y.astype(np.float32)), ref.numpy(), rtol=ulp,
+                               atol=ulp * 1e-2)
+    with ember.amp.autocast("cpu", dtype=dt):
+        ym = F.conv2d(x, ember.asarray(w32), padding=1)
+        with pytest.raises(TypeError, match=r"conv2d: input type \(float64\) and weight type"):
+            F.conv2d(ember.asarray(x32.astype(np.float64)), w)   # autocast casts no float64
+    assert ym.dtype == dt
+    np.testing.assert_allclose(np.asarray(ym.astype(np.float32)), ref.numpy(), rtol=4 * ulp,
+                               atol=4 * ulp)
+
+
 # ---------------------------------------------------------------- modules
 
 def _copy_params(em, tm):

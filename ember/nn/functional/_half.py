@@ -1,7 +1,8 @@
 """16-bit floats through float32 kernels: widen, compute, round back once.
 
-The CPU convolution and pooling kernels (and the GPU ones for bfloat16) are
-typed float32/float64.  Their 16-bit inputs are cast to float32 with the
+The CPU pooling kernels (and the GPU ones for bfloat16) are typed
+float32/float64.  (Convolutions do their own widening, on the CPU only:
+``conv._widened``; on the GPU float16 and bfloat16 run as themselves.)  Their 16-bit inputs are cast to float32 with the
 differentiable ``astype``, so gradients flow back in the input's dtype, and
 the floating results are rounded to that dtype at the end, as PyTorch's
 reduced-precision CPU kernels do (float32 accumulation).

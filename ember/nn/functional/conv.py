@@ -13,6 +13,11 @@ with each other, so gradients of any order work:
   ``_conv``, and the transposed convolution);
 * ``_conv_weight(x, g)``        its adjoint in w (the weight gradient).
 
+Dtypes follow PyTorch: input, weight and bias of one floating dtype (mixed ones are
+refused outside autocast), the result in it.  16-bit floats run in float32 on the CPU
+(rounded once at the end) and as themselves on the GPU (cuDNN, or ember's im2col +
+cuBLAS kernels, accumulating in float32).
+
 Their geometry arguments are canonical: ``stride`` and ``dilation`` are
 (h, w) pairs, ``padding`` is (top, bottom, left, right) (asymmetric for
 ``padding='same'`` with an even kernel), and 1-d arrays use a unit height.
@@ -24,12 +29,13 @@ from ember._api._util import numpy_view, empty_raw
 from ember.autograd.registry import defop
 from ember._kernels.cpu import conv as _ck
 from ember._kernels.cpu.gemm import matmul as _gemm
-from ember.nn.functional._half import computes_in_float32
+from ember._core.dtypes import is_half_dtype
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 # float32 on a CPU with AVX-512: direct convolutions (no column buffer, no BLAS)
 _FAST = _ck.fast_available()
 
@@ -254,23 +260,46 @@ def _as_array(x, op, what):
 
 
 def _autocasting(x):
-    """Inside CUDA autocast the convolution op casts input, weight and bias to one dtype
-    itself (CPU autocast leaves convolutions in float32, so the check stays there)."""
+    """Whether an autocast region for x's device type is open.  CUDA autocast casts input,
+    weight and bias of the convolution op to one dtype itself; CPU autocast leaves
+    convolutions in their inputs' dtypes, and mixed 16-bit / float32 arguments run in
+    float32 there (:func:`_widened`)."""
     import sys
     amp = sys.modules.get("ember.amp.autocast")
-    return x.is_cuda and amp is not None and amp.is_autocast_enabled("cuda")
+    return amp is not None and amp.is_autocast_enabled("cuda" if x.is_cuda else "cpu")
 
 
 def _check_dtypes(op, x, w, b):
-    if x.dtype not in _FLOATS and not (x.is_cuda and x.dtype == np.float16):
+    """PyTorch's dtype rules: a floating input (float16 / bfloat16 / float32 / float64,
+    on either device), and weight and bias of the input's dtype, unless autocast will
+    cast them (the error names the op, the dtypes and the shapes)."""
+    if x.dtype not in _FLOATS and not is_half_dtype(x.dtype):
         raise TypeError(f"{op}: expected a floating-point input (float16, bfloat16, "
                         f"float32 or float64), got input of dtype {x.dtype}")
-    if w.dtype != x.dtype and not _autocasting(x):
-        raise TypeError(f"{op}: input type ({x.dtype}) and weight type ({w.dtype}) should be "
-                        f"the same")
-    if b is not None and b.dtype != x.dtype and not _autocasting(x):
-        raise TypeError(f"{op}: input type ({x.dtype}) and bias type ({b.dtype}) should be "
-                        f"the same")
+    if _autocasting(x) and all(a is None or a.dtype != _F64 for a in (x, w, b)):
+        return                      # (autocast casts no float64 array, as in PyTorch)
+    for name, a in (("weight", w), ("bias", b)):
+        if a is not None and a.dtype != x.dtype:
+            raise TypeError(f"{op}: input type ({x.dtype}) and {name} type ({a.dtype}) should "
+                            f"be the same (input {_sz(x.shape)} {x.dtype}, {name} "
+                            f"{_sz(a.shape)} {a.dtype})")
+
+
+def _widened(x, w, b):
+    """(x, w, b, dtype): on the CPU, 16-bit float arguments widened to float32 for the
+    float32 kernels, and `dtype` the 16-bit input dtype to round the result back to (None
+    when nothing was widened).  On the GPU, float16 and bfloat16 run as themselves (cuDNN
+    in their own dtype with float32 compute, or ember's im2col + cuBLAS kernels)."""
+    if x.is_cuda or not any(a is not None and is_half_dtype(a.dtype) for a in (x, w, b)):
+        return x, w, b, None
+    wide = [None if a is None or not is_half_dtype(a.dtype) else a.astype(_F32)
+            for a in (x, w, b)]
+    x2, w2, b2 = (a if v is None else v for a, v in zip((x, w, b), wide))
+    return x2, w2, b2, (x.dtype if is_half_dtype(x.dtype) else None)
+
+
+def _narrowed(y, dtype):
+    return y if dtype is None else y.astype(dtype)
 
 
 def _prepare(op, nd, input, weight, bias, stride, dilation, groups, transposed):
@@ -371,7 +400,8 @@ def _forward(op, nd, input, weight, bias, stride, padding, dilation, groups):
     _check_kernel_fits(op, x, ksize, pad, dilation, nd)
     if nd == 1:
         stride, dilation = (1,) + stride, (1,) + dilation
-    y = _conv(x, w, b, stride, pad, dilation, groups)
+    x, w, b, half = _widened(x, w, b)
+    y = _narrowed(_conv(x, w, b, stride, pad, dilation, groups), half)
     return y[0] if unbatched else y
 
 
@@ -399,13 +429,13 @@ def _transposed(op, nd, input, weight, bias, stride, padding, output_padding, gr
     pad = (0, 0, p[0], p[0]) if nd == 1 else (p[0], p[0], p[1], p[1])
     if nd == 1:
         stride, dilation = (1,) + stride, (1,) + dilation
-    y = _conv_transpose(x, w, b, out_hw, stride, pad, dilation, groups)
+    x, w, b, half = _widened(x, w, b)
+    y = _narrowed(_conv_transpose(x, w, b, out_hw, stride, pad, dilation, groups), half)
     return y[0] if unbatched else y
 
 
 # ------------------------------------------------------------------ public functions
 
-@computes_in_float32
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d convolution (cross-correlation, as in PyTorch) over (N, C, H, W) or (C, H, W).
 
@@ -422,7 +452,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _forward("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
-@computes_in_float32
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d convolution over (N, C, L) or (C, L); weight is (out, in/groups, k).
 
@@ -434,7 +463,6 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _forward("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
-@computes_in_float32
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """2-d transposed convolution (the gradient of conv2d with respect to its input).
@@ -452,7 +480,6 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                        output_padding, groups, dilation)
 
 
-@computes_in_float32
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """1-d transposed convolution over (N, C, L) or (C, L); weight is (in, out/groups, k).

@@ -171,6 +171,13 @@ def _as(a, like):
     return a if a is None or like is None or a.dtype == like.dtype else a.astype(like.dtype)
 
 
+def _bn_x(x):
+    """The input as the batch-norm backward kernels read it: on the GPU as it is stored (a
+    channels-last input stays so for cuDNN's NHWC batch norm; the own kernels make their
+    contiguous copy themselves), on the CPU C-contiguous."""
+    return x if x.is_cuda else _k.contig(x)
+
+
 def _bn_grads(x, weight, bias, gx, gw, gb):
     return (_as(gx, x), _as(gw, weight) if _tracked(weight) else None,
             _as(gb, bias) if _tracked(bias) else None)
@@ -187,7 +194,7 @@ def _batch_norm_train_grad(g, res, x, weight, bias, eps, stats):
         gx = rstd * (gh - gh.mean(axis=axes, keepdims=True)
                      - xhat * (gh * xhat).mean(axis=axes, keepdims=True))
         return _bn_grads(x, weight, bias, gx, (g * xhat).sum(axis=axes), g.sum(axis=axes))
-    gx, gw, gb = _batch_norm_backward(_grad_dtype(g, x), _k.contig(x), _bn_param(weight, x),
+    gx, gw, gb = _batch_norm_backward(_grad_dtype(g, x), _bn_x(x), _bn_param(weight, x),
                                       stats, None, x.requires_grad)
     return _bn_grads(x, weight, bias, gx, gw, gb)
 
@@ -210,7 +217,7 @@ def _batch_norm_eval_grad(g, res, x, running_mean, running_var, weight, bias, ep
     rm = _k.contig(running_mean.detach().astype(_F64))
     rstd = _k.contig(1.0 / _E.sqrt(running_var.detach().astype(_F64) + eps))
     gx, gw, gb = _bn_grads(x, weight, bias, *_batch_norm_backward(
-        _grad_dtype(g, x), _k.contig(x), _bn_param(weight, x), rm, (rm, rstd), x.requires_grad))
+        _grad_dtype(g, x), _bn_x(x), _bn_param(weight, x), rm, (rm, rstd), x.requires_grad))
     return (gx, None, None, gw, gb)
 
 
