@@ -17,7 +17,10 @@ optimizers) skips its own update on the device when ``optimizer.found_inf`` is
 set: ``step`` then hands it the flag (and ``optimizer.grad_scale = None``: the
 gradients are already unscaled) and reads nothing back, and ``update`` computes
 the next scale and growth tracker on the device too; ``get_scale()`` reads the
-scale back only when asked.
+scale back only when asked.  ember's SGD, Adam and AdamW take the protocol (their
+fused GPU kernels skip on the device; Adam's step count lives there), so a GPU
+training step with them reads nothing back; on the CPU they read the flag, which
+costs no wait, with the same results.
 """
 import enum
 import warnings
@@ -54,6 +57,11 @@ class GradScaler:
 
     A 'cuda' scaler on a machine without a usable GPU warns and disables itself,
     as PyTorch's.
+
+    With ember's SGD, Adam or AdamW, ``step`` hands the optimizer the found-inf
+    flag (``optimizer.found_inf``) instead of reading it back, and their fused
+    kernels skip the update on the GPU when it is set: a GPU step waits for
+    nothing.  Other optimizers are stepped only after the flag is read.
 
     >>> import ember, ember.amp
     >>> w = ember.asarray([1.0, 2.0], requires_grad=True)
