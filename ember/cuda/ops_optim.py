@@ -17,7 +17,7 @@ plain specification the kernels are tested against.
 """
 import numpy as np
 
-__all__ = ["sgd_step", "adam_step", "unscale_grads"]
+__all__ = ["sgd_step", "adam_step", "unscale_grads", "amp_update_scale"]
 
 _CHUNK = 16384          # elements per chunk (one block of _THREADS works on it)
 _THREADS = 256
@@ -159,3 +159,16 @@ def unscale_grads(grads, inv_scale):
                 (inv, found[dev]))
         _bump(gs)
     return found
+
+
+def amp_update_scale(scale, growth_tracker, found_inf, *, growth_factor, backoff_factor,
+                     growth_interval):
+    """GradScaler.update on the device, in place, one launch (``ember_amp_update_scale``,
+    torch's ``_amp_update_scale_``): `scale` a float32, `growth_tracker` an int32 and
+    `found_inf` a float32 one-element array, all on one GPU.  Nothing is read back."""
+    R = _R()
+    with R.cp().cuda.Device(scale.get_device()):
+        R.launch("ember_amp_update_scale", 1, 1,
+                 (scale, growth_tracker, found_inf, float(growth_factor),
+                  float(backoff_factor), int(growth_interval)))
+    _bump((scale, growth_tracker))

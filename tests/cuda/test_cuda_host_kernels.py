@@ -540,6 +540,22 @@ def test_multi_sgd_skips_on_found_inf_and_divides_by_grad_scale(dtype):
                                    atol=tol)
 
 
+@pytest.mark.parametrize("scale, tracker, found, interval", [
+    (1024.0, 0, 0.0, 3), (1024.0, 2, 0.0, 3), (1024.0, 2, 1.0, 3), (3.0e38, 0, 0.0, 1),
+    (1.5, 1, 0.0, 2), (1e-30, 5, 1.0, 7)])
+def test_amp_update_scale_follows_torch(scale, tracker, found, interval):
+    """ember_amp_update_scale (GradScaler.update on the device) against PyTorch's
+    _amp_update_scale_ on the CPU: growth, backoff, a growth that overflows (kept)."""
+    torch = pytest.importorskip("torch")
+    k = hk.load("optim")
+    s, t = np.array([scale], np.float32), np.array([tracker], np.int32)
+    k.call("ember_amp_update_scale", s, t, np.array([found], np.float32), 2.5, 0.25,
+           hk.i64(interval), grid=1, block=1)
+    ts, tt = torch.tensor([scale], dtype=torch.float32), torch.tensor([tracker], dtype=torch.int32)
+    torch._amp_update_scale_(ts, tt, torch.tensor([found]), 2.5, 0.25, interval)
+    assert s[0] == ts.item() and t[0] == tt.item()
+
+
 # ------------------------------------------------------------------ elementwise.cu
 
 def _unary_ref(op):

@@ -22,6 +22,7 @@
 //                           sqrt(1 - beta2**t) are computed here in double precision,
 //                           so no step count ever comes from (or goes to) the host.
 //   ember_multi_step_bump   steps[i] += 1 for every tensor of an Adam launch.
+//   ember_amp_update_scale  GradScaler.update's new scale and growth tracker, on the device.
 // GradScaler's protocol for fused optimizers (torch's _fused_adam_ / _fused_sgd_):
 // `found_inf` (a float on the device, or null) nonzero skips the whole launch, state,
 // parameters and step counts alike, read by the kernel so the host never waits for it;
@@ -167,6 +168,29 @@ extern "C" __global__ void ember_multi_step_bump(const u64* steps, i64 n, const 
   if (step_skipped(found_inf)) return;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
     *tensor_ptr<float>(steps, (int)i) += 1.0f;
+}
+
+// GradScaler.update on the device (torch's _amp_update_scale_), one thread: after a
+// step with *found_inf set, scale *= backoff_factor and the tracker restarts; else the
+// tracker counts the clean step and, at growth_interval, scale *= growth_factor (kept
+// when the product overflows) and restarts.  The products in double, rounded to float.
+extern "C" __global__ void ember_amp_update_scale(float* scale, int* growth_tracker,
+                                                  const float* found_inf, double growth_factor,
+                                                  double backoff_factor, i64 growth_interval) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  if (*found_inf != 0.0f) {
+    *scale = (float)((double)*scale * backoff_factor);
+    *growth_tracker = 0;
+    return;
+  }
+  const int successful = *growth_tracker + 1;
+  if ((i64)successful == growth_interval) {
+    const float grown = (float)((double)*scale * growth_factor);
+    if (grown - grown == 0.0f) *scale = grown;   // finite
+    *growth_tracker = 0;
+  } else {
+    *growth_tracker = successful;
+  }
 }
 
 #define DEF_OPTIM(dt, T)                                                                            \
