@@ -17,7 +17,10 @@ optimizers) skips its own update on the device when ``optimizer.found_inf`` is
 set: ``step`` then hands it the flag (and ``optimizer.grad_scale = None``: the
 gradients are already unscaled) and reads nothing back, and ``update`` computes
 the next scale and growth tracker on the device too; ``get_scale()`` reads the
-scale back only when asked.
+scale back only when asked.  ember's SGD, Adam and AdamW take the protocol (their
+fused GPU kernels skip on the device; Adam's step count lives there), so a GPU
+training step with them reads nothing back; on the CPU they read the flag, which
+costs no wait, with the same results.
 """
 import enum
 import warnings
@@ -54,6 +57,11 @@ class GradScaler:
 
     A 'cuda' scaler on a machine without a usable GPU warns and disables itself,
     as PyTorch's.
+
+    With ember's SGD, Adam or AdamW, ``step`` hands the optimizer the found-inf
+    flag (``optimizer.found_inf``) instead of reading it back, and their fused
+    kernels skip the update on the GPU when it is set: a GPU step waits for
+    nothing.  Other optimizers are stepped only after the flag is read.
 
     >>> import ember, ember.amp
     >>> w = ember.asarray([1.0, 2.0], requires_grad=True)
@@ -296,28 +304,26 @@ class GradScaler:
 
     def _update_on_device(self, states):
         """update() without a read-back: the found-inf flags, the scale and the growth
-        tracker stay on the device (PyTorch's _amp_update_scale_, with ember ops)."""
+        tracker stay on the device, updated in place by one kernel (PyTorch's
+        _amp_update_scale_; ember.cuda.ops_optim.amp_update_scale)."""
         import ember
+        from ember.cuda.ops_optim import amp_update_scale
         dev = self._scale.device
         with ember.no_grad():
-            flags = [st["found_inf"] for st in states]
-            flags = [(f if f.device == dev else f.to(dev)).astype(ember.float32) for f in flags]
+            flags = []
+            for st in states:
+                f = st["found_inf"]
+                if f.device != dev:
+                    f = f.to(dev)
+                flags.append(f if f.dtype == np.float32 else f.astype(ember.float32))
             found = flags[0]
             for f in flags[1:]:
                 found = ember.maximum(found, f)
-            bad = found > 0
             tracker = self._tracker_on_device(dev)
-            successful = tracker + 1
-            grow = ember.logical_and(successful == self._growth_interval,
-                                     ember.logical_not(bad))
-            wide = self._scale.astype(ember.float64)
-            grown = (wide * self._growth_factor).astype(ember.float32)
-            grown = ember.where(ember.isfinite(grown), grown, self._scale)
-            backed = (wide * self._backoff_factor).astype(ember.float32)
-            self._scale = ember.where(bad, backed, ember.where(grow, grown, self._scale))
-            self._tracker_dev = ember.where(ember.logical_or(bad, grow),
-                                            ember.zeros((), dtype=ember.int32, device=dev),
-                                            successful)
+            amp_update_scale(self._scale, tracker, found, growth_factor=self._growth_factor,
+                             backoff_factor=self._backoff_factor,
+                             growth_interval=self._growth_interval)
+            self._tracker_dev = tracker
         self._scale_host = None             # read back by get_scale() only when asked
 
     def _tracker_on_device(self, dev):

@@ -101,7 +101,8 @@ def kernel_names(family):
         return (_per_dtype(("uniform", "normal"), dtypes=("f32", "f64"))
                 + _per_dtype(("dropout", "dropout_backward")))
     if family == "optim":
-        return _per_dtype(("multi_sgd", "multi_adam", "multi_unscale"))
+        return (_per_dtype(("multi_sgd", "multi_adam", "multi_unscale"))
+                + ["ember_multi_step_bump", "ember_amp_update_scale"])
     if family == "pool_conv":
         return _per_dtype(("im2col", "col2im", "max_pool2d_fwd", "max_pool2d_bwd",
                            "avg_pool2d_fwd", "avg_pool2d_bwd"))

@@ -3,9 +3,9 @@
 A backend module: it launches kernels over lists of arrays and knows nothing
 of optimizers.  The optimizers (``ember.optim``, the layer above; their GPU
 side is ``ember/optim/_gpu.py``) check the arrays, create and move the
-state, count the steps and compute the per-step values (bias corrections),
-then call these functions with arrays that are contiguous, on one GPU and
-of one dtype; state buffers are float32 for 16-bit parameters (the kernels
+state, then call these functions with arrays that are contiguous, on one GPU and
+of one dtype (Adam's step counts are float32 arrays on the GPU, counted by the
+kernels); state buffers are float32 for 16-bit parameters (the kernels
 compute in float32), else of the parameter's dtype.
 
 One launch updates every array of a list: the kernels take tables on the
@@ -17,7 +17,7 @@ plain specification the kernels are tested against.
 """
 import numpy as np
 
-__all__ = ["sgd_step", "adam_step", "unscale_grads"]
+__all__ = ["sgd_step", "adam_step", "unscale_grads", "amp_update_scale"]
 
 _CHUNK = 16384          # elements per chunk (one block of _THREADS works on it)
 _THREADS = 256
@@ -67,21 +67,26 @@ def _bump(*lists):
                 a._bump_version()
 
 
-def _launch(kernel, device, lists, sizes, scalars):
+def _launch(kernel, device, lists, sizes, scalars, before=None):
     """Launch `kernel(lists..., sizes, chunk_tensor, chunk_begin, nchunks, chunk,
     *scalars)` on CUDA device `device` over the tensors described by `lists`
-    (lists of addresses)."""
+    (lists of addresses).  ``before(table_pointers)``, if given, launches first on the
+    same stream with the device address tables (even when every tensor is empty)."""
     R = _R()
     cp = R.cp()
     host, off, nchunks = _tables(lists, sizes)
-    if nchunks == 0:
+    if nchunks == 0 and before is None:
         return
     with cp.cuda.Device(device):
         dev = cp.asarray(host)          # one host-to-device copy on the current stream
         base = int(dev.data.ptr)
         ptrs = tuple(base + o for o in off)     # lists..., sizes, chunk_tensor, chunk_begin
-        grid = min(nchunks, _MAX_BLOCKS)
-        R.launch(kernel, grid, _THREADS, ptrs + (int(nchunks), int(_CHUNK)) + tuple(scalars))
+        if before is not None:
+            before(ptrs)
+        if nchunks:
+            grid = min(nchunks, _MAX_BLOCKS)
+            R.launch(kernel, grid, _THREADS,
+                     ptrs + (int(nchunks), int(_CHUNK)) + tuple(scalars))
     # `dev` may go back to CuPy's pool now: the pool reuses it in stream order
 
 
@@ -90,38 +95,49 @@ def _kernel(family, params):
 
 
 def sgd_step(params, grads, momentum_buffers, *, lr, momentum, dampening, weight_decay,
-             nesterov, maximize, first_step):
+             nesterov, maximize, first_step, grad_scale=None, found_inf=None):
     """One ``torch.optim.SGD`` step over lists of arrays of one GPU and dtype
     (``ember_multi_sgd``).  ``momentum_buffers`` holds None where momentum is 0;
-    ``first_step``: the buffers were just created (``momentum_buffer = grad``)."""
+    ``first_step``: the buffers were just created (``momentum_buffer = grad``).
+    ``found_inf``: a float32 one-element array on this GPU (or None); nonzero skips the
+    whole step on the device.  ``grad_scale``: likewise (or None); the gradients are
+    divided by it first, in place (torch's ``_fused_sgd_``)."""
     if not params:
         return
     _launch(_kernel("sgd", params), params[0].get_device(),
             (_addrs(params), _addrs(grads), _addrs(momentum_buffers)),
             [p.size for p in params],
             (float(lr), float(momentum), float(dampening), float(weight_decay),
-             np.int32(bool(nesterov)), np.int32(bool(maximize)), np.int32(bool(first_step))))
-    _bump(params, momentum_buffers)
+             np.int32(bool(nesterov)), np.int32(bool(maximize)), np.int32(bool(first_step)),
+             grad_scale, found_inf))
+    _bump(params, momentum_buffers, grads if grad_scale is not None else ())
 
 
-def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, *, lr, beta1, beta2, eps,
-              weight_decay, amsgrad, maximize, decoupled_weight_decay, bias_correction1,
-              bias_correction2_sqrt):
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, lr, beta1,
+              beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay,
+              grad_scale=None, found_inf=None):
     """One ``torch.optim.Adam`` / ``AdamW`` step over lists of arrays of one GPU and
-    dtype whose parameters share one step count ``t`` (``ember_multi_adam``):
-    ``bias_correction1 = 1 - beta1**t``, ``bias_correction2_sqrt = sqrt(1 - beta2**t)``.
-    ``max_exp_avg_sqs`` holds None without amsgrad."""
+    dtype (``ember_multi_step_bump`` then ``ember_multi_adam``).  ``steps``: each
+    parameter's step count, a float32 one-element array on this GPU, incremented here on
+    the device; the kernel computes the bias corrections from it, so nothing goes
+    through the host.  ``max_exp_avg_sqs`` holds None without amsgrad.  ``found_inf`` /
+    ``grad_scale``: as for :func:`sgd_step` (a skipped step leaves the step counts too)."""
     if not params:
         return
+    n = len(params)
+
+    def bump(ptrs):
+        _R().launch("ember_multi_step_bump", min((n + _THREADS - 1) // _THREADS, _MAX_BLOCKS),
+                    _THREADS, (ptrs[5], int(n), found_inf))
     _launch(_kernel("adam", params), params[0].get_device(),
             (_addrs(params), _addrs(grads), _addrs(exp_avgs), _addrs(exp_avg_sqs),
-             _addrs(max_exp_avg_sqs)),
+             _addrs(max_exp_avg_sqs), _addrs(steps)),
             [p.size for p in params],
             (float(lr), float(beta1), float(beta2), float(eps), float(weight_decay),
-             float(bias_correction1), float(bias_correction2_sqrt),
              np.int32(bool(decoupled_weight_decay)), np.int32(bool(amsgrad)),
-             np.int32(bool(maximize))))
-    _bump(params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs)
+             np.int32(bool(maximize)), grad_scale, found_inf), before=bump)
+    _bump(params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
+          grads if grad_scale is not None else ())
 
 
 def unscale_grads(grads, inv_scale):
@@ -143,3 +159,16 @@ def unscale_grads(grads, inv_scale):
                 (inv, found[dev]))
         _bump(gs)
     return found
+
+
+def amp_update_scale(scale, growth_tracker, found_inf, *, growth_factor, backoff_factor,
+                     growth_interval):
+    """GradScaler.update on the device, in place, one launch (``ember_amp_update_scale``,
+    torch's ``_amp_update_scale_``): `scale` a float32, `growth_tracker` an int32 and
+    `found_inf` a float32 one-element array, all on one GPU.  Nothing is read back."""
+    R = _R()
+    with R.cp().cuda.Device(scale.get_device()):
+        R.launch("ember_amp_update_scale", 1, 1,
+                 (scale, growth_tracker, found_inf, float(growth_factor),
+                  float(backoff_factor), int(growth_interval)))
+    _bump((scale, growth_tracker))

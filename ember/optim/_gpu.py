@@ -10,14 +10,19 @@ parallelism): they launch on each parameter's own device.  This is the
 optimizer's side of the GPU path: the checks of the arrays (the CPU
 kernels' own, ``check_param_and_grad``), the state (created on the
 parameter's GPU; state loaded from a host checkpoint moved there on first
-use), the step counts (a host 0-d float array, as PyTorch's non-capturable
-optimizers keep it, so the bias corrections are host arithmetic and nothing
-is read back from the GPU).  Then:
+use).  Then:
 
 - SGD and Adam/AdamW call the backend's fused multi-tensor kernels
-  (``ember.cuda.ops_optim``): one launch per (device, dtype, and for Adam
-  step count; for SGD whether the momentum buffers were just created).
-  Their state is float32 for 16-bit parameters, as on the CPU.
+  (``ember.cuda.ops_optim``): one launch per (device, dtype; for SGD also
+  whether the momentum buffers were just created), Adam's preceded by one that
+  counts its steps.  Their state is float32 for 16-bit parameters, as on the
+  CPU.  Adam's step count is a float32 0-d array on the parameter's GPU (as
+  PyTorch's fused and capturable Adam keep it), counted and read by the
+  kernels, so the bias corrections never need a host value.  Both take
+  GradScaler's ``found_inf`` / ``grad_scale`` (arrays on a GPU, or None;
+  PyTorch's protocol for fused optimizers): a nonzero flag skips the whole
+  step on the device (parameters, state and step counts unchanged) with
+  nothing read back.
 - RMSprop and Adagrad have no fused GPU kernel: they run the reference
   updates of ``ember.optim.reference`` with ember ops (a few launches per
   parameter), state in the parameter's dtype.
@@ -50,6 +55,7 @@ class _Rows:
 
     def __init__(self, params, opname):
         self.rows = []
+        self.grad_copies = []       # (param, contiguous copy of its gradient)
         for i, p in enumerate(params):
             g = getattr(p, "grad", None)
             if g is None:
@@ -59,15 +65,20 @@ class _Rows:
                 g = g.detach()
             if not g.is_contiguous():
                 g = ember.ascontiguousarray(g)
+                self.grad_copies.append((p, g))
             pc = p if p.is_contiguous() else ember.ascontiguousarray(p.detach())
             self.rows.append((i, p, pc, g))
 
-    def finish(self):
-        """Copy updated contiguous stand-ins back into non-contiguous parameters."""
+    def finish(self, grads_written=False):
+        """Copy updated contiguous stand-ins back into non-contiguous parameters (and
+        gradients, when the kernel wrote them: unscaled by grad_scale)."""
         with ember.no_grad():
             for _, p, pc, _ in self.rows:
                 if pc is not p:
                     p[...] = pc
+            if grads_written:
+                for p, g in self.grad_copies:
+                    p.grad[...] = g
 
 
 def _buf(st, key, p, dtype, opname, i):
@@ -100,11 +111,60 @@ def _step_counter(st):
         st["step"] = _cpu.new_step()
 
 
+def _device_step(st, p, opname, i):
+    """state['step'] as a float32 one-element array on p's GPU (created 0 when missing;
+    a host count, from a checkpoint or the CPU, copied over once: nothing is read back)."""
+    s = st.get("step")
+    if isinstance(s, ember.ndarray):
+        if s.size != 1:
+            raise TypeError(f"{opname}: state['step'] of parameter {i} must be a number or a "
+                            f"one-element array, got an array of shape {tuple(s.shape)}")
+        if s.device == p.device and s.dtype == np.float32:
+            return s
+        moved = s.reshape(())
+        if moved.dtype != np.float32:
+            moved = moved.astype(np.float32)
+        moved = moved.to(p.device)
+    else:
+        try:
+            value = 0.0 if s is None else float(s)
+        except (TypeError, ValueError):
+            raise TypeError(f"{opname}: state['step'] of parameter {i} must be a number or "
+                            f"a one-element array, got {type(s).__name__}") from None
+        moved = ember.full((), value, dtype=ember.float32, device=p.device)
+    st["step"] = moved
+    return moved
+
+
+def _on_device(flag, like, cache):
+    """GradScaler's found_inf / grad_scale as a float32 array on the device of array
+    `like` (None stays None): a copy between devices, never through the host when it is
+    on a GPU."""
+    if flag is None:
+        return None
+    device = like.device
+    got = cache.get(str(device))
+    if got is None:
+        got = flag
+        if not isinstance(got, ember.ndarray):
+            got = ember.asarray(got, dtype=ember.float32)
+        if got.device != device:
+            got = got.to(device)
+        if got.dtype != np.float32:
+            got = got.astype(np.float32)
+        if got.size != 1:
+            raise ValueError(f"found_inf / grad_scale must have one element, got shape "
+                             f"{tuple(got.shape)}")
+        cache[str(device)] = got
+    return got
+
+
 # ------------------------------------------------------------------ fused kernels
 
 def sgd_group(params, state, lr, momentum, dampening, weight_decay, nesterov, maximize,
-              opname="SGD"):
-    """One SGD step over a group of GPU parameters (see ember.optim.SGD)."""
+              opname="SGD", *, found_inf=None, grad_scale=None):
+    """One SGD step over a group of GPU parameters (see ember.optim.SGD); `found_inf` /
+    `grad_scale`: GradScaler's arrays (see the module docstring)."""
     rows = _Rows(params, opname)
     launches = {}           # (device, dtype, first step) -> (params, grads, momentum buffers)
     for i, p, pc, g in rows.rows:
@@ -116,43 +176,41 @@ def sgd_group(params, state, lr, momentum, dampening, weight_decay, nesterov, ma
         lists = launches.setdefault((p.get_device(), str(p.dtype), first_step), ([], [], []))
         for lst, a in zip(lists, (pc, g, buf)):
             lst.append(a)
+    flags, scales = {}, {}
     for (_, _, first_step), (ps, gs, bufs) in launches.items():
         ops_optim.sgd_step(ps, gs, bufs, lr=lr, momentum=momentum, dampening=dampening,
                            weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
-                           first_step=first_step)
-    rows.finish()
+                           first_step=first_step,
+                           grad_scale=_on_device(grad_scale, ps[0], scales),
+                           found_inf=_on_device(found_inf, ps[0], flags))
+    rows.finish(grad_scale is not None)
 
 
 def adam_group(params, state, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
-               decoupled, opname="Adam"):
-    """One Adam/AdamW step over a group of GPU parameters (see ember.optim.Adam)."""
+               decoupled, opname="Adam", *, found_inf=None, grad_scale=None):
+    """One Adam/AdamW step over a group of GPU parameters (see ember.optim.Adam);
+    `found_inf` / `grad_scale`: GradScaler's arrays (see the module docstring)."""
     rows = _Rows(params, opname)
-    prepared = []
+    launches = {}           # (device, dtype) -> (params, grads, m, v, vmax, steps)
     for i, p, pc, g in rows.rows:
         st = state[p]
-        _step_counter(st)
         dtype = _fused_state_dtype(p)
+        step = _device_step(st, p, opname, i)
         exp_avg = _buf(st, "exp_avg", p, dtype, opname, i)
         exp_avg_sq = _buf(st, "exp_avg_sq", p, dtype, opname, i)
         max_exp_avg_sq = _buf(st, "max_exp_avg_sq", p, dtype, opname, i) if amsgrad else None
-        prepared.append((st, i, (pc, g, exp_avg, exp_avg_sq, max_exp_avg_sq)))
-    # every check passed: count the steps; one launch per (device, dtype, step)
-    launches = {}
-    for st, i, arrays in prepared:
-        step = _cpu.bump_step(st, opname, i)
-        key = (arrays[0].get_device(), str(arrays[0].dtype), step)
-        lists = launches.setdefault(key, ([], [], [], [], []))
-        for lst, a in zip(lists, arrays):
+        lists = launches.setdefault((p.get_device(), str(p.dtype)), ([], [], [], [], [], []))
+        for lst, a in zip(lists, (pc, g, exp_avg, exp_avg_sq, max_exp_avg_sq, step)):
             lst.append(a)
-    for (_, _, step), lists in launches.items():
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
+    # every check passed: one launch per (device, dtype), which counts the steps too
+    flags, scales = {}, {}
+    for lists in launches.values():
         ops_optim.adam_step(*lists, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
                             weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                             decoupled_weight_decay=decoupled,
-                            bias_correction1=bias_correction1,
-                            bias_correction2_sqrt=bias_correction2 ** 0.5)
-    rows.finish()
+                            grad_scale=_on_device(grad_scale, lists[0][0], scales),
+                            found_inf=_on_device(found_inf, lists[0][0], flags))
+    rows.finish(grad_scale is not None)
 
 
 # ------------------------------------------------------------------ reference updates

@@ -1,6 +1,7 @@
 """Adam and AdamW (PyTorch's numerics, amsgrad, maximize, coupled/decoupled weight decay)."""
 from ember.optim._options import check_options
 from ember.optim import _steps
+from ember.optim._amp_step import amp_inputs
 from ember.optim.optimizer import Optimizer, _run_closure
 
 __all__ = ["Adam", "AdamW"]
@@ -27,11 +28,22 @@ class Adam(Optimizer):
         maximize (bool): maximize the objective instead of minimizing.
         decoupled_weight_decay (bool): AdamW's decoupled weight decay.
         foreach, fused, capturable: accepted for compatibility (ember always
-            runs one fused kernel per group on the CPU).
+            runs one fused kernel per group, on the CPU and on a GPU).
         differentiable: not supported (must be False).
 
-    State per parameter: ``step`` (a 0-d float array), ``exp_avg``,
-    ``exp_avg_sq`` and, with amsgrad, ``max_exp_avg_sq``.
+    State per parameter: ``step`` (a 0-d float array: on the host for a host
+    parameter, a float32 array on the parameter's GPU for a GPU parameter, as
+    PyTorch's fused Adam keeps it), ``exp_avg``, ``exp_avg_sq`` and, with
+    amsgrad, ``max_exp_avg_sq``.
+
+    GradScaler: Adam takes PyTorch's protocol for fused optimizers
+    (``_step_supports_amp_scaling``), so ``GradScaler.step`` hands it the
+    found-inf flag instead of reading it back: on a GPU the kernels skip the
+    whole update on the device when the flag is set (parameters, state and step
+    count unchanged, nothing read back; on the step that creates the state the
+    flag is read once, so a skipped first step leaves no state), on the CPU the
+    flag is read.  A ``grad_scale`` set by the caller divides the gradients
+    first, in place.
 
     >>> import ember
     >>> w = ember.asarray([1.0, -1.0], requires_grad=True)
@@ -65,6 +77,25 @@ class Adam(Optimizer):
         for group in self.param_groups:
             group.setdefault("decoupled_weight_decay", self._decoupled)
 
+    @property
+    def _step_supports_amp_scaling(self):
+        """GradScaler may hand this optimizer its found-inf flag (see the class
+        docstring); not a subclass that replaces ``step``."""
+        return type(self).step is Adam.step
+
+    def _creates_state(self):
+        """Whether this step would create some parameter's state."""
+        state = self.state
+        for group in self.param_groups:
+            amsgrad = group["amsgrad"]
+            for p in group["params"]:
+                if getattr(p, "grad", None) is not None:
+                    st = state.get(p)
+                    if st is None or st.get("exp_avg") is None or (
+                            amsgrad and st.get("max_exp_avg_sq") is None):
+                        return True
+        return False
+
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one is given."""
         loss = None
@@ -72,14 +103,18 @@ class Adam(Optimizer):
             loss = _run_closure(closure)
         state = self.state
         name = self._name
+        amp = amp_inputs(self, self._creates_state)
         for group in self.param_groups:
             params = group["params"]
             if type(params) is not list:
                 params = list(params)
+            kw = {} if amp is None else amp.group_kwargs(params)
+            if kw is None:
+                break           # GradScaler found an inf/NaN gradient: skipped
             beta1, beta2 = group["betas"]
             _steps.adam_group(params, state, group["lr"], beta1, beta2, group["eps"],
                               group["weight_decay"], group["amsgrad"], group["maximize"],
-                              group["decoupled_weight_decay"], name)
+                              group["decoupled_weight_decay"], name, **kw)
         return loss
 
 

@@ -1,6 +1,7 @@
 """SGD with momentum, dampening, Nesterov momentum and weight decay (PyTorch's numerics)."""
 from ember.optim._options import check_options
 from ember.optim import _steps
+from ember.optim._amp_step import amp_inputs
 from ember.optim.optimizer import Optimizer, _run_closure
 
 __all__ = ["SGD"]
@@ -31,6 +32,14 @@ class SGD(Optimizer):
     The update of a whole group runs as one fused multi-tensor kernel;
     parameters whose ``.grad`` is None are skipped.
 
+    GradScaler: SGD takes PyTorch's protocol for fused optimizers
+    (``_step_supports_amp_scaling``), so ``GradScaler.step`` hands it the
+    found-inf flag instead of reading it back: on a GPU the kernel skips the
+    whole update on the device when the flag is set (nothing is read back; on
+    the step that creates the momentum buffers the flag is read once, so a
+    skipped first step leaves no state), on the CPU the flag is read.  A
+    ``grad_scale`` set by the caller divides the gradients first, in place.
+
     >>> import ember
     >>> w = ember.asarray([1.0, -2.0], requires_grad=True)
     >>> opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
@@ -53,16 +62,38 @@ class SGD(Optimizer):
     _group_defaults_on_load = {"nesterov": False, "maximize": False, "foreach": None,
                                "differentiable": False, "fused": False}
 
+    @property
+    def _step_supports_amp_scaling(self):
+        """GradScaler may hand this optimizer its found-inf flag (see the class
+        docstring); not a subclass that replaces ``step``."""
+        return type(self).step is SGD.step
+
+    def _creates_state(self):
+        """Whether this step would create a momentum buffer."""
+        state = self.state
+        for group in self.param_groups:
+            if group["momentum"] != 0:
+                for p in group["params"]:
+                    if getattr(p, "grad", None) is not None:
+                        st = state.get(p)
+                        if st is None or st.get("momentum_buffer") is None:
+                            return True
+        return False
+
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one is given."""
         loss = None
         if closure is not None:
             loss = _run_closure(closure)
+        amp = amp_inputs(self, self._creates_state)
         for group in self.param_groups:
             params = group["params"]
             if type(params) is not list:
                 params = list(params)
+            kw = {} if amp is None else amp.group_kwargs(params)
+            if kw is None:
+                break           # GradScaler found an inf/NaN gradient: skipped
             _steps.sgd_group(params, self.state, group["lr"], group["momentum"],
                              group["dampening"], group["weight_decay"], group["nesterov"],
-                             group["maximize"], "SGD")
+                             group["maximize"], "SGD", **kw)
         return loss

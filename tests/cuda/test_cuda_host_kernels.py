@@ -451,6 +451,111 @@ def test_multi_unscale_and_found_inf(dtype):
     assert found[0] == 1
 
 
+def _chunk_table(sizes, chunk):
+    tensor, begin = [], []
+    for t, n in enumerate(sizes):
+        for b in range(0, int(n), chunk):
+            tensor.append(t)
+            begin.append(b)
+    return np.array(tensor, np.int32), np.array(begin, np.int64)
+
+
+def _ptrs(arrays):
+    return np.array([a.ctypes.data for a in arrays], np.uint64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_multi_adam_counts_steps_on_the_device_and_skips_on_found_inf(dtype):
+    """ember_multi_step_bump + ember_multi_adam: each tensor's float step count is bumped
+    on the device and gives its own bias corrections; grad_scale divides the gradients
+    (written back); a nonzero found_inf changes nothing, step counts included.  Oracle:
+    torch.optim.Adam's formulas in float64 (NumPy)."""
+    k = hk.load("optim")
+    sfx, acc = SFX[np.dtype(dtype)], _acc(dtype)
+    sizes, chunk = np.array([5, 130], np.int64), 64
+    tensor, begin = _chunk_table(sizes, chunk)
+    params = [_data((int(n),), dtype, i) for i, n in enumerate(sizes)]
+    grads = [_data((int(n),), dtype, 5 + i) * 2 for i, n in enumerate(sizes)]
+    ms = [_data((int(n),), acc, 7 + i) * 0.1 for i, n in enumerate(sizes)]
+    vs = [np.abs(_data((int(n),), acc, 9 + i)) * 0.01 for i, n in enumerate(sizes)]
+    steps = [np.array([3.0], np.float32), np.array([0.0], np.float32)]
+    scale = np.array([2.0], np.float32)
+    before = [a.copy() for a in params + grads + ms + vs + steps]
+    lr, b1, b2, eps, wd = 0.01, 0.9, 0.999, 1e-8, 0.1
+
+    def launch(found):
+        f = np.array([found], np.float32)
+        k.call("ember_multi_step_bump", _ptrs(steps), hk.i64(2), f, grid=1, block=4)
+        k.call(f"ember_multi_adam_{sfx}", _ptrs(params), _ptrs(grads), _ptrs(ms), _ptrs(vs),
+               np.zeros(2, np.uint64), _ptrs(steps), sizes, tensor, begin, hk.i64(len(tensor)),
+               hk.i64(chunk), lr, b1, b2, eps, wd, np.int32(1), np.int32(0), np.int32(0),
+               scale, f, grid=2, block=8)
+    launch(1.0)
+    for a, b in zip(params + grads + ms + vs + steps, before):
+        np.testing.assert_array_equal(a, b)
+    launch(0.0)
+    assert [s[0] for s in steps] == [4.0, 1.0]
+    tol = _tol16(dtype, 2e-6)
+    for i in range(2):
+        t = float(steps[i][0])
+        g = _f64((before[2 + i].astype(np.float64) / 2.0).astype(dtype))
+        np.testing.assert_array_equal(_f64(grads[i]), g)          # unscaled, written back
+        p = _f64(before[i]) * (1 - lr * wd)
+        m = b1 * _f64(before[4 + i]) + (1 - b1) * g
+        v = b2 * _f64(before[6 + i]) + (1 - b2) * g * g
+        want = p - lr / (1 - b1 ** t) * m / (np.sqrt(v) / np.sqrt(1 - b2 ** t) + eps)
+        np.testing.assert_allclose(_f64(ms[i]), m, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(_f64(vs[i]), v, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(_f64(params[i]), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_multi_sgd_skips_on_found_inf_and_divides_by_grad_scale(dtype):
+    k = hk.load("optim")
+    sfx = SFX[np.dtype(dtype)]
+    sizes, chunk = np.array([70, 3], np.int64), 32
+    tensor, begin = _chunk_table(sizes, chunk)
+    params = [_data((int(n),), dtype, i) for i, n in enumerate(sizes)]
+    grads = [_data((int(n),), dtype, 3 + i) for i, n in enumerate(sizes)]
+    bufs = [_data((int(n),), dtype, 6 + i) for i, n in enumerate(sizes)]
+    before = [a.copy() for a in params + grads + bufs]
+    scale = np.array([4.0], np.float32)
+
+    def launch(found):
+        k.call(f"ember_multi_sgd_{sfx}", _ptrs(params), _ptrs(grads), _ptrs(bufs), sizes,
+               tensor, begin, hk.i64(len(tensor)), hk.i64(chunk), 0.1, 0.9, 0.0, 0.0,
+               np.int32(0), np.int32(0), np.int32(0), scale, np.array([found], np.float32),
+               grid=2, block=8)
+    launch(1.0)
+    for a, b in zip(params + grads + bufs, before):
+        np.testing.assert_array_equal(a, b)
+    launch(0.0)
+    tol = _tol16(dtype)
+    for i in range(2):
+        g = _f64(before[2 + i]) / 4.0
+        buf = 0.9 * _f64(before[4 + i]) + g
+        np.testing.assert_array_equal(_f64(grads[i]), g)
+        np.testing.assert_allclose(_f64(bufs[i]), buf, rtol=tol, atol=tol)
+        np.testing.assert_allclose(_f64(params[i]), _f64(before[i]) - 0.1 * buf, rtol=tol,
+                                   atol=tol)
+
+
+@pytest.mark.parametrize("scale, tracker, found, interval", [
+    (1024.0, 0, 0.0, 3), (1024.0, 2, 0.0, 3), (1024.0, 2, 1.0, 3), (3.0e38, 0, 0.0, 1),
+    (1.5, 1, 0.0, 2), (1e-30, 5, 1.0, 7)])
+def test_amp_update_scale_follows_torch(scale, tracker, found, interval):
+    """ember_amp_update_scale (GradScaler.update on the device) against PyTorch's
+    _amp_update_scale_ on the CPU: growth, backoff, a growth that overflows (kept)."""
+    torch = pytest.importorskip("torch")
+    k = hk.load("optim")
+    s, t = np.array([scale], np.float32), np.array([tracker], np.int32)
+    k.call("ember_amp_update_scale", s, t, np.array([found], np.float32), 2.5, 0.25,
+           hk.i64(interval), grid=1, block=1)
+    ts, tt = torch.tensor([scale], dtype=torch.float32), torch.tensor([tracker], dtype=torch.int32)
+    torch._amp_update_scale_(ts, tt, torch.tensor([found]), 2.5, 0.25, interval)
+    assert s[0] == ts.item() and t[0] == tt.item()
+
+
 # ------------------------------------------------------------------ elementwise.cu
 
 def _unary_ref(op):

@@ -266,3 +266,35 @@ def test_asarray_of_a_cupy_array_of_another_device_copies_it():
     np.testing.assert_array_equal(host(x), np.arange(6, dtype=np.float32))
     y = ember.asarray(src, device="cuda:0")           # same device: no copy
     assert y.device == D0 and host(y)[0] == -1.0
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adamw"])
+def test_device_side_skip_over_parameters_on_two_devices(opt):
+    """GradScaler's found_inf on device 1 reaches the fused kernels of device 0 too (a copy
+    between the devices, never through the host): set, neither device steps (Adam's step
+    counts included); clear, both step as on the CPU."""
+    init = [rnd(5), rnd(6, seed=3)]
+    grads = [rnd(5, seed=7), rnd(6, seed=8)]
+    cpu = [ember.asarray(v, requires_grad=True) for v in init]
+    gpu = [ember.asarray(v).to(d).requires_grad_() for v, d in zip(init, (D0, D1))]
+
+    def make(ps):
+        return (ember.optim.SGD(ps, lr=0.1, momentum=0.9) if opt == "sgd"
+                else ember.optim.AdamW(ps, lr=1e-2))
+    oc, og = make(cpu), make(gpu)
+    for found in (0.0, 1.0, 0.0):
+        for pc, pg, g in zip(cpu, gpu, grads):
+            pc.grad = ember.asarray(g)
+            pg.grad = ember.asarray(g).to(pg.device)
+        og.grad_scale, og.found_inf = None, ember.full((), found, dtype=ember.float32,
+                                                       device=D1)
+        og.step()
+        del og.grad_scale, og.found_inf
+        if not found:
+            oc.step()
+        for pc, pg in zip(cpu, gpu):
+            np.testing.assert_allclose(host(pg), pc.numpy(), rtol=1e-6, atol=1e-7)
+    assert [p.device for p in gpu] == [D0, D1]
+    if opt == "adamw":
+        assert [float(og.state[p]["step"]) for p in gpu] == [2.0, 2.0]
+        assert [og.state[p]["step"].device for p in gpu] == [D0, D1]

@@ -156,25 +156,44 @@ def test_amp_step_reads_nothing_back_with_an_amp_aware_optimizer(counting):
     assert scaler.get_scale() == 2.0 ** 16      # read when asked (outside the step)
 
 
-def test_amp_adam_step_reads_back_only_in_grad_scaler_step(counting):
-    """ember.optim.Adam cannot skip its update on the device yet (its step count lives
-    on the host), so GradScaler.step reads the inf flag once a step, as PyTorch's
-    GradScaler does with a non-fused optimizer.  No other read-back is allowed."""
-    step, _, _ = _make_step(lambda ps: ember.optim.Adam(ps, lr=1e-3), amp=True)
+class HostSkippingAdam(ember.optim.Adam):
+    """An Adam subclass that replaces step(): it could ignore GradScaler's flag, so it
+    does not take the protocol (``_step_supports_amp_scaling`` is False for it)."""
+
+    def step(self, closure=None):
+        return super().step(closure)
+
+
+def test_amp_step_of_a_plain_optimizer_reads_back_only_in_grad_scaler_step(counting):
+    """An optimizer without the protocol: GradScaler.step reads the inf flag once a step,
+    as PyTorch's GradScaler does with a non-fused optimizer.  No other read-back."""
+    step, _, _ = _make_step(lambda ps: HostSkippingAdam(ps, lr=1e-3), amp=True)
     c = _readbacks_of_steady_step(counting, step)
-    assert c.readbacks, "the inf flag must be read: Adam cannot skip on the device"
+    assert c.readbacks, "the inf flag must be read: the optimizer cannot skip on the device"
     for _, sites in c.readbacks:      # the flag, then the pending checks' flags (item())
         assert any("ember/amp/grad_scaler.py" in s and "in step" in s for s in sites), \
             _sites(c)
 
 
-@pytest.mark.xfail(strict=True, reason="issue #21: ember.optim.Adam lacks "
-                   "_step_supports_amp_scaling (a device-side skip of its fused step and a "
-                   "device step count), so GradScaler.step must read its inf flag back")
-def test_amp_adam_step_reads_nothing_back(counting):
-    step, _, _ = _make_step(lambda ps: ember.optim.Adam(ps, lr=1e-3), amp=True)
+@pytest.mark.parametrize("name, optimizer", [
+    ("SGD momentum", lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-4)),
+    ("Adam", lambda ps: ember.optim.Adam(ps, lr=1e-3)),
+    ("AdamW amsgrad", lambda ps: ember.optim.AdamW(ps, lr=1e-3, weight_decay=0.01,
+                                                   amsgrad=True)),
+])
+def test_amp_step_reads_nothing_back(counting, name, optimizer):
+    """A full autocast + GradScaler step (scale, backward, unscale_, clipping, step,
+    update) with ember's SGD/Adam/AdamW: their fused kernels take the found-inf flag
+    and skip on the device, Adam's step count lives there, so nothing is read back."""
+    step, model, scaler = _make_step(optimizer, amp=True)
+    assert scaler.is_enabled()
+    before = [p.detach().cpu().numpy().copy() for p in model.parameters()]
     c = _readbacks_of_steady_step(counting, step)
-    assert not c.readbacks, _sites(c)
+    assert not c.readbacks, f"{name}: read-backs in an autocast step:\n{_sites(c)}"
+    assert c.launches > 0
+    after = [p.detach().cpu().numpy() for p in model.parameters()]
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after))   # it stepped
+    assert scaler.get_scale() == 2.0 ** 16      # read when asked (outside the step)
 
 
 def test_device_side_scale_update_follows_pytorch(counting):
