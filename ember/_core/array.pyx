@@ -290,14 +290,14 @@ cdef char _copy_order(ndarray x, object order) except 0:
     """NumPy's memory order of a fresh copy of x asked for with `order`, resolved:
     b'C', b'F', or b'K' (axes by decreasing |stride|) when x is neither C- nor
     F-contiguous.  ``order=None`` is 'K'."""
-    if order == "C" or x.ndim <= 1:
+    if x.ndim <= 1:
         return b'C'
-    if order == "F":
-        return b'F'
+    if x.c_contig:                  # (the common case first)
+        return b'F' if order == "F" else b'C'
+    if order == "C" or order == "F":
+        return b'C' if order == "C" else b'F'
     if order == "A":
-        return b'F' if _is_f_contiguous(x) and not x.c_contig else b'C'
-    if x.c_contig:                  # 'K' (or None)
-        return b'C'
+        return b'F' if _is_f_contiguous(x) else b'C'
     return b'F' if _is_f_contiguous(x) else b'K'
 
 
@@ -341,17 +341,15 @@ def _like_perm(ndarray proto not None, order, tuple shape):
     return tuple([perm[i] for i in range(n)])
 
 
-def _with_axes(ndarray fresh not None, perm):
+cdef ndarray _owner_with_axes(ndarray fresh, const int* perm):
     """An array owning `fresh`'s memory whose axis perm[i] is fresh's axis i (fresh: a
     new C-contiguous array the caller drops, so the result is the memory's one owner)."""
     cdef ndarray x = ndarray.__new__(ndarray)
-    cdef int i, n = fresh.ndim
-    if len(perm) != n:
-        raise ValueError(f"_with_axes: {len(perm)} axes given for a {n}-d array")
-    for i in range(n):
+    cdef int i
+    for i in range(fresh.ndim):
         x.shape[perm[i]] = fresh.shape[i]
         x.strides[perm[i]] = fresh.strides[i]
-    x.ndim = n
+    x.ndim = fresh.ndim
     x.tcode = fresh.tcode
     x.itemsize = fresh.itemsize
     x.storage = fresh.storage
@@ -360,6 +358,17 @@ def _with_axes(ndarray fresh not None, perm):
     x.owns_storage = fresh.owns_storage
     update_flags(x)
     return x
+
+
+def _with_axes(ndarray fresh not None, tuple perm):
+    """_owner_with_axes for the creation functions (perm from _like_perm)."""
+    cdef int p[MAXDIM]
+    cdef int i
+    if sorted(perm) != list(range(fresh.ndim)):
+        raise ValueError(f"_with_axes: {perm} is not a permutation of {fresh.ndim} axes")
+    for i in range(fresh.ndim):
+        p[i] = perm[i]
+    return _owner_with_axes(fresh, p)
 
 
 cdef bint _in_order(ndarray x, object order):
@@ -395,14 +404,7 @@ cdef ndarray copy_laid_out(ndarray x, int tcode, object order):
         out = new_empty(tcode, src.ndim, src.shape)
         _assign(out, src)
     if src is not x:
-        # back to x's axis order; `out` is fresh and nobody else holds it
-        for i in range(x.ndim):
-            pshape[perm[i]] = out.shape[i]
-            pstrides[perm[i]] = out.strides[i]
-        for i in range(x.ndim):
-            out.shape[i] = pshape[i]
-            out.strides[i] = pstrides[i]
-        update_flags(out)
+        out = _owner_with_axes(out, perm)      # back to x's axis order
     return out
 
 
