@@ -143,14 +143,11 @@ def asarray(obj, /, dtype=None, order=None, *, device=None, copy=None, requires_
     """
     if order not in (None, "K", "A", "C", "F"):
         raise ValueError(f"asarray: order must be one of 'C', 'F', 'A', 'K' or None, got {order!r}")
-    if order in ("C", "F"):
-        x = asarray(obj, dtype, device=device, copy=copy, requires_grad=False)
-        return _finish(_to_order(x, order, copy, "asarray"), requires_grad)
     dt = _resolve_dtype(dtype)
     if isinstance(obj, (list, tuple, int, float, complex)) and dt is not None:
         # build straight in the requested dtype (no detour through float64, nor through
         # the default float dtype: asarray(2.6e-260, dtype=float64) keeps the value)
-        arr = np.asarray(obj, dtype=dt)
+        arr = np.asarray(obj, dtype=dt, order="F" if order == "F" else None)
         if dtype_kind(arr.dtype) in "OUSV":
             raise TypeError(f"asarray: cannot convert {type(obj).__name__} to a numeric array")
         x = wrap(arr)
@@ -168,20 +165,17 @@ def asarray(obj, /, dtype=None, order=None, *, device=None, copy=None, requires_
     if dt is not None and x.dtype != dt:
         if copy is False:
             raise ValueError(f"asarray: copy=False but converting {x.dtype} to {dt} requires a copy")
-        x = x.astype(dt)
+        # NumPy casts in order 'K' unless C or F is asked for ('A': F for a Fortran array)
+        x = x.astype(dt, order="F" if order == "A" and x.flags.fortran else
+                     (order if order in ("C", "F") else "K"))
     elif copy:
-        x = x.copy()
+        x = x.copy(order="K" if order is None else order)
+    elif order in ("C", "F") and not (x.flags.c_contiguous if order == "C"
+                                      else x.flags.f_contiguous):
+        if copy is False:
+            raise ValueError(f"asarray: copy=False but order={order!r} requires a copy")
+        x = x.copy(order=order)
     return _finish(x, requires_grad)
-
-
-def _to_order(x, order, copy, opname):
-    """x laid out in C or Fortran order (a copy only when it is not already)."""
-    ok = x.is_contiguous() if order == "C" else numpy_view(x).flags.f_contiguous
-    if ok:
-        return x
-    if copy is False:
-        raise ValueError(f"{opname}: copy=False but order={order!r} requires a copy")
-    return _copy_into_ember(numpy_view(x), order)
 
 
 @_placed
@@ -335,56 +329,75 @@ def _like(x, dtype, shape, order="K", opname="*_like", subok=True):
     return (x.shape if shape is None else shape), (x.dtype if dtype is None else dtype)
 
 
+def _laid_out_like(make, x, shape, order, opname, *args, **kwargs):
+    """``make(shape, *args, **kwargs)`` (a fresh C-contiguous array) laid out as NumPy
+    lays out ``empty_like(x, order=order, shape=shape)``: x's memory order for 'K'."""
+    perm = None
+    if order != "C":
+        shape = _array._parse_shape(shape, opname)
+        perm = _array._like_perm(as_array(x), order, shape)
+    if perm is None:
+        return make(shape, *args, **kwargs)
+    return _array._with_axes(make(tuple(shape[p] for p in perm), *args, **kwargs), perm)
+
+
 @_placed
 def empty_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=None,
                requires_grad=False):
-    """An uninitialised array with x's shape and dtype.
+    """An uninitialised array with x's shape and dtype, laid out in `order` (NumPy's:
+    'K' keeps x's memory order, 'A' is F for a Fortran-contiguous x, else C).
 
     >>> import ember
     >>> ember.empty_like(ember.zeros((2, 3), dtype=ember.int8)).dtype
     dtype('int8')
+    >>> ember.empty_like(ember.zeros((2, 3)).T).flags.f_contiguous
+    True
     """
     s, d = _like(x, dtype, shape, order, "empty_like", subok)
-    return empty(s, dtype=d, device=device, requires_grad=requires_grad)
+    return _finish(_laid_out_like(empty, x, s, order, "empty_like", dtype=d, device=device),
+                   requires_grad)
 
 
 @_placed
 def zeros_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=None,
                requires_grad=False):
-    """Zeros with x's shape and dtype.
+    """Zeros with x's shape and dtype, laid out as ``empty_like``'s.
 
     >>> import ember
     >>> ember.zeros_like(ember.ones((2,))).tolist()
     [0.0, 0.0]
     """
     s, d = _like(x, dtype, shape, order, "zeros_like", subok)
-    return zeros(s, dtype=d, device=device, requires_grad=requires_grad)
+    return _finish(_laid_out_like(zeros, x, s, order, "zeros_like", dtype=d, device=device),
+                   requires_grad)
 
 
 @_placed
 def ones_like(x, /, dtype=None, order="K", subok=True, shape=None, *, device=None,
               requires_grad=False):
-    """Ones with x's shape and dtype.
+    """Ones with x's shape and dtype, laid out as ``empty_like``'s.
 
     >>> import ember
     >>> ember.ones_like(ember.zeros((2,), dtype=ember.int64)).tolist()
     [1, 1]
     """
     s, d = _like(x, dtype, shape, order, "ones_like", subok)
-    return ones(s, dtype=d, device=device, requires_grad=requires_grad)
+    return _finish(_laid_out_like(ones, x, s, order, "ones_like", dtype=d, device=device),
+                   requires_grad)
 
 
 @_placed
 def full_like(x, /, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None,
               requires_grad=False):
-    """`fill_value` everywhere, with x's shape and dtype.
+    """`fill_value` everywhere, with x's shape and dtype, laid out as ``empty_like``'s.
 
     >>> import ember
     >>> ember.full_like(ember.zeros((2,), dtype=ember.int32), 3).tolist()
     [3, 3]
     """
     s, d = _like(x, dtype, shape, order, "full_like", subok)
-    return full(s, fill_value, dtype=d, device=device, requires_grad=requires_grad)
+    return _finish(_laid_out_like(full, x, s, order, "full_like", fill_value, dtype=d,
+                                  device=device), requires_grad)
 
 
 @_placed
@@ -650,22 +663,22 @@ def ascontiguousarray(a, dtype=None):
     >>> ember.ascontiguousarray(ember.ones((2, 3)).T).is_contiguous()
     True
     """
-    x = asarray(a, dtype=dtype)
-    if dtype is not None and np.dtype(dtype) != x.dtype:
-        return x.astype(dtype)
-    return x if x.is_contiguous() else x.copy()
+    return asarray(a, dtype=dtype, order="C")
 
 
 def copy(a, order="K", subok=False):
-    """A copy of `a` in fresh memory (C order; `order` is checked as NumPy checks it).
+    """A copy of `a` in fresh memory, laid out in `order` (NumPy's: 'K', the default,
+    keeps a's memory order; 'C', 'F'; 'A' is F for a Fortran-contiguous `a`, else C).
 
     >>> import ember
     >>> a = ember.ones(2); b = ember.copy(a); b[0] = 5; a.tolist()
     [1.0, 1.0]
+    >>> ember.copy(ember.ones((2, 3)).T).flags.f_contiguous
+    True
     """
     check_order(order, "copy")
     _check_subok(subok, "copy")
-    return as_array(a).copy()
+    return as_array(a).copy(order=order)
 
 
 def diag(v, k=0):

@@ -275,14 +275,137 @@ cdef bint is_c_contiguous(int ndim, const Py_ssize_t* shape, const Py_ssize_t* s
                           Py_ssize_t itemsize) noexcept:
     cdef Py_ssize_t expected = itemsize
     cdef int i
-    for i in range(ndim - 1, -1, -1):
+    for i in range(ndim):
         if shape[i] == 0:
-            return True
+            return True             # an empty array is contiguous (NumPy's flags)
+    for i in range(ndim - 1, -1, -1):
         if shape[i] != 1:
             if strides[i] != expected:
                 return False
             expected *= shape[i]
     return True
+
+
+cdef char _copy_order(ndarray x, object order) except 0:
+    """NumPy's memory order of a fresh copy of x asked for with `order`, resolved:
+    b'C', b'F', or b'K' (axes by decreasing |stride|) when x is neither C- nor
+    F-contiguous.  ``order=None`` is 'K'."""
+    if x.ndim <= 1:
+        return b'C'
+    if x.c_contig:                  # (the common case first)
+        return b'F' if order == "F" else b'C'
+    if order == "C" or order == "F":
+        return b'C' if order == "C" else b'F'
+    if order == "A":
+        return b'F' if _is_f_contiguous(x) else b'C'
+    return b'F' if _is_f_contiguous(x) else b'K'
+
+
+cdef bint layout_perm(ndarray x, object order, int* perm) except -1:
+    """The axis order (outermost first) of NumPy's copy of x in `order` ('C', 'F', 'A',
+    'K' or None): the copy is C-contiguous over x's axes permuted by `perm`.  'K' is
+    NumPy's rule: axes sorted by decreasing |stride|, ties kept in axis order (so
+    negative strides become positive and broadcast axes go innermost).  Returns True
+    when perm is the identity (a plain C-contiguous copy)."""
+    cdef char o = _copy_order(x, order)
+    cdef int i, j, p
+    cdef Py_ssize_t s
+    for i in range(x.ndim):
+        perm[i] = x.ndim - 1 - i if o == b'F' else i
+    if o == b'K':                   # stable insertion sort on |stride|, largest first
+        for i in range(1, x.ndim):
+            p = perm[i]
+            s = x.strides[p] if x.strides[p] >= 0 else -x.strides[p]
+            j = i - 1
+            while j >= 0 and (x.strides[perm[j]] if x.strides[perm[j]] >= 0
+                              else -x.strides[perm[j]]) < s:
+                perm[j + 1] = perm[j]
+                j -= 1
+            perm[j + 1] = p
+    for i in range(x.ndim):
+        if perm[i] != i:
+            return False
+    return True
+
+
+def _like_perm(ndarray proto not None, order, tuple shape):
+    """The axis order (outermost first) of NumPy's ``empty_like(proto, order=order,
+    shape=shape)``, or None for C order: 'K' follows proto's strides when the ndim is
+    unchanged (else C), 'A' is F when proto is Fortran-contiguous (else C)."""
+    cdef int perm[MAXDIM]
+    cdef int i, n = len(shape)
+    if order == "F" or (order == "A" and _is_f_contiguous(proto) and not proto.c_contig):
+        return None if n <= 1 else tuple(range(n - 1, -1, -1))
+    if order == "C" or order == "A" or n != proto.ndim or layout_perm(proto, order, perm):
+        return None
+    return tuple([perm[i] for i in range(n)])
+
+
+cdef ndarray _owner_with_axes(ndarray fresh, const int* perm):
+    """An array owning `fresh`'s memory whose axis perm[i] is fresh's axis i (fresh: a
+    new C-contiguous array the caller drops, so the result is the memory's one owner)."""
+    cdef ndarray x = ndarray.__new__(ndarray)
+    cdef int i
+    for i in range(fresh.ndim):
+        x.shape[perm[i]] = fresh.shape[i]
+        x.strides[perm[i]] = fresh.strides[i]
+    x.ndim = fresh.ndim
+    x.tcode = fresh.tcode
+    x.itemsize = fresh.itemsize
+    x.storage = fresh.storage
+    x.offset = fresh.offset
+    x.readonly = fresh.readonly
+    x.owns_storage = fresh.owns_storage
+    update_flags(x)
+    return x
+
+
+def _with_axes(ndarray fresh not None, tuple perm):
+    """_owner_with_axes for the creation functions (perm from _like_perm)."""
+    cdef int p[MAXDIM]
+    cdef int i
+    if sorted(perm) != list(range(fresh.ndim)):
+        raise ValueError(f"_with_axes: {perm} is not a permutation of {fresh.ndim} axes")
+    for i in range(fresh.ndim):
+        p[i] = perm[i]
+    return _owner_with_axes(fresh, p)
+
+
+cdef bint _in_order(ndarray x, object order):
+    """x already satisfies ``astype(order=..., copy=False)``'s layout requirement."""
+    if order is None or order == "K":
+        return True
+    if order == "C":
+        return x.c_contig
+    if order == "F":
+        return _is_f_contiguous(x)
+    return x.c_contig or _is_f_contiguous(x)
+
+
+cdef ndarray copy_laid_out(ndarray x, int tcode, object order):
+    """A fresh array (owning its memory, from the caching allocator) holding x's
+    values cast to dtype `tcode`, laid out as NumPy lays out ``x.astype(dtype,
+    order=order)``: see layout_perm."""
+    cdef int perm[MAXDIM]
+    cdef Py_ssize_t pshape[MAXDIM]
+    cdef Py_ssize_t pstrides[MAXDIM]
+    cdef int i
+    cdef ndarray src = x, out
+    if not layout_perm(x, order, perm):
+        # x's axes in the copy's order: copying into a C-contiguous array runs the
+        # kernel along the copy's memory order
+        for i in range(x.ndim):
+            pshape[i] = x.shape[perm[i]]
+            pstrides[i] = x.strides[perm[i]]
+        src = new_view(x, x.ndim, pshape, pstrides, x.offset, x.tcode)
+    if on_gpu(src):
+        out = _gpu_backend.astype(src, DTYPE_OBJS[tcode])
+    else:
+        out = new_empty(tcode, src.ndim, src.shape)
+        _assign(out, src)
+    if src is not x:
+        out = _owner_with_axes(out, perm)      # back to x's axis order
+    return out
 
 
 cdef bint _is_f_contiguous(ndarray x) noexcept:
@@ -1735,8 +1858,17 @@ cdef class ndarray:
     # ------------------------------------------------------------ methods
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, *,
                device=None):
-        """A copy cast to `dtype` (``copy=False`` returns self when nothing changes);
-        NumPy's `casting` rule is enforced, its `order` checked."""
+        """A copy cast to `dtype`, laid out as NumPy's: ``order='K'`` keeps x's memory
+        order (axes by |stride|, dense, strides made positive), 'C'/'F' ask for that
+        order, 'A' for F when x is Fortran-contiguous, else C.  ``copy=False`` returns
+        self when the dtype and the order already match; NumPy's `casting` rule is
+        enforced.
+
+        >>> import ember
+        >>> x = ember.ones((2, 3, 4), dtype=ember.float64).transpose(0, 2, 1)
+        >>> x.astype(ember.float32).strides, x.astype(ember.float32, order="C").strides
+        ((48, 4, 16), (48, 12, 4))
+        """
         cdef int code = code_of(dtype)
         if not isinstance(subok, (bool, int, _np.integer, _np.bool_)):
             raise TypeError(f"astype: subok must be a bool, not {type(subok).__name__}")
@@ -1753,28 +1885,32 @@ cdef class ndarray:
                                 f"{DTYPE_OBJS[code]} under casting={casting!r}")
         if device is not None:
             return self.to(device, dtype, copy=copy)
-        if code == self.tcode and not copy:
+        if code == self.tcode and not copy and _in_order(self, order):
             return self
         if _tracking(self):
-            return _ember.astype(self, dtype, copy=copy)
-        if on_gpu(self):
-            return _gpu_backend.astype(self, DTYPE_OBJS[code])
-        out = new_empty(code, self.ndim, self.shape)
-        _assign(out, self)
-        return out
+            if order is None or order == "K":
+                return _ember.astype(self, dtype, copy=copy)
+            # recorded as a cast (one op, one copy) in the resolved order
+            return _ember.array(self, dtype=DTYPE_OBJS[code], copy=True,
+                                order=chr(_copy_order(self, order)))
+        return copy_laid_out(self, code, order)
 
     def copy(self, order="C"):
-        """A C-contiguous copy in fresh memory."""
+        """A copy in fresh memory, laid out as NumPy's: C-contiguous by default, 'F'
+        Fortran-contiguous, 'A' F when x is Fortran-contiguous (else C), 'K' x's own
+        memory order (see ``astype``).
+
+        >>> import ember
+        >>> x = ember.ones((2, 3)).T
+        >>> x.copy().flags.c_contiguous, x.copy(order="K").flags.f_contiguous
+        (True, True)
+        """
         if not isinstance(order, str) or order not in ("C", "F", "A", "K"):
             raise (TypeError if not isinstance(order, str) else ValueError)(
                 f"copy: order must be one of 'C', 'F', 'A', 'K', got {order!r}")
         if _tracking(self):
-            return _ember.astype(self, self.dtype, copy=True)
-        if on_gpu(self):
-            return _gpu_backend.astype(self, DTYPE_OBJS[self.tcode])
-        out = new_empty(self.tcode, self.ndim, self.shape)
-        _assign(out, self)
-        return out
+            return _ember.copy(self, order=order)
+        return copy_laid_out(self, self.tcode, order)
 
     def clone(self):
         return self.copy()

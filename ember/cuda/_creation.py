@@ -40,11 +40,15 @@ def _create(name, fn, d, args, kwargs, body_of):
         dtype = kwargs.pop("dtype", None) or x.dtype
         base = name[:-len("_like")]
         kwargs.pop("subok", None)
-        if kwargs.get("order") in ("K", "A"):
-            kwargs.pop("order")             # a fresh GPU array is C-contiguous
-        return _finish(_create(base, body_of(base), d, (shape,) + tuple(args[1:]),
-                               dict(kwargs, dtype=dtype), body_of),
-                       requires_grad)
+        order = kwargs.pop("order", "K")
+        # NumPy's layout: built C-contiguous over the axes in memory order, then permuted
+        perm = None if order == "C" or not isinstance(x, ndarray) else _array._like_perm(
+            x, order, _array._parse_shape(shape, name))
+        if perm is not None:
+            shape = tuple(_array._parse_shape(shape, name)[p] for p in perm)
+        res = _create(base, body_of(base), d, (shape,) + tuple(args[1:]),
+                      dict(kwargs, dtype=dtype), body_of)
+        return _finish(res if perm is None else _array._with_axes(res, perm), requires_grad)
     if name in _FILLED or name == "full":
         shape = args[0]
         # the host code decides the dtype (and validates the arguments) on a 0-size array
@@ -82,6 +86,7 @@ def _convert(name, fn, d, args, kwargs):
     """asarray & co. of GPU data: zero-copy where possible; None: build on the host."""
     obj = args[0] if args else kwargs.get("obj")
     dtype = kwargs.get("dtype")
+    order = kwargs.get("order")
     copy = kwargs.get("copy", True if name in ("array", "tensor") else None)
     if isinstance(obj, ndarray):
         x = obj if obj.is_cuda and obj.device == d else obj.to(d)
@@ -107,9 +112,16 @@ def _convert(name, fn, d, args, kwargs):
         if copy is False:
             raise ValueError(f"{name}: copy=False but converting {x.dtype} to "
                              f"{R.np_dtype(dtype)} requires a copy")
-        return R.astype(x, dtype)
+        # NumPy casts in order 'K' unless C or F is asked for ('A': F for a Fortran array)
+        return x.astype(R.np_dtype(dtype), order="F" if order == "A" and x.flags.fortran
+                        else (order if order in ("C", "F") else "K"))
     if copy and not moved:
-        return x.copy()
+        return x.copy(order="K" if order is None else order)
     if copy is False and moved:
         raise ValueError(f"{name}: copy=False but moving the data to {d} requires a copy")
+    if order in ("C", "F") and not (x.flags.c_contiguous if order == "C"
+                                    else x.flags.f_contiguous):
+        if copy is False:
+            raise ValueError(f"{name}: copy=False but order={order!r} requires a copy")
+        return x.copy(order=order)
     return x
