@@ -657,13 +657,17 @@ def frombuffer(buffer, dtype=float, count=-1, offset=0):
 
 
 def ascontiguousarray(a, dtype=None):
-    """x as a C-contiguous array (no copy when it already is, with that dtype).
+    """x as a C-contiguous array of at least one dimension (NumPy's: a 0-d input
+    comes back with shape (1,)); no copy when it already is, with that dtype.
 
     >>> import ember
     >>> ember.ascontiguousarray(ember.ones((2, 3)).T).is_contiguous()
     True
+    >>> ember.ascontiguousarray(ember.asarray(2.0)).shape
+    (1,)
     """
-    return asarray(a, dtype=dtype, order="C")
+    res = asarray(a, dtype=dtype, order="C")
+    return res.reshape((1,)) if res.ndim == 0 else res
 
 
 def copy(a, order="K", subok=False):

@@ -426,3 +426,15 @@ def test_from_dlpack_copy_and_capsule():
     assert ember.from_dlpack(x, copy=True).storage is not x.storage
     assert_matches(ember.from_dlpack(a.__dlpack__()), a)
     assert_matches(ember.from_dlpack(a[::-1]), a[::-1])
+
+
+def test_ascontiguousarray_has_at_least_one_dimension():
+    """NumPy's ascontiguousarray returns ndim >= 1: a 0-d input becomes shape (1,)."""
+    for value in (2.5, np.float32(1.5), np.asarray(7)):
+        x = ember.asarray(value)
+        want = np.ascontiguousarray(np.asarray(x))
+        got = ember.ascontiguousarray(x)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert got.tolist() == want.tolist()
+    x = ember.ones((2, 3))
+    assert ember.ascontiguousarray(x).shape == (2, 3)
