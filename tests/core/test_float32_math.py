@@ -33,10 +33,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name, inputs, max_ulp", CASES, ids=[c[0] for c in CASES])
-def test_float32_math_accuracy(name, inputs, max_ulp):
-    x = inputs.astype(np.float32)
-    got = np.asarray(getattr(ember, name)(ember.asarray(x)))
+def check(name, x, got, max_ulp):
+    """got = ember's float32 `name` of x: NaN, infinities and signed zeros as NumPy's,
+    within max_ulp of the float64 result, subnormal results within 2 steps."""
     with np.errstate(all="ignore"):
         ref = getattr(np, name)(x.astype(np.float64))
         ref32 = ref.astype(np.float32)
@@ -54,3 +53,55 @@ def test_float32_math_accuracy(name, inputs, max_ulp):
     sub = np.isfinite(ref) & (np.abs(ref) < tiny)    # subnormal results: rounded once
     steps = np.abs(got[sub] - ref[sub]) / float(np.finfo(np.float32).smallest_subnormal)
     assert sub.sum() == 0 or steps.max() <= 2.0
+
+
+@pytest.mark.parametrize("name, inputs, max_ulp", CASES, ids=[c[0] for c in CASES])
+def test_float32_math_accuracy(name, inputs, max_ulp):
+    x = inputs.astype(np.float32)
+    check(name, x, np.asarray(getattr(ember, name)(ember.asarray(x))), max_ulp)
+
+
+# exp, log and tanh run em_vmath.h's kernels: an AVX-512 + FMA, an AVX2 + FMA and a
+# baseline variant, picked by CPU at run time (EMBER_MATH_ISA caps the choice).  The
+# variants may differ by an ulp (fused multiply-adds round once), so each is held to the
+# bounds above on its own, contiguous and strided (a strided operand goes through a
+# buffer), in a subprocess that caps the variant.
+VARIANT_SCRIPT = r"""
+import sys
+import numpy as np
+import ember
+from ember._kernels.cpu import _loops_ops0 as loops
+data = np.load(sys.argv[1])
+out = {"isa": np.array(loops.math_isa())}
+for name in ("exp", "log", "tanh"):
+    x = data[name]
+    out[name] = np.asarray(getattr(ember, name)(ember.asarray(x)))
+    two = np.stack([x, x[::-1]], axis=1)           # column 0: a stride of 8 bytes
+    out[name + ":strided"] = np.asarray(getattr(ember, name)(ember.asarray(two)[:, 0]))
+np.savez(sys.argv[2], **out)
+"""
+
+
+@pytest.mark.parametrize("isa", ["avx512", "avx2", "baseline"])
+def test_float32_math_variants(isa, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from ember._kernels.cpu import _loops_ops0 as loops
+    order = ["baseline", "avx2", "avx512"]
+    if order.index(isa) > order.index(loops.math_isa()):
+        pytest.skip(f"this CPU has no {isa} variant")
+    cases = {c[0]: (c[1].astype(np.float32), c[2]) for c in CASES if c[0] in ("exp", "log", "tanh")}
+    np.savez(tmp_path / "in.npz", **{k: v[0] for k, v in cases.items()})
+    (tmp_path / "run.py").write_text(VARIANT_SCRIPT)
+    subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path / "in.npz"),
+                    str(tmp_path / "out.npz")], check=True, timeout=300, cwd=str(tmp_path),
+                   # baseline: the SSE2 loop modules too (in the AVX2 ones the baseline
+                   # variant is compiled for AVX2)
+                   env={**os.environ, "EMBER_MATH_ISA": isa,
+                        **({"EMBER_NO_AVX2": "1"} if isa == "baseline" else {})})
+    got = np.load(tmp_path / "out.npz")
+    assert str(got["isa"]) == isa
+    for name, (x, max_ulp) in cases.items():
+        check(name, x, got[name], max_ulp)
+        check(name, x, got[name + ":strided"], max_ulp)

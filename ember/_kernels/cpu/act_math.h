@@ -14,10 +14,15 @@
  * tests/test_float32_math.py measures the errors over every float32 in ranges.
  *
  * Where the loops are built with FMA (the AVX2 / AVX-512 clones of embedding.pyx),
- * the Horner steps contract to fused multiply-adds. */
+ * the Horner steps contract to fused multiply-adds.
+ *
+ * The *_fast versions are the same formulas with em_vmath.h's one-scaling exp (no clamps,
+ * no NaN select): the kernels run them on blocks whose inputs all keep that exp's
+ * argument within [-87, 87] (EM_*_FAST_OK) and the full versions on the other blocks. */
 #ifndef EMBER_ACT_MATH_H
 #define EMBER_ACT_MATH_H
 #include "em_math.h"
+#include "em_vmath.h"
 
 #define EM_ERF_SPLIT 0.921875f
 
@@ -67,19 +72,22 @@ static inline float em_erff(float x) {
     float ax = em_copysign_bits(x, 1.0f);
     float small = ax + ax * em_erf_q(ax * ax);
     float v = em_fsel(ax > 4.0f, 4.0f, ax);            /* NaN stays NaN */
-    float big = 1.0f - em_expf(em_erfc_log_mid(v));
+    float big = 1.0f - emv_exp_fast(em_erfc_log_mid(v));   /* argument in [-17, -1.6] */
     return em_copysign_bits(em_fsel(ax < EM_ERF_SPLIT, small, big), x);   /* keeps -0.0 */
 }
 
-/* erfc(v) for v >= 0 or NaN; +inf gives 0 */
-static inline float em_erfc_pos(float v) {
-    float small = (1.0f - v) - v * em_erf_q(v * v);
-    float vm = em_fsel(v > 4.0f, 4.0f, v);
-    float vt = em_fsel(v > 10.5f, 10.5f, em_fsel(v < 4.0f, 4.0f, v));
-    float l = em_fsel(v < 4.0f, em_erfc_log_mid_rel(vm), em_erfc_log_tail(vt));
-    l = em_fsel(v > 10.5f, -200.0f, l);                 /* exp underflows to 0 */
-    return em_fsel(v < EM_ERF_SPLIT, small, em_expf(l));
+/* erfc(v) for v >= 0 or NaN; +inf gives 0 (the _fast one: v <= 8.8, NaN excluded) */
+#define EM_ERFC_POS(name, EXP) \
+static inline float name(float v) { \
+    float small = (1.0f - v) - v * em_erf_q(v * v); \
+    float vm = em_fsel(v > 4.0f, 4.0f, v); \
+    float vt = em_fsel(v > 10.5f, 10.5f, em_fsel(v < 4.0f, 4.0f, v)); \
+    float l = em_fsel(v < 4.0f, em_erfc_log_mid_rel(vm), em_erfc_log_tail(vt)); \
+    l = em_fsel(v > 10.5f, -200.0f, l);                 /* exp underflows to 0 */ \
+    return em_fsel(v < EM_ERF_SPLIT, small, EXP(l)); \
 }
+EM_ERFC_POS(em_erfc_pos, em_expf)
+EM_ERFC_POS(em_erfc_pos_fast, emv_exp_fast)
 
 /* 2 Phi(x) = erfc(-x / sqrt 2), the standard normal CDF doubled */
 static inline float em_two_phif(float x) {
@@ -87,18 +95,34 @@ static inline float em_two_phif(float x) {
     return em_fsel(x < 0.0f, c, 2.0f - c);
 }
 
-static inline float em_sigmoidf(float x) {
+/* |x| <= 12.5: erfc's exp argument (log erfc(8.84), about -81) stays above -87 */
+#define EM_GELU_FAST_OK(x) (em_copysign_bits((x), 1.0f) <= 12.5f)
+static inline float em_two_phif_fast(float x) {
+    float c = em_erfc_pos_fast(em_copysign_bits(x, 1.0f) * 0.70710678118654752440f);
+    return em_fsel(x < 0.0f, c, 2.0f - c);
+}
+
+static inline float em_sigmoid_core(float x, float e) {
     /* e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below (one division).
      * d = 1 + e rounds; err = (1 - d) + e is that rounding exactly (d >= 1 >= e), and
      * num / (d + err) = r (1 - err / d) with 1 / d = r for x >= 0 and about 1 - r below:
      * the correction leaves exp's error and the division's (1.5 ulp at most) */
-    float e = em_expf(-em_copysign_bits(x, 1.0f));
     float d = 1.0f + e;
     float err = (1.0f - d) + e;
     int pos = x >= 0.0f;
     float r = em_fsel(pos, 1.0f, e) / d;
     float inv = em_fsel(pos, r, 1.0f - r);
     return r - r * (err * inv);
+}
+
+static inline float em_sigmoidf(float x) {
+    return em_sigmoid_core(x, em_expf(-em_copysign_bits(x, 1.0f)));
+}
+
+/* |x| <= 87 (NaN excluded) */
+#define EM_SIGMOID_FAST_OK(x) emv_exp_fast_ok(x)
+static inline float em_sigmoidf_fast(float x) {
+    return em_sigmoid_core(x, emv_exp_fast(-em_copysign_bits(x, 1.0f)));
 }
 
 #define EM_GELU_K 0.79788456080286535588f      /* sqrt(2 / pi) */
@@ -109,6 +133,13 @@ static inline float em_sigmoidf(float x) {
 static inline float em_gelu_tanhf(float x) {
     float z2 = (2.0f * EM_GELU_K) * (x + EM_GELU_C * x * x * x);
     return x * em_sigmoidf(z2);
+}
+
+/* |x| <= 9.5: |2 z| <= 77 */
+#define EM_GELU_TANH_FAST_OK(x) (em_copysign_bits((x), 1.0f) <= 9.5f)
+static inline float em_gelu_tanhf_fast(float x) {
+    float z2 = (2.0f * EM_GELU_K) * (x + EM_GELU_C * x * x * x);
+    return x * em_sigmoidf_fast(z2);
 }
 
 /* its derivative: s + x s (1 - s) dz2/dx */

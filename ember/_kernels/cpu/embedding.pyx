@@ -137,7 +137,8 @@ cdef extern from *:
     #endif
 
     /* em_expf, em_expm1f, em_logf, em_tanhf: the shared branch-free float32 math;
-       em_erff, em_two_phif (GELU's 2 Phi), em_sigmoidf, em_gelu_tanhf: act_math.h */
+       em_erff, em_two_phif (GELU's 2 Phi), em_sigmoidf, em_gelu_tanhf and their *_fast
+       versions: act_math.h; emv_exp_fast, emv_log_fast, em_vtanh_f32: em_vmath.h */
     #include "act_math.h"
 
     /* log1p(y) for y in [0, 1]: log(u) * y / (u - 1) with u = 1 + y corrects the
@@ -170,6 +171,22 @@ cdef extern from *:
             const T p0 = (T)p[0], p1 = (T)p[1], p2 = (T)p[2]; \
             (void)p0; (void)p1; (void)p2; \
             for (Py_ssize_t i = 0; i < n; i++) { T v = x[i]; out[i] = (expr); } }
+    /* float32, in blocks of EM_VBLOCK: `fast` where every v of the block passes `ok`,
+       `full` elsewhere (act_math.h's *_fast versions skip the exp's clamps and NaN
+       handling, which `ok` rules out) */
+    #define EM_UNARY_FAST(name, ok, fast, full) \
+        EM_CLONES static void name(const float* restrict x, float* restrict out, Py_ssize_t n, \
+                                   const double* restrict p) { \
+            const float p0 = (float)p[0], p1 = (float)p[1]; \
+            (void)p0; (void)p1; \
+            for (Py_ssize_t i0 = 0; i0 < n; i0 += EM_VBLOCK) { \
+                Py_ssize_t m = n - i0 < EM_VBLOCK ? n - i0 : EM_VBLOCK; \
+                const float* restrict xb = x + i0; \
+                float* restrict ob = out + i0; \
+                int bad = 0; \
+                for (Py_ssize_t i = 0; i < m; i++) { float v = xb[i]; bad |= !(ok); } \
+                if (!bad) { for (Py_ssize_t i = 0; i < m; i++) { float v = xb[i]; ob[i] = (fast); } } \
+                else { for (Py_ssize_t i = 0; i < m; i++) { float v = xb[i]; ob[i] = (full); } } } }
     #define EM_BINARY(name, T, expr) \
         EM_CLONES static void name(const T* restrict g, const T* restrict x, T* restrict out, \
                                    Py_ssize_t n, const double* restrict p) { \
@@ -179,12 +196,14 @@ cdef extern from *:
 
     EM_UNARY(em_erf_f32, float, em_erff(v))
     EM_UNARY(em_erf_f64, double, erf(v))
-    EM_UNARY(em_sigmoid_f32, float, em_sigmoidf(v))
+    EM_UNARY_FAST(em_sigmoid_f32, EM_SIGMOID_FAST_OK(v), em_sigmoidf_fast(v), em_sigmoidf(v))
     EM_UNARY(em_sigmoid_f64, double, em_sigmoid(v))
-    EM_UNARY(em_silu_f32, float, v * em_sigmoidf(v))
+    EM_UNARY_FAST(em_silu_f32, EM_SIGMOID_FAST_OK(v), v * em_sigmoidf_fast(v), v * em_sigmoidf(v))
     EM_UNARY(em_silu_f64, double, v * em_sigmoid(v))
-    EM_UNARY(em_gelu_f32, float, 0.5f * v * em_two_phif(v))
-    EM_UNARY(em_gelu_tanh_f32, float, em_gelu_tanhf(v))
+    EM_UNARY_FAST(em_gelu_f32, EM_GELU_FAST_OK(v), 0.5f * v * em_two_phif_fast(v),
+                  0.5f * v * em_two_phif(v))
+    EM_UNARY_FAST(em_gelu_tanh_f32, EM_GELU_TANH_FAST_OK(v), em_gelu_tanhf_fast(v),
+                  em_gelu_tanhf(v))
     EM_UNARY(em_gelu_tanh_f64, double, v * em_sigmoid(2.0 * EM_GELU_K_D
                                                      * (v + 0.044715 * v * v * v)))
     EM_UNARY(em_gelu_f64, double, 0.5 * v * erfc(-v * EM_R2))
@@ -202,12 +221,29 @@ cdef extern from *:
         sp = z > threshold ? v : sp;
         return v != v ? v : sp;
     }
-    EM_UNARY(em_softplus_f32, float, em_softplusf(v, p0, p1))
+    /* |beta x| <= 87 (NaN excluded): the one-scaling exp, and log1p of a number in
+       [1.6e-38, 1] without em_logf's special values (1 + y is normal) */
+    static inline float em_softplusf_fast(float v, float beta, float threshold) {
+        float z = v * beta;
+        float az = z < 0 ? -z : z;
+        float y = emv_exp_fast(-az);
+        float u = 1.0f + y;
+        float d = u - 1.0f;
+        float l = emv_log_fast(u) * (y / (d == 0.0f ? 1.0f : d));
+        float sp = ((z > 0 ? z : 0.0f) + (d == 0.0f ? y : l)) / beta;
+        return z > threshold ? v : sp;
+    }
+    EM_UNARY_FAST(em_softplus_f32, emv_exp_fast_ok(v * p0), em_softplusf_fast(v, p0, p1),
+                  em_softplusf(v, p0, p1))
     EM_UNARY(em_softplus_f64, double, v * p0 > p1 ? v
              : (fmax(v * p0, 0.0) + log1p(exp(-fabs(v * p0)))) / p0)
 
     /* (NaN-preserving as PyTorch's threshold_backward: only v <= 0 blocks the gradient) */
-    EM_UNARY(em_tanh_f32, float, em_tanhf(v))
+    /* ember.tanh's kernel (em_vmath.h, picked by CPU at run time): the same bits */
+    static void em_tanh_f32(const float* x, float* out, Py_ssize_t n, const double* p) {
+        (void)p;
+        em_vtanh_f32((const char*)x, 4, (char*)out, 4, n);
+    }
     EM_UNARY(em_tanh_f64, double, tanh(v))
     /* backward passes from the output v = f(x) */
     EM_BINARY(em_tanh_bwd_f32, float, gv * (1.0f - v * v))

@@ -76,6 +76,20 @@ cdef extern from "em_math.h" nogil:
     float _cosf "em_cosf_small" (float)
     const float EM_TRIG_MAX
 
+# float32 exp, log and tanh, contiguous or strided: AVX-512 / AVX2 / baseline variants
+# picked at run time by CPU (em_vmath.h); VECTOR_KERNELS routes the float32 loops there
+cdef extern from "em_vmath.h" nogil:
+    void em_vexp_f32(const char*, Py_ssize_t, char*, Py_ssize_t, Py_ssize_t)
+    void em_vlog_f32(const char*, Py_ssize_t, char*, Py_ssize_t, Py_ssize_t)
+    void em_vtanh_f32(const char*, Py_ssize_t, char*, Py_ssize_t, Py_ssize_t)
+    int em_vmath_isa()
+
+
+def math_isa():
+    """The variant em_vmath.h's float32 exp / log / tanh run here: "avx512", "avx2" or
+    "baseline" (the CPU's best, capped by EMBER_MATH_ISA)."""
+    return ("baseline", "avx2", "avx512")[em_vmath_isa()]
+
 cdef extern from "math.h" nogil:
     double _exp "exp" (double)
     double _expm1 "expm1" (double)
@@ -430,8 +444,18 @@ def emit_half_blocks(arity, expr, name="float16"):
     return lines, "    else:"
 
 
+# float32 unary ops whose loop (contiguous or strided) is one call to em_vmath.h's
+# run-time-dispatched kernel: op -> C function (x, x stride, out, out stride, n)
+VECTOR_KERNELS = {"exp": "em_vexp_f32", "log": "em_vlog_f32", "tanh": "em_vtanh_f32"}
+
+
 def emit_loop(op, arity, is_bool, dt, expr):
     code, name, store, comp, kind, suf = dt
+    if name == "float32" and arity == 1 and not is_bool and op in VECTOR_KERNELS:
+        fn = f"_{op}_{name}"
+        return fn, (f"cdef void {fn}(char** args, const Py_ssize_t* steps, Py_ssize_t n) "
+                    f"noexcept nogil:\n    {VECTOR_KERNELS[op]}(args[0], steps[0], args[1], "
+                    f"steps[1], n)\n")
     out_store = "uint8_t" if is_bool else store
     size = {"uint8_t": 1, "int8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
             "int64_t": 8, "uint64_t": 8, "float": 4, "double": 8, "float complex": 8,

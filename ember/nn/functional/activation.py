@@ -317,7 +317,10 @@ def tanh(input):
     >>> F.tanh(ember.asarray([0.0])).tolist()
     [0.0]
     """
-    if isinstance(input, ndarray) and dtype_kind(input.dtype) == "c":
+    if isinstance(input, ndarray) and (dtype_kind(input.dtype) == "c" or input.dtype == np.float32
+                                       or input.dtype == np.float64):
+        # the elementwise loop: float32 runs tanh_forward's kernel (em_vmath.h), float64
+        # libm's, strided inputs without a copy, and less call overhead
         return _E().tanh(input)
     return _unary_kernel(_K().tanh_forward, input, "tanh")
 
