@@ -1,5 +1,7 @@
-"""Elementwise ops on GPU arrays: the operators, every ember ufunc, casts and
-assignment (``x[...] = v``).
+"""Elementwise ops on GPU arrays: the operators and every ember ufunc, registered in the
+one GPU dispatch under the ufunc's name (``binary(op, ...)`` / ``unary(op, ...)`` with
+the op code bound); and the storage-level copies ``cast`` and ``assign``
+(``x[...] = v``), which the elementwise dispatcher calls directly (copies, not ops).
 
 The result dtype comes from the same promotion code the host uses
 (``elementwise.binary_types``), so both devices agree.  Floating-point
@@ -8,6 +10,7 @@ contiguous path, an array-scalar path, a strided path for broadcasting and
 views); everything else runs CuPy's ufunc of the same NumPy name, on operands
 already cast to the loop dtype.
 """
+import functools
 import struct
 
 import numpy as np
@@ -19,6 +22,7 @@ from ember.cuda import _runtime as R
 from ember.cuda import _checks
 from ember.cuda import _launch
 from ember.cuda._kernels import function as _function
+from ember.cuda._dispatch import gpu_op
 from ember._core.dtypes import dtype_kind
 
 OPNAMES = _ew.op_names()
@@ -376,3 +380,15 @@ def _no_broadcast(src_shape, dst_shape):
     raise ValueError(f"could not broadcast input array from shape "
                      f"{str(tuple(src_shape)).replace(' ', '')} into shape "
                      f"{str(tuple(dst_shape)).replace(' ', '')}")
+
+
+
+def _register(table):
+    """Register every row of the op table as the GPU implementation of its ufunc: binary
+    or unary with the row's op code bound, called as ``impl(x1, x2, out)`` /
+    ``impl(x, out)`` by the elementwise dispatcher (ember/_core/elementwise.pyx)."""
+    for op, row in enumerate(table):
+        gpu_op(row.name)(functools.partial(binary if row.arity == 2 else unary, op))
+
+
+_register(_ew.op_table())
