@@ -48,9 +48,15 @@ Set by ``ember.cuda`` when a GPU is first used (``ember.cuda._device_api._init``
 
 - ``ember._core.array._gpu_backend`` = ``ember.cuda._runtime`` (``_set_gpu_backend``):
   GPU allocation, transfers, device checks.
-- ``ember._core.elementwise._gpu_elementwise`` = ``ember.cuda._elementwise``
-  (``_set_gpu_elementwise``): ``binary(op, a, b, out)``, ``unary(op, a, out)``,
-  ``cast(x, tcode)``, ``assign(dst, src)`` for GPU operands.
+- ``ember._core.elementwise._gpu_resolve`` = ``ember.cuda._dispatch.elementwise_impl``
+  (``_set_gpu_elementwise``): for GPU operands the elementwise dispatcher asks the one
+  GPU dispatch's registry for the implementation registered under the ufunc's name
+  (``ember.cuda._elementwise`` registers every op-table row with ``gpu_op``), once per
+  op code, and keeps it until the registrations change (``_forget_gpu_routes``).
+- ``ember._core.elementwise._gpu_elementwise`` = ``ember.cuda._elementwise`` (same
+  setter): ``cast(x, tcode)`` and ``assign(dst, src)`` for GPU arrays, the backend's
+  storage-level copies (dtype conversion, ``x[...] = v``), which are not ops and stay
+  backend primitives outside the registry.
 - ``ember.autograd.dispatch._gpu_call`` (``_set_gpu_dispatch``): how a ``DiffOp``
   reaches the GPU implementation of a public function.
 

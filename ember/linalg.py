@@ -427,27 +427,28 @@ def vector_norm(x, /, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=Non
     x = as_array(x)
     if dtype_kind(x.dtype) in "biu":
         x = x.astype(default_float_dtype())
-    v = numpy_view(x.astype(np.float32) if is_half_dtype(x.dtype) else x)   # 16-bit: in float32
+    v = _view(x.astype(np.float32) if is_half_dtype(x.dtype) else x)   # 16-bit: in float32
+    xp = _xp(v)
     if axis is None:
         v = v.reshape(-1)
-        res = np.linalg.norm(v, ord=ord)
+        res = xp.linalg.norm(v, ord=ord)
         if keepdims:
-            res = np.reshape(res, (1,) * x.ndim)
+            res = xp.reshape(res, (1,) * x.ndim)
     else:
         if not isinstance(axis, (tuple, list)):
             axis = operator.index(axis)
-        res = np.linalg.norm(v, ord=ord, axis=axis, keepdims=keepdims) if isinstance(axis, int) or \
-            len(axis) == 1 else _vector_norm_axes(v, ord, tuple(axis), keepdims)
+        res = xp.linalg.norm(v, ord=ord, axis=axis, keepdims=keepdims) if isinstance(axis, int) or \
+            len(axis) == 1 else _vector_norm_axes(xp, v, ord, tuple(axis), keepdims)
     return _ember(res, _real_dtype(x.dtype))
 
 
-def _vector_norm_axes(v, ord, axes, keepdims):
-    moved = np.moveaxis(v, axes, tuple(range(-len(axes), 0)))
+def _vector_norm_axes(xp, v, ord, axes, keepdims):
+    moved = xp.moveaxis(v, axes, tuple(range(-len(axes), 0)))
     flat = moved.reshape(moved.shape[:moved.ndim - len(axes)] + (-1,))
-    res = np.linalg.norm(flat, ord=ord, axis=-1)
+    res = xp.linalg.norm(flat, ord=ord, axis=-1)
     if keepdims:
         for a in sorted(a % v.ndim for a in axes):
-            res = np.expand_dims(res, a)
+            res = xp.expand_dims(res, a)
     return res
 
 
@@ -553,6 +554,10 @@ del _name, _fn
 # SVDResult, ...), with cuSOLVER through CuPy's linalg doing the work.  The GPU dispatch
 # (ember/cuda/_dispatch.py) runs them there.
 for _name in ("inv", "solve", "det", "slogdet", "cholesky", "qr", "svd", "eigh", "eigvalsh",
-              "eig", "eigvals", "lstsq", "pinv", "matrix_rank", "cond"):
+              "eig", "eigvals", "lstsq", "pinv", "matrix_rank", "cond", "vector_norm"):
+    globals()[_name].device_generic = True
+# built from views and ember ops (linalg_ops' diagonal, trace, outer), so they run
+# unchanged on GPU arrays too
+for _name in ("diagonal", "trace", "outer"):
     globals()[_name].device_generic = True
 del _name

@@ -16,6 +16,7 @@ from ember._core.array import ndarray
 from ember._api._util import as_array, numpy_view, wrap, empty_raw, normalize_axis, shape_str, into_out
 from ember._core.util import check_index_add as _check_index_add
 from ember._core.dtypes import dtype_kind
+from ember._core.public import ops as _public_ops
 
 # the functions here run unchanged on GPU arrays (views, ember ops, fresh arrays): the GPU
 # dispatch (ember/cuda/_dispatch.py) runs them there when no GPU kernel is registered
@@ -322,9 +323,13 @@ def masked_fill(x, mask, value):
     >>> ember.masked_fill(ember.zeros(3), ember.asarray([True, False, True]), 1.0).tolist()
     [1.0, 0.0, 1.0]
     """
-    from ember._api.elementwise import where
     x = as_array(x)
-    return where(mask, value, x).astype(x.dtype, copy=False)
+    # the public where: it runs on the arrays' device
+    return _public_ops().where(mask, value, x).astype(x.dtype, copy=False)
+
+
+# built from ember ops alone (no host-only step): the GPU dispatch runs this same body
+masked_fill.device_generic = True
 
 
 def diag_indices(n, ndim=2):

@@ -511,14 +511,17 @@ def logsumexp(x, /, axis=None, keepdims=False, *, dim=None, keepdim=None):
         res = ember.full(tuple(s for i, s in enumerate(x.shape) if i not in axes), float("-inf"),
                          dtype=x.dtype)
         return _keep(res, x.ndim, axes) if keepdims else res
-    m = max(x, axis=axes, keepdims=True)
+    m = ember.max(x, axis=axes, keepdims=True)
     m = ember.where(ember.isfinite(m), m, 0).astype(x.dtype)
-    s = sum(ember.exp(x - m), axis=axes, keepdims=True)
+    s = ember.sum(ember.exp(x - m), axis=axes, keepdims=True)
     res = ember.log(s) + m
     if not keepdims:
-        res = res.reshape(tuple(s for i, s in enumerate(x.shape) if i not in axes)) \
-            if hasattr(ember, "reshape") else res
+        res = res.reshape(tuple(s for i, s in enumerate(x.shape) if i not in axes))
     return res
+
+
+# built from ember ops, views and a fresh array: the GPU dispatch runs this same body
+logsumexp.device_generic = True
 
 
 # ---------------------------------------------------------------- NumPy's long tail

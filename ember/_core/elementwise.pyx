@@ -21,6 +21,7 @@ from ember._core.dtypes cimport (DTYPE_OBJS, ITEMSIZE, KIND, NTYPES, PROMOTE, T_
                                  T_COMPLEX128, default_float, weak_result, scalar_default_code)
 from ember._core.opcodes cimport *
 
+import functools as _functools
 import numpy as _np
 from ember._kernels.cpu import optable as _optable
 cdef extern from *:
@@ -95,16 +96,50 @@ cdef inline bint _on_dev(object a) noexcept:
     return a is not None and isinstance(a, ndarray) and (<ndarray>a).storage.device_index >= 0
 
 
-# The GPU backend's elementwise module (ember.cuda._elementwise: binary, unary, cast,
-# assign with the signatures of this module's), set by ember.cuda when it starts: ember
-# imports no CuPy until a GPU is used, and the backend sits below this layer's users.
-# None: no array lives on a GPU, and the host loops run unconditionally.
+# The GPU backend, set by ember.cuda when it starts (ember/_wiring.py): ember imports no
+# CuPy until a GPU is used, and the backend sits below this layer's users.  None: no
+# array lives on a GPU, and the host loops run unconditionally.
+#  _gpu_elementwise: the backend's storage-level copies, cast(x, tcode) and assign(dst,
+#    src) (ember.cuda._elementwise; copies, not ops);
+#  _gpu_resolve(name): the GPU implementation of elementwise op `name` in the one GPU
+#    dispatch's registry (ember.cuda._dispatch.elementwise_impl), asked once per op code
+#    and kept in _gpu_impls until the registry changes (_forget_gpu_routes).  The
+#    backend registers ``functools.partial(kernel, op)``: that is kept as ``kernel``,
+#    called with the op code first (_GPU_TAKES_OP), without partial's own call layer
+#    (about 340 instructions a call); any other implementation is called as registered.
 cdef object _gpu_elementwise = None
+cdef object _gpu_resolve = None
+cdef list _gpu_impls = [None] * NOPS
+cdef bint _GPU_TAKES_OP[NOPS]
 
 
-def _set_gpu_elementwise(mod):
-    global _gpu_elementwise
+def _set_gpu_elementwise(mod, resolve):
+    global _gpu_elementwise, _gpu_resolve
+    _gpu_resolve = resolve
+    _forget_gpu_routes()
     _gpu_elementwise = mod
+
+
+def _forget_gpu_routes():
+    """Drop the GPU implementations kept per op code (the registry changed)."""
+    cdef Py_ssize_t i
+    for i in range(NOPS):
+        _gpu_impls[i] = None
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef inline object _gpu_impl(int op):
+    """The GPU implementation of op `op`, from the dispatcher the first time."""
+    cdef object f = _gpu_impls[op]
+    if f is None:
+        f = _gpu_resolve(OPNAMES[op])
+        _GPU_TAKES_OP[op] = type(f) is _functools.partial and f.args == (op,) \
+            and not f.keywords
+        if _GPU_TAKES_OP[op]:
+            f = f.func
+        _gpu_impls[op] = f
+    return f
 
 
 for _i in range(NOPS):
@@ -688,7 +723,8 @@ cdef object binary(int op, object a, object b, object out):
     if out is not None and isinstance(out, ndarray) and (<ndarray>out).readonly:
         raise ValueError(f"{OPNAMES[op]}: output array is read-only")
     if _gpu_elementwise is not None and (_on_dev(a) or _on_dev(b) or _on_dev(out)):
-        return _gpu_elementwise.binary(op, a, b, out)
+        impl = _gpu_impl(op)
+        return impl(op, a, b, out) if _GPU_TAKES_OP[op] else impl(a, b, out)
     if not a_arr and not _is_scalar(a):
         a = as_ndarray(a)
         a_arr = True
@@ -786,7 +822,8 @@ cdef object unary(int op, object a, object out):
     if out is not None and isinstance(out, ndarray) and (<ndarray>out).readonly:
         raise ValueError(f"{OPNAMES[op]}: output array is read-only")
     if _gpu_elementwise is not None and (_on_dev(a) or _on_dev(out)):
-        return _gpu_elementwise.unary(op, a, out)
+        impl = _gpu_impl(op)
+        return impl(op, a, out) if _GPU_TAKES_OP[op] else impl(a, out)
     cdef ndarray x = as_ndarray(a), o
     cdef int tloop = _loop_dtype(op, x.tcode, OPNAMES[op])
     cdef int tout = _out_dtype(op, tloop)

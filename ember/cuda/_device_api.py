@@ -76,7 +76,7 @@ def _init():
     _launch.set_runtime(cupy.cuda.alloc, cupy.cuda.get_current_stream,
                         _runtime.max_resident_blocks())
     _array._set_gpu_backend(_runtime)
-    _ew._set_gpu_elementwise(_elementwise)
+    _ew._set_gpu_elementwise(_elementwise, _dispatch.elementwise_impl)
     _dispatch.load_ops()
     gpu_hooks.gpu_started(_dispatch.call)      # autograd's DiffOp routes GPU calls to it
     _state["init"] = True

@@ -1,7 +1,12 @@
 """Which code runs a public op when its arrays live on a GPU: the one GPU dispatch.
 
 ``DiffOp.__call__`` (ember/autograd/dispatch.pyx) hands every call with a GPU
-array argument to :func:`call`, with the op object itself.  Autograd is
+array argument to :func:`call`, with the op object itself.  The elementwise ufuncs
+(``a + b``, ``ember.exp``) are not DiffOps: their C dispatcher
+(ember/_core/elementwise.pyx) asks :func:`elementwise_impl` for the implementation
+registered under the ufunc's name (ember/cuda/_elementwise.py registers every row of
+the op table), once per op code, and keeps it until the registrations change; only
+the storage-level copies (``cast``, ``assign``) bypass the registry.  Autograd is
 unaffected: the op records its gradient rule as on the host, and the rule's ember
 ops dispatch here too.  The op's route is resolved once and kept on the op object
 (``op._gpu_route``; a change to the registrations invalidates it):
@@ -35,21 +40,25 @@ import sys
 import numpy as np
 
 from ember._core import array as _array
+from ember._core import elementwise as _ew
 from ember._core.array import ndarray, HostOnlyError
 from ember.cuda import _runtime as R
 
 class _Registry(dict):
     """public op name -> GPU implementation; every change bumps ``version``, which
-    retires the routes cached on op objects."""
+    retires the routes cached on op objects, and drops the elementwise dispatcher's
+    routes kept per op code."""
     version = 0
 
     def __setitem__(self, key, value):
         type(self).version += 1
         super().__setitem__(key, value)
+        _ew._forget_gpu_routes()
 
     def __delitem__(self, key):
         type(self).version += 1
         super().__delitem__(key)
+        _ew._forget_gpu_routes()
 
 
 _IMPLS = _Registry()
@@ -77,8 +86,20 @@ def gpu_op(*names):
 
 
 def registered_names():
-    """The public op names with a registered GPU implementation (sorted)."""
+    """The public op names with a registered GPU implementation (sorted): the ops
+    (``DiffOp``) and the elementwise ufuncs."""
     return sorted(_IMPLS)
+
+
+def elementwise_impl(name):
+    """The GPU implementation registered for elementwise op `name` (an ``ember.ufunc``):
+    what ember/_core/elementwise.pyx calls for GPU operands, asked once per op code and
+    kept there until the registrations change."""
+    impl = _IMPLS.get(name)
+    if impl is None:
+        raise NotImplementedError(f"ember.{name} is not implemented for CUDA arrays (no GPU "
+                                  f"implementation is registered for it)")
+    return impl
 
 
 def is_device_generic(fn):

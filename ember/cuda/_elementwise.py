@@ -1,5 +1,7 @@
-"""Elementwise ops on GPU arrays: the operators, every ember ufunc, casts and
-assignment (``x[...] = v``).
+"""Elementwise ops on GPU arrays: the operators and every ember ufunc, registered in the
+one GPU dispatch under the ufunc's name (``binary(op, ...)`` / ``unary(op, ...)`` with
+the op code bound); and the storage-level copies ``cast`` and ``assign``
+(``x[...] = v``), which the elementwise dispatcher calls directly (copies, not ops).
 
 The result dtype comes from the same promotion code the host uses
 (``elementwise.binary_types``), so both devices agree.  Floating-point
@@ -8,6 +10,7 @@ contiguous path, an array-scalar path, a strided path for broadcasting and
 views); everything else runs CuPy's ufunc of the same NumPy name, on operands
 already cast to the loop dtype.
 """
+import functools
 import struct
 
 import numpy as np
@@ -19,8 +22,8 @@ from ember.cuda import _runtime as R
 from ember.cuda import _checks
 from ember.cuda import _launch
 from ember.cuda._kernels import function as _function
+from ember.cuda._dispatch import gpu_op
 from ember._core.dtypes import dtype_kind
-from ember._core.public import ops as _public_ops
 
 OPNAMES = _ew.op_names()
 _BINARY_KERNEL = _ew.gpu_kernels(2)     # op name -> kernel name: the op table's gpu column
@@ -237,10 +240,13 @@ def _same_errors_as_host(name, operands):
     verdict = _HOST_VERDICT.get(key, False)
     if verdict is False:
         probe = [np.zeros(0, o.dtype) if isinstance(o, ndarray) else o for o in operands]
+        args = [R._array._wrap(p) if isinstance(p, np.ndarray) else p for p in probe]
         try:
-            ember = _public_ops()
-            fn = getattr(ember, name)
-            fn(*[R._array._wrap(p) if isinstance(p, np.ndarray) else p for p in probe])
+            # the host's own dispatch (ember.<name>(*args) without the Python layers)
+            if len(args) == 2:
+                _ew.call_binary(_ew._op_index(name), *args)
+            else:
+                _ew.call_unary(_ew._op_index(name), *args)
             verdict = None
         except Exception as err:
             verdict = (type(err), str(err))
@@ -374,3 +380,15 @@ def _no_broadcast(src_shape, dst_shape):
     raise ValueError(f"could not broadcast input array from shape "
                      f"{str(tuple(src_shape)).replace(' ', '')} into shape "
                      f"{str(tuple(dst_shape)).replace(' ', '')}")
+
+
+
+def _register(table):
+    """Register every row of the op table as the GPU implementation of its ufunc: binary
+    or unary with the row's op code bound, called as ``impl(x1, x2, out)`` /
+    ``impl(x, out)`` by the elementwise dispatcher (ember/_core/elementwise.pyx)."""
+    for op, row in enumerate(table):
+        gpu_op(row.name)(functools.partial(binary if row.arity == 2 else unary, op))
+
+
+_register(_ew.op_table())

@@ -15,9 +15,8 @@ from ember._core.util import check_index_add as _check_index_add
 from ember.cuda import _runtime as R
 from ember.cuda._gemm import mm
 from ember.cuda import _checks
-from ember.cuda._dispatch import gpu_op
+from ember.cuda._dispatch import gpu_op, cupy_call
 from ember._core.dtypes import dtype_kind, BFLOAT16
-from ember._core.public import ops as _public_ops
 
 
 def _key(key, x, wait=False, check=True):
@@ -158,10 +157,11 @@ def matmul(a, b, /, *, out=None):
 
 def _index_arg(index, device):
     """An array argument (ember, NumPy or list) as a CuPy array on `device` (dtype
-    unchecked)."""
-    ember = _public_ops()
-    idx = index if isinstance(index, ndarray) else ember.asarray(index)
-    return R.as_cupy(idx if idx.is_cuda else idx.to(device))
+    unchecked): host data is read with ember's dtype rules and copied there."""
+    if isinstance(index, ndarray) and index.is_cuda:
+        return R.as_cupy(index)
+    host = index if isinstance(index, ndarray) else R._array._wrap(index)
+    return R.as_cupy(R.from_host(R._array._numpy(host), device.index))
 
 
 @gpu_op("index_add")
@@ -222,53 +222,25 @@ def along_axis_key(idx, ax):
 
 
 # ---------------------------------------------------------------- linalg long tail
-# Compositions of GPU ops that are themselves dispatched (each piece runs on the GPU).
-
-@gpu_op("linalg.diagonal")
-def linalg_diagonal(x, /, *, offset=0, dim1=-2, dim2=-1):
-    ember = _public_ops()
-    return ember.diagonal(x, offset=offset, axis1=dim1, axis2=dim2)
-
-
-@gpu_op("linalg.trace")
-def linalg_trace(x, /, *, offset=0, dtype=None):
-    ember = _public_ops()
-    return ember.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
-
-
-@gpu_op("linalg.outer")
-def linalg_outer(x1, x2, /):
-    ember = _public_ops()
-    return ember.outer(x1, x2)
-
+# (linalg.diagonal, trace, outer, vector_norm and vecdot have no entry here: their own
+# definitions run on GPU arrays, see ember/linalg.py and ember/_api/linalg_ops.py)
 
 @gpu_op("linalg.tensordot")
 def linalg_tensordot(x1, x2, /, *, axes=2):
-    ember = _public_ops()
-    return ember.tensordot(x1, x2, axes=axes)
-
-
-@gpu_op("vecdot", "linalg.vecdot")
-def vecdot(x1, x2, /, *, axis=-1):
-    """sum(conj(x1) * x2) over `axis`, after broadcasting (the array API's vecdot)."""
-    ember = _public_ops()
-    if x1.shape[axis] != x2.shape[axis]:
-        raise ValueError(f"vecdot: x1 and x2 must have the same size along axis {axis}, got "
-                         f"shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
-    prod = ember.conj(x1) * x2
-    # the promoted dtype, as on the host and in NumPy (sum alone widens small integers)
-    return ember.sum(prod, axis=axis, dtype=prod.dtype)
+    """CuPy's tensordot, as ``ember.tensordot`` on GPU arrays (the same function under
+    the linalg name, which CuPy's linalg lacks)."""
+    return cupy_call("tensordot", (x1, x2), {"axes": axes})
 
 
 @gpu_op("linalg.multi_dot")
 def multi_dot(arrays):
-    ember = _public_ops()
+    """The matrices' product, left to right, through this module's cuBLAS matmul."""
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ValueError("multi_dot: expecting at least two arrays")
     res = arrays[0]
     for a in arrays[1:]:
-        res = ember.matmul(res, a)
+        res = matmul(res, a)
     return res
 
 

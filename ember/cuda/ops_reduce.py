@@ -23,11 +23,11 @@ import warnings
 import numpy as np
 
 from ember._core.util import normalize_axis_tuple, pick_axis
+from ember._core import array as _array
 from ember._core.array import ndarray
 from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op, cupy_call, host_context, _IMPLS
 from ember._core.dtypes import dtype_kind, BFLOAT16
-from ember._core.public import ops as _public_ops
 from ember._core import gpu_hooks
 
 _THREADS = 256
@@ -107,15 +107,14 @@ def _host_dtype(name, dtype, ndim, frozen_kwargs, frozen_pos=()):
 
 
 def _host_module_fn(name):
-    ember = _public_ops()
     raw = getattr(_host, name)
     fn = getattr(raw, "__wrapped__", raw)
 
     def call(arr, *pos, **kw):
+        # a fresh host array (nothing to record): the plain host function on it
         with warnings.catch_warnings(), host_context():
             warnings.simplefilter("ignore")
-            with ember.no_grad():
-                return fn(ember.asarray(arr, device="cpu"), *pos, **kw)
+            return fn(_array._wrap(np.ascontiguousarray(arr)), *pos, **kw)
     return call
 
 
@@ -408,12 +407,15 @@ def register_reductions(host):
     """Register the GPU form of every reduction of `host` (ember._api.reductions, offered
     through ember._core.gpu_hooks): CuPy's function of the same name with the host's
     dtype (``_generic``), ember's kernels first for ``_KERNEL_RED``; the reductions this
-    module implements itself (argmax, logsumexp...) keep theirs."""
+    module implements itself (argmax...) keep theirs, and a host function declared
+    ``device_generic`` (logsumexp) is its own GPU implementation."""
     global _host
     _host = host
     # an alias (amax is max) is dispatched as the op it names: nothing to register
     names = [n for n in host.__all__ if getattr(getattr(host, n), "__name__", n) == n]
     for name in names:
+        if getattr(getattr(host, name), "device_generic", False):
+            continue        # (logsumexp) its own definition runs on the GPU too
         impl = _IMPLS.get(name)
         if impl is None or getattr(impl, "from_host_table", False):
             _register_generic(name)
@@ -450,48 +452,6 @@ def _make_arg(name, is_max):
 
 _make_arg("argmax", True)
 _make_arg("argmin", False)
-
-
-@gpu_op("logsumexp")
-def logsumexp(x, axis=None, keepdims=False, *, dim=None, keepdim=None):
-    """log(sum(exp(x))) with the max subtracted first, from GPU ops."""
-    ember = _public_ops()
-    axes = _axes(x, axis, dim, "logsumexp")
-    keep = _keepdims(keepdims, keepdim)
-    if not ember.isdtype(x.dtype, ("real floating", "complex floating")):
-        x = x.astype(ember.get_default_dtype())
-    if x.size == 0 or not axes:
-        return ember.log(ember.sum(ember.exp(x), axis=axes, keepdims=keep))
-    m = ember.max(x, axis=axes, keepdims=True)
-    m = ember.where(ember.isfinite(m), m, ember.zeros_like(m))
-    s = ember.sum(ember.exp(x - m), axis=axes, keepdims=True)
-    res = ember.log(s) + m
-    if not keep:
-        res = ember.squeeze(res, axis=axes)
-    return res
-
-
-@gpu_op("linalg.vector_norm")
-def vector_norm(x, /, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):
-    """Vector p-norm over the axes, from GPU reductions (the host's dtype rules)."""
-    ember = _public_ops()
-    from ember._core.util import norm_axis_args
-    axis, keepdims = norm_axis_args(axis, dim, keepdims, keepdim, "vector_norm")
-    if dtype_kind(x.dtype) in "biu":
-        x = x.astype(ember.get_default_dtype())
-    a = ember.abs(x)
-    ax = axis if axis is None or isinstance(axis, (tuple, list)) else (axis,)
-    if ord == float("inf"):
-        return ember.max(a, axis=ax, keepdims=keepdims)
-    if ord == float("-inf"):
-        return ember.min(a, axis=ax, keepdims=keepdims)
-    if ord == 0:
-        return ember.sum((a != 0).astype(a.dtype), axis=ax, keepdims=keepdims)
-    if ord == 1:
-        return ember.sum(a, axis=ax, keepdims=keepdims)
-    if ord == 2:
-        return ember.sqrt(ember.sum(a * a, axis=ax, keepdims=keepdims))
-    return ember.sum(a ** ord, axis=ax, keepdims=keepdims) ** (1.0 / ord)
 
 
 register_reductions(gpu_hooks.host_functions("reductions"))

@@ -1,7 +1,7 @@
 """Sorting and selection on GPU arrays, with the CPU's signatures, results and errors:
 ``sort`` / ``argsort`` (stable, ``descending=`` and ``dim=`` too), ``msort``, ``topk``,
-``take`` / ``index_select`` / ``take_along_axis`` / ``put_along_axis`` and
-``masked_fill``.
+``take`` / ``index_select`` / ``take_along_axis`` and ``put_along_axis``
+(``masked_fill`` is its own definition, ember/_api/indexing.py, on either device).
 
 CuPy's functions of these names lack ember's keywords (``descending``, ``dim``) or
 wrap an out-of-range index around silently; here the sorts run through CuPy's stable
@@ -18,7 +18,6 @@ from ember.cuda import _runtime as R
 from ember.cuda._dispatch import gpu_op
 from ember._core.result_types import UniqueAllResult, UniqueCountsResult, UniqueInverseResult
 from ember.cuda.ops_core import _check_range, _index_arg, along_axis_key
-from ember._core.public import ops as _public_ops
 
 _I64 = np.dtype(np.int64)
 
@@ -205,13 +204,6 @@ def put(x, indices, values, mode="raise"):
     vals = c.tile(vals, -(-idx.size // vals.size))[:idx.size]
     R.as_cupy(x)[c.unravel_index(idx, x.shape)] = vals
     x._bump_version()
-
-
-@gpu_op("masked_fill")
-def masked_fill(x, mask, value):
-    """A copy of GPU array x with `value` where `mask` is true (mask broadcasts)."""
-    ember = _public_ops()
-    return ember.where(mask, value, x).astype(x.dtype, copy=False)
 
 
 @gpu_op("lexsort")

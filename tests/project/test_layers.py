@@ -110,3 +110,51 @@ def test_circle_finder_finds_circles():
     g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert ig.cycles(g) == [["a", "b", "c"]]
     assert ig.cycles({"a": {"b"}, "b": set()}) == []
+
+
+# How code reaches the public ops (ember.<name>, with autograd and device dispatch) from
+# under the namespace: ember._core.public.ops() returns the ``ember`` module.
+_PUBLIC_REACH = ("ember._core.public", "public.ops", "_public_ops", 'sys.modules["ember"]',
+                 "sys.modules['ember']")
+
+
+def _calls_public_ops(text):
+    """The lines of `text` that reach the public namespace (comments and docstrings
+    naming it do not count: only code lines)."""
+    hits = []
+    for line in text.splitlines():
+        code = line.split("#", 1)[0]
+        stripped = code.strip()
+        if not stripped or stripped.startswith(('"', "'", "``")):
+            continue
+        if any(p in code for p in _PUBLIC_REACH):
+            hits.append(stripped)
+    return hits
+
+
+def test_gpu_backend_calls_no_public_ops():
+    """The GPU backend holds kernels, not composites: an op built from other ember ops is
+    written once, in the op's own module, and the GPU dispatch runs that definition (see
+    ember/cuda/_dispatch.py).  So no module under ember/cuda reaches the public ops."""
+    g = ig.graph()
+    cuda = [m for m in g if m == "ember.cuda" or m.startswith("ember.cuda.")]
+    assert len(cuda) > 10
+    assert [m for m in cuda if "ember._core.public" in g[m]] == []
+    mods = ig.module_files()
+    bad = {}
+    for name in cuda:
+        with open(mods[name], encoding="utf-8") as fh:
+            hits = _calls_public_ops(fh.read())
+        if hits:
+            bad[name] = hits
+    assert bad == {}, f"ember/cuda calls public ops (write the composite in the op's module): {bad}"
+
+
+def test_public_ops_finder_finds_calls():
+    text = ('"""ember._core.public.ops() is not used here."""\n'
+            "from ember._core.public import ops as _public_ops\n"
+            "    ember = _public_ops()   # a composite\n"
+            "    # ember._core.public.ops() in a comment\n"
+            "    e = sys.modules['ember']\n")
+    assert _calls_public_ops(text) == ["from ember._core.public import ops as _public_ops",
+                                       "ember = _public_ops()", "e = sys.modules['ember']"]
