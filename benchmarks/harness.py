@@ -69,7 +69,7 @@ def _short_error(exc, limit=70):
     return msg if len(msg) <= limit else msg[:limit - 3] + "..."
 
 
-def interleaved(impls, number, repeat, warmup=3, hooks=None, settle=None):
+def interleaved(impls, number, repeat, warmup=3, hooks=None, settle=None, blas_settle=0.0):
     """Time several implementations of one case, interleaved.
 
     ``impls`` maps a label to ``(stmt, ns)`` (``stmt`` a Python statement,
@@ -78,7 +78,10 @@ def interleaved(impls, number, repeat, warmup=3, hooks=None, settle=None):
     when unavailable or failing), ``errors[label]`` a short message then.
     ``hooks`` optionally maps a label to ``(before, after)`` callables run,
     untimed, around each of its batches (and its warm-up), e.g. to switch a
-    setting on for that label only.
+    setting on for that label only.  ``blas_settle`` (seconds) pauses after NumPy's
+    batches for cases where NumPy runs threaded BLAS (its idle OpenBLAS workers spin
+    for about 2**28 cycles, ~0.1 s, and take the cores of whatever runs next: ember's
+    1024^3 GEMM measured 23 ms right after NumPy's and 11 ms otherwise).
     """
     hooks = hooks or {}
     nohook = (lambda: None, lambda: None)
@@ -116,6 +119,8 @@ def interleaved(impls, number, repeat, warmup=3, hooks=None, settle=None):
                     # workers spin for milliseconds after a call and steal the cores of
                     # whatever runs next: 10 ms of sgemm measured 18 ms right after torch)
                     time.sleep(settle)
+                elif blas_settle and prev in ("NumPy", "numpy"):
+                    time.sleep(blas_settle)
                 prev = label
                 before, after = hooks.get(label, nohook)
                 before()
