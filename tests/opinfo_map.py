@@ -290,6 +290,8 @@ DIFFERENCES = [
      "scale)", "both"),
     ("ldexp", lambda s: True, "NumPy's ldexp needs an integer exponent; PyTorch's takes floats",
      "both"),
+    ("contiguous", _ndim0, "NumPy's ascontiguousarray gives a 0-d input shape (1,); "
+     "PyTorch's contiguous keeps it 0-d", "both"),
 ] + [(op, _axis_on_0d, _AXIS_0D, "both") for op in (
     "sum", "prod", "mean", "nansum", "nanmean", "amax", "amin", "all", "any", "count_nonzero",
     "logsumexp", "argmax", "argmin", "cumsum", "cumprod", "quantile", "nanquantile",
