@@ -1859,8 +1859,8 @@ cdef class ndarray:
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, *,
                device=None):
         """A copy cast to `dtype`, laid out as NumPy's: ``order='K'`` keeps x's memory
-        order (axes by |stride|, dense, strides made positive), 'C'/'F' ask for that
-        order, 'A' for F when x is Fortran-contiguous, else C.  ``copy=False`` returns
+        order (axes by decreasing absolute stride, dense, strides made positive),
+        'C'/'F' ask for that order, 'A' for F when x is Fortran-contiguous, else C.  ``copy=False`` returns
         self when the dtype and the order already match; NumPy's `casting` rule is
         enforced.
 
