@@ -413,3 +413,36 @@ def test_large_batch_threads():
     _compare(lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1),
              lambda x, w, b: TF.conv2d(x, w, b, stride=2, padding=1),
              [(16, 8, 16, 16), (16, 8, 3, 3), None])
+
+
+# ---------------------------------------------------------------- input gradient: both forms
+
+@pytest.mark.parametrize("mode", [1, -1])
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((64, 6, 14, 14), (16, 6, 5, 5), {}),                          # LeNet-5's second conv
+    ((3, 1, 28, 28), (6, 1, 5, 5), dict(padding=2)),               # its first
+    ((1, 3, 11, 13), (5, 3, 5, 3), dict(padding=(1, 0), dilation=(2, 1))),
+    ((2, 4, 9, 7), (6, 2, 3, 2), dict(groups=2)),
+    ((2, 2, 8, 9), (4, 2, 4, 4), dict(padding="same")),
+    ((2, 3, 6, 30), (3, 1, 1, 7), dict(padding=(0, 2), dilation=(1, 2), groups=3)),
+    ((1, 1, 5, 5), (1, 1, 5, 5), {}),
+])
+def test_input_gradient_scatter_and_gather_forms(mode, xs, ws, kw):
+    """The float32 direct kernels compute a stride-1 input gradient either as a gather
+    (each dx pixel over all taps of the padded gradient) or as a scatter (each tap's
+    channel mix added at its shift), chosen by cost: both forms, forced, match PyTorch
+    (the gradient of conv2d and conv_transpose2d's forward)."""
+    from ember.nn.functional import conv as conv_mod
+    if not conv_mod._ck.fast_available():
+        pytest.skip("no AVX-512 on this CPU")
+    old = conv_mod._ck._set_input_mode(mode)
+    try:
+        _compare(lambda x, w, b: F.conv2d(x, w, b, **kw),
+                 lambda x, w, b: TF.conv2d(x, w, b, **kw), [xs, ws, (ws[0],)])
+        if kw.get("padding") != "same":
+            groups = kw.get("groups", 1)
+            xt = (xs[0], ws[0]) + xs[2:]
+            _compare(lambda x, w: F.conv_transpose2d(x, w, **kw),
+                     lambda x, w: TF.conv_transpose2d(x, w, **kw), [xt, ws])
+    finally:
+        conv_mod._ck._set_input_mode(old)

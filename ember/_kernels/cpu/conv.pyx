@@ -222,6 +222,10 @@ cdef extern from "conv_simd.h" nogil:
     int emb_conv_has_avx512()
     void emb_og(int simd, const float* A, int T, int R, const float* src, const int64_t* off,
                 float* out, int64_t ldo, int64_t L)
+    void emb_og_acc(int simd, const float* A, int T, int R, const float* src,
+                    const int64_t* off, float* out, int64_t ldo, int64_t L)
+    void emb_copy_rows(int simd, float* dst, int64_t dp, const float* src, int64_t sp,
+                       int64_t rows, int64_t cols)
     void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R, const float* src,
                   int64_t sn, const int64_t* off, int T, int64_t Lr, int NB, float* dW,
                   int64_t ldw)
@@ -541,6 +545,10 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
     cdef int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3]
     cdef int64_t O = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
     cdef int64_t OH = gout.shape[2], OW = gout.shape[3], G = groups, Og = O // G
+    if sh == 1 and sw == 1 and _INPUT_MODE >= 0 and (
+            _INPUT_MODE == 1 or _scatter_pays(H, W, OH, OW, kh, kw, ph0, pw0, dh, dw)):
+        _input_scatter_f32(gout, w, dx, ph0, pw0, dh, dw, groups)
+        return
     HG_, WG_, PT, PL, off_arr, pack_idx, ts_arr, nt_arr, geo_arr, Lmax_ = _input_tables(
         O, Cg, kh, kw, H, W, OH, OW, sh, sw, ph0, pw0, dh, dw, G)
     A_arr = w.reshape(-1).take(pack_idx)
@@ -598,3 +606,82 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
                                 drow[x * sw] = trow[x]
         free(gsrc)
         free(tmp)
+
+
+cdef int _INPUT_MODE = 0
+
+
+def _set_input_mode(int mode):
+    """How conv2d_input_f32 computes a stride-1 input gradient: 0 by cost (default),
+    1 always the scatter form, -1 always the gather form (for tests and benchmarks);
+    returns the previous mode."""
+    global _INPUT_MODE
+    old = _INPUT_MODE
+    _INPUT_MODE = mode
+    return old
+
+
+cpdef bint _scatter_pays(int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t kw,
+                        int64_t ph0, int64_t pw0, int64_t dh, int64_t dw):
+    """Whether the scatter form of a stride-1 input gradient does less work than the
+    gather form: the gather form computes every dx pixel over all kh*kw taps of a
+    gradient padded by up to (k-1)*d on each side (H rows of pitch WG), the scatter form
+    only the gradient's OH rows (of dx's padded pitch Wp) per tap, plus one load and
+    store of dx per tap and 16 lanes (counted as 4/Og of a tap row, about)."""
+    cdef int64_t WG = OW + max(0, (kw - 1) * dw - pw0) + max(0, W + pw0 - OW)
+    cdef int64_t Wp = max(OW + (kw - 1) * dw, W + pw0)
+    cdef int64_t gather = _cdiv(H * WG, 16)
+    cdef int64_t scatter = _cdiv(OH * Wp, 16)
+    return scatter * 10 < gather * 8
+
+
+def _input_scatter_f32(gout, w, dx, int64_t ph0, int64_t pw0, int64_t dh, int64_t dw,
+                       int64_t groups):
+    """dx = the input gradient of a stride-1 conv2d as a scatter: for each tap (i, j),
+    the channel mix sum_o w[o, c, i, j] * gout[n, o] of the whole gradient image, added
+    into a padded copy of dx shifted by (i*dh, j*dw).  The gradient rows are laid out at
+    dx's padded pitch with zero columns past OW, so a tap's block of lanes lands on
+    exactly the pixels it reaches (the zero columns add zeros next to them)."""
+    cdef int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3]
+    cdef int64_t O = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
+    cdef int64_t OH = gout.shape[2], OW = gout.shape[3], G = groups, Og = O // G
+    cdef int64_t Wp = max(OW + (kw - 1) * dw, W + pw0)
+    cdef int64_t Hb = max(OH + (kh - 1) * dh, H + ph0)
+    cdef int64_t PS = Hb * Wp + (kw - 1) * dw + 16        # dx plane stride (with a gap)
+    cdef int64_t Lg = OH * Wp, L = OH * Wp
+    cdef int64_t glen = O * Lg + SLACK
+    # packed weights: tap (i, j), group g, output channel o, input channel c
+    A_arr = _np.ascontiguousarray(
+        w.reshape(G, Og, Cg, kh, kw).transpose(3, 4, 0, 1, 2)).reshape(-1)
+    off_arr = _np.arange(O, dtype=_np.int64) * Lg
+    cdef const float* A = <const float*>cnp.PyArray_DATA(A_arr)
+    cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(off_arr)
+    cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
+    cdef float* dxp = <float*>cnp.PyArray_DATA(dx)
+    cdef int nt = 1
+    if N > 1 and N * O * Cg * kh * kw * OH * OW >= 200000:
+        nt = num_threads()
+    cdef int64_t n, o, oy, i, j, gi, c, y
+    cdef float* gsrc
+    cdef float* D
+    cdef int simd = _SIMD
+    gsrc = D = NULL
+    with nogil, parallel(num_threads=nt):
+        gsrc = <float*>malloc(glen * sizeof(float))
+        D = <float*>malloc(C * PS * sizeof(float))
+        memset(gsrc, 0, glen * sizeof(float))   # columns >= OW and the slack stay zero
+        for n in prange(N, schedule="static"):
+            for o in range(O):
+                emb_copy_rows(simd, gsrc + o * Lg, Wp, gp + (n * O + o) * OH * OW, OW, OH, OW)
+            memset(D, 0, C * PS * sizeof(float))
+            for i in range(kh):
+                for j in range(kw):
+                    for gi in range(G):
+                        emb_og_acc(simd, A + ((i * kw + j) * G + gi) * Og * Cg, <int>Og,
+                                   <int>Cg, gsrc, off + gi * Og,
+                                   D + gi * Cg * PS + i * dh * Wp + j * dw, PS, L)
+            for c in range(C):
+                emb_copy_rows(simd, dxp + (n * C + c) * H * W, W, D + c * PS + ph0 * Wp + pw0,
+                              Wp, H, W)
+        free(gsrc)
+        free(D)

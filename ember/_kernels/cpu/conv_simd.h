@@ -7,6 +7,9 @@
  *   emb_og:   out[r*ldo + l] = sum_t A[t*R + r] * src[off[t] + l]   (0 <= l < L)
  *             (forward: r = output channel, t = (c, i, j) tap; the input
  *             gradient is the same with G as the source and flipped taps)
+ *   emb_og_acc: the same, added into out (the input gradient of a stride-1
+ *             convolution as a scatter: per tap (i, j) and channel c, the sum over
+ *             output channels o, added into dx at the tap's shift)
  *   emb_odot: dW[r*ldw + t] += sum_n sum_l G[n*gn + r*gr + l] * src[n*sn + off[t] + l]
  *             (weight gradient: dot products over output positions)
  *
@@ -42,12 +45,18 @@ static int emb_conv_has_avx512(void) {
 
 EMB_AI void emb_og_tile(const float* A, int R, const float* src, const int64_t* off, int T,
                         float* out, int64_t ldo, int64_t l, const int RB, const int V,
-                        __mmask16 mlast)
+                        __mmask16 mlast, const int ACC)
 {
     __m512 acc[8][3];
     for (int r = 0; r < RB; r++)
-        for (int v = 0; v < V; v++)
-            acc[r][v] = _mm512_setzero_ps();
+        for (int v = 0; v < V; v++) {
+            if (!ACC)
+                acc[r][v] = _mm512_setzero_ps();
+            else if (v < V - 1)
+                acc[r][v] = _mm512_loadu_ps(out + r * ldo + l + 16 * v);
+            else
+                acc[r][v] = _mm512_maskz_loadu_ps(mlast, out + r * ldo + l + 16 * v);
+        }
     for (int t = 0; t < T; t++) {
         const float* s = src + off[t] + l;
         const float* a = A + (int64_t)t * R;
@@ -68,31 +77,46 @@ EMB_AI void emb_og_tile(const float* A, int R, const float* src, const int64_t* 
     }
 }
 
-#define EMB_OG_RB(RB)                                                                      \
-EMB_T512 static void emb_og_rb##RB(const float* A, int R, const float* src,               \
-                                   const int64_t* off, int T, float* out, int64_t ldo,    \
-                                   int64_t L) {                                           \
+#define EMB_OG_RB_ACC(RB, ACC, NAME)                                                       \
+EMB_T512 static void NAME(const float* A, int R, const float* src,                        \
+                          const int64_t* off, int T, float* out, int64_t ldo,             \
+                          int64_t L) {                                                    \
     int64_t l = 0;                                                                         \
     for (; l + 48 <= L; l += 48)                                                           \
-        emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 3, (__mmask16)0xFFFF);             \
+        emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 3, (__mmask16)0xFFFF, ACC);        \
     int64_t rem = L - l;                                                                   \
     if (rem <= 0) return;                                                                  \
     int V = (int)((rem + 15) / 16);                                                        \
     int last = (int)(rem - 16 * (V - 1));                                                  \
     __mmask16 m = (__mmask16)(last >= 16 ? 0xFFFF : ((1u << last) - 1));                   \
-    if (V == 3) emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 3, m);                     \
-    else if (V == 2) emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 2, m);                \
-    else emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 1, m);                            \
+    if (V == 3) emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 3, m, ACC);                \
+    else if (V == 2) emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 2, m, ACC);           \
+    else emb_og_tile(A, R, src, off, T, out, ldo, l, RB, 1, m, ACC);                       \
 }
+#define EMB_OG_RB(RB) EMB_OG_RB_ACC(RB, 0, emb_og_rb##RB) EMB_OG_RB_ACC(RB, 1, emb_oga_rb##RB)
 EMB_OG_RB(1) EMB_OG_RB(2) EMB_OG_RB(3) EMB_OG_RB(4)
 EMB_OG_RB(5) EMB_OG_RB(6) EMB_OG_RB(7) EMB_OG_RB(8)
 
 EMB_T512 static void emb_og_avx512(const float* A, int T, int R, const float* src,
-                                   const int64_t* off, float* out, int64_t ldo, int64_t L) {
+                                   const int64_t* off, float* out, int64_t ldo, int64_t L,
+                                   int accumulate) {
     for (int r0 = 0; r0 < R; r0 += 8) {
         int rb = R - r0 < 8 ? R - r0 : 8;
         const float* a = A + r0;
         float* o = out + (int64_t)r0 * ldo;
+        if (accumulate) {
+            switch (rb) {
+            case 8: emb_oga_rb8(a, R, src, off, T, o, ldo, L); break;
+            case 7: emb_oga_rb7(a, R, src, off, T, o, ldo, L); break;
+            case 6: emb_oga_rb6(a, R, src, off, T, o, ldo, L); break;
+            case 5: emb_oga_rb5(a, R, src, off, T, o, ldo, L); break;
+            case 4: emb_oga_rb4(a, R, src, off, T, o, ldo, L); break;
+            case 3: emb_oga_rb3(a, R, src, off, T, o, ldo, L); break;
+            case 2: emb_oga_rb2(a, R, src, off, T, o, ldo, L); break;
+            default: emb_oga_rb1(a, R, src, off, T, o, ldo, L); break;
+            }
+            continue;
+        }
         switch (rb) {
         case 8: emb_og_rb8(a, R, src, off, T, o, ldo, L); break;
         case 7: emb_og_rb7(a, R, src, off, T, o, ldo, L); break;
@@ -168,6 +192,23 @@ EMB_T512 static void emb_odot_avx512(const float* G, int64_t gr, int64_t gn, int
     }
 }
 
+/* rows x cols floats from src (row pitch sp) to dst (row pitch dp), 16 lanes at a time
+ * (masked at a row's end): short rows without a call to memcpy per row. */
+EMB_T512 static void emb_copy_rows_avx512(float* dst, int64_t dp, const float* src, int64_t sp,
+                                          int64_t rows, int64_t cols) {
+    __mmask16 m = (__mmask16)((cols % 16) ? ((1u << (cols % 16)) - 1) : 0xFFFF);
+    int64_t full = (cols % 16) ? cols - cols % 16 : cols - 16;
+    for (int64_t y = 0; y < rows; y++) {
+        const float* s = src + y * sp;
+        float* d = dst + y * dp;
+        int64_t x = 0;
+        for (; x < full; x += 16)
+            _mm512_storeu_ps(d + x, _mm512_loadu_ps(s + x));
+        if (cols > 0)
+            _mm512_mask_storeu_ps(d + x, m, _mm512_maskz_loadu_ps(m, s + x));
+    }
+}
+
 #else   /* not x86-64 with GCC/Clang: no AVX-512 path */
 
 static int emb_conv_has_avx512(void) { return 0; }
@@ -179,10 +220,11 @@ static int emb_conv_has_avx512(void) { return 0; }
  * normally takes its NumPy GEMM path instead; these keep the kernels correct). */
 
 static void emb_og_c(const float* A, int T, int R, const float* src, const int64_t* off,
-                     float* out, int64_t ldo, int64_t L) {
+                     float* out, int64_t ldo, int64_t L, int accumulate) {
     for (int r = 0; r < R; r++) {
         float* o = out + (int64_t)r * ldo;
-        for (int64_t l = 0; l < L; l++) o[l] = 0.0f;
+        if (!accumulate)
+            for (int64_t l = 0; l < L; l++) o[l] = 0.0f;
         for (int t = 0; t < T; t++) {
             float a = A[(int64_t)t * R + r];
             const float* s = src + off[t];
@@ -209,9 +251,19 @@ static void emb_odot_c(const float* G, int64_t gr, int64_t gn, int R, const floa
 static inline void emb_og(int simd, const float* A, int T, int R, const float* src,
                           const int64_t* off, float* out, int64_t ldo, int64_t L) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (simd) { emb_og_avx512(A, T, R, src, off, out, ldo, L); return; }
+    if (simd) { emb_og_avx512(A, T, R, src, off, out, ldo, L, 0); return; }
 #endif
-    emb_og_c(A, T, R, src, off, out, ldo, L);
+    emb_og_c(A, T, R, src, off, out, ldo, L, 0);
+}
+
+/* emb_og_acc: out[r*ldo + l] += sum_t A[t*R + r] * src[off[t] + l] (the same blocking;
+ * the accumulators start from out's values). */
+static inline void emb_og_acc(int simd, const float* A, int T, int R, const float* src,
+                              const int64_t* off, float* out, int64_t ldo, int64_t L) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_og_avx512(A, T, R, src, off, out, ldo, L, 1); return; }
+#endif
+    emb_og_c(A, T, R, src, off, out, ldo, L, 1);
 }
 
 static inline void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R,
@@ -221,6 +273,15 @@ static inline void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, in
     if (simd) { emb_odot_avx512(G, gr, gn, R, src, sn, off, T, Lr, NB, dW, ldw); return; }
 #endif
     emb_odot_c(G, gr, gn, R, src, sn, off, T, Lr, NB, dW, ldw);
+}
+
+static inline void emb_copy_rows(int simd, float* dst, int64_t dp, const float* src,
+                                 int64_t sp, int64_t rows, int64_t cols) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_copy_rows_avx512(dst, dp, src, sp, rows, cols); return; }
+#endif
+    for (int64_t y = 0; y < rows; y++)
+        memcpy(dst + y * dp, src + y * sp, (size_t)cols * sizeof(float));
 }
 
 #endif
