@@ -234,3 +234,22 @@ def test_max_pool_module_return_indices():
     m = nn.MaxPool2d(2, return_indices=True)
     out, idx = m(ember.arange(16.0).reshape(1, 1, 4, 4))
     assert idx.tolist() == [[[[5, 7], [13, 15]]]]
+
+
+@pytest.mark.parametrize("simd", [1, 0])
+@pytest.mark.parametrize("xs", [(64, 6, 28, 28), (4, 16, 10, 10), (2, 3, 33, 70), (1, 1, 2, 16),
+                                (2, 2, 5, 40)])
+def test_max_pool2d_k2_simd_paths_match_torch(simd, xs):
+    """The 2x2 / stride-2 float32 pooling runs AVX-512 rows (up to 16 outputs a step, on
+    rows of 8 or more outputs) where the CPU has it and SSE2 otherwise: both match
+    PyTorch's values, indices (ties: the first maximum; NaN wins) and gradient."""
+    from ember._kernels.cpu import pool as pk
+    w = RNG.integers(-2, 3, xs).astype(np.float32)               # many ties
+    w.reshape(-1)[::7] = np.nan
+    w.reshape(-1)[3::11] = -np.inf
+    old = pk._set_pool_simd(simd)
+    try:
+        _compare("max_pool2d", xs, (2,), dict(return_indices=True), values=w)
+        _compare("max_pool2d", xs, (2,), {})
+    finally:
+        pk._set_pool_simd(old)

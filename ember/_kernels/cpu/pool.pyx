@@ -25,11 +25,26 @@ from ember._core.elementwise cimport num_threads
 cnp.import_array()
 
 cdef extern from "pool_simd.h" nogil:
-    void emb_maxpool_k2_f32(const float* xp, float* op, int64_t* ip, int W, int OH, int OW)
+    int emb_pool_has_avx512()
+    void emb_maxpool_k2_f32(int simd, const float* xp, float* op, int64_t* ip, int W, int OH,
+                            int OW)
 
 ctypedef fused real:
     float
     double
+
+# AVX-512 for the 2x2 / stride-2 float32 max pooling (asked once; 0 selects SSE2)
+cdef int _POOL_SIMD = emb_pool_has_avx512()
+
+
+def _set_pool_simd(int on):
+    """Switch the AVX-512 2x2 max pooling off (0) or back on (1, where the CPU has it);
+    returns the previous setting (for tests comparing the two paths)."""
+    global _POOL_SIMD
+    old = _POOL_SIMD
+    _POOL_SIMD = on and emb_pool_has_avx512()
+    return old
+
 
 # Below this many elements (input + output) one thread does the work.
 cdef Py_ssize_t PAR_MIN = 65536
@@ -85,7 +100,7 @@ cdef void _max_plane_k2(const real* xp, real* op, int64_t* ip, int H, int W, int
     cdef int64_t k, best_i
     cdef real best, v
     if real is float:
-        emb_maxpool_k2_f32(xp, op, ip, W, OH, OW)
+        emb_maxpool_k2_f32(_POOL_SIMD, xp, op, ip, W, OH, OW)
         return
     for oy in range(OH):
         for ox in range(OW):
