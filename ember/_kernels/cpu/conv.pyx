@@ -226,6 +226,8 @@ cdef extern from "conv_simd.h" nogil:
                     const int64_t* off, float* out, int64_t ldo, int64_t L)
     void emb_copy_rows(int simd, float* dst, int64_t dp, const float* src, int64_t sp,
                        int64_t rows, int64_t cols)
+    void emb_copy_rows_bias(int simd, float* dst, int64_t dp, const float* src, int64_t sp,
+                            int64_t rows, int64_t cols, float bias, int relu)
     void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R, const float* src,
                   int64_t sn, const int64_t* off, int T, int64_t Lr, int NB, float* dW,
                   int64_t ldw)
@@ -365,36 +367,20 @@ def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, 
                     dst = tmp + g * Og * L
                 emb_og(simd, A + g * Tg * Og, <int>Tg, <int>Og, src, off + g * Tg, dst, L, L)
             if direct:
-                if relu:
+                if relu or bias != NULL:
                     for o in range(O):
                         bv = 0
                         if bias != NULL:
                             bv = bias[o]
                         orow = op + (n * O + o) * L
-                        for k in range(L):
-                            v = orow[k] + bv
-                            orow[k] = 0 if v < 0 else v
-                elif bias != NULL:
-                    for o in range(O):
-                        bv = bias[o]
-                        orow = op + (n * O + o) * L
-                        for k in range(L):
-                            orow[k] = orow[k] + bv
+                        emb_copy_rows_bias(simd, orow, L, orow, L, 1, L, bv, relu)
             else:
                 for o in range(O):
                     bv = 0
                     if bias != NULL:
                         bv = bias[o]
-                    for oy in range(OH):
-                        orow = op + ((n * O + o) * OH + oy) * OW
-                        trow = tmp + o * L + oy * Wq
-                        if relu:
-                            for ox in range(OW):
-                                v = trow[ox] + bv
-                                orow[ox] = 0 if v < 0 else v
-                        else:
-                            for ox in range(OW):
-                                orow[ox] = trow[ox] + bv
+                    emb_copy_rows_bias(simd, op + (n * O + o) * OH * OW, OW, tmp + o * L, Wq,
+                                       OH, OW, bv, relu)
         free(src)
         free(tmp)
 
@@ -453,9 +439,8 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
                            Wq, slen)
                 memset(gbuf + j * glen, 0, glen * sizeof(float))
                 for o in range(O):
-                    for oy in range(OH):
-                        grow = gbuf + j * glen + o * Lr + oy * Wq
-                        memcpy(grow, gp + ((n * O + o) * OH + oy) * OW, OW * sizeof(float))
+                    emb_copy_rows(simd, gbuf + j * glen + o * Lr, Wq, gp + (n * O + o) * OH * OW,
+                                  OW, OH, OW)
             for g in range(G):
                 emb_odot(simd, gbuf + g * Og * Lr, Lr, glen, <int>Og, srcs, slen, off + g * Tg,
                          <int>Tg, Lr, <int>nb, mine + g * Og * Tg, Tg)

@@ -209,6 +209,33 @@ EMB_T512 static void emb_copy_rows_avx512(float* dst, int64_t dp, const float* s
     }
 }
 
+/* dst[y*dp + x] = src[y*sp + x] + bias, then max(., 0) with relu (NaN stays NaN), for
+ * rows x cols floats; dst may be src (same pitch). */
+EMB_T512 static void emb_copy_rows_bias_avx512(float* dst, int64_t dp, const float* src,
+                                               int64_t sp, int64_t rows, int64_t cols,
+                                               float bias, int relu) {
+    __mmask16 m = (__mmask16)((cols % 16) ? ((1u << (cols % 16)) - 1) : 0xFFFF);
+    int64_t full = (cols % 16) ? cols - cols % 16 : cols - 16;
+    const __m512 b = _mm512_set1_ps(bias), z = _mm512_setzero_ps();
+    for (int64_t y = 0; y < rows; y++) {
+        const float* s = src + y * sp;
+        float* d = dst + y * dp;
+        int64_t x = 0;
+        for (; x < full; x += 16) {
+            __m512 v = _mm512_add_ps(_mm512_loadu_ps(s + x), b);
+            if (relu)   /* v < 0 -> 0: NaN compares false and stays */
+                v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, z, _CMP_LT_OQ), v, z);
+            _mm512_storeu_ps(d + x, v);
+        }
+        if (cols > 0) {
+            __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, s + x), b);
+            if (relu)
+                v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, z, _CMP_LT_OQ), v, z);
+            _mm512_mask_storeu_ps(d + x, m, v);
+        }
+    }
+}
+
 #else   /* not x86-64 with GCC/Clang: no AVX-512 path */
 
 static int emb_conv_has_avx512(void) { return 0; }
@@ -282,6 +309,19 @@ static inline void emb_copy_rows(int simd, float* dst, int64_t dp, const float* 
 #endif
     for (int64_t y = 0; y < rows; y++)
         memcpy(dst + y * dp, src + y * sp, (size_t)cols * sizeof(float));
+}
+
+static inline void emb_copy_rows_bias(int simd, float* dst, int64_t dp, const float* src,
+                                      int64_t sp, int64_t rows, int64_t cols, float bias,
+                                      int relu) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_copy_rows_bias_avx512(dst, dp, src, sp, rows, cols, bias, relu); return; }
+#endif
+    for (int64_t y = 0; y < rows; y++)
+        for (int64_t x = 0; x < cols; x++) {
+            float v = src[y * sp + x] + bias;
+            dst[y * dp + x] = (relu && v < 0) ? 0.0f : v;
+        }
 }
 
 #endif
