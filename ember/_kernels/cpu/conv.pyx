@@ -611,8 +611,10 @@ cpdef bint _scatter_pays(int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t k
     """Whether the scatter form of a stride-1 input gradient does less work than the
     gather form: the gather form computes every dx pixel over all kh*kw taps of a
     gradient padded by up to (k-1)*d on each side (H rows of pitch WG), the scatter form
-    only the gradient's OH rows (of dx's padded pitch Wp) per tap, plus one load and
-    store of dx per tap and 16 lanes (counted as 4/Og of a tap row, about)."""
+    only the gradient's OH rows (of dx's padded pitch Wp) per tap, plus a load and a
+    store of dx per tap and 16 lanes: it is taken when its lanes are under 0.8x the
+    gather's (LeNet's valid 5x5 conv2: 9 vs 16 vectors per tap row; same-padded 3x3
+    convolutions tie and keep the gather)."""
     cdef int64_t WG = OW + max(0, (kw - 1) * dw - pw0) + max(0, W + pw0 - OW)
     cdef int64_t Wp = max(OW + (kw - 1) * dw, W + pw0)
     cdef int64_t gather = _cdiv(H * WG, 16)
