@@ -67,6 +67,31 @@ static inline uint32_t em_bg_pair(const uint16_t *p, ptrdiff_t s, int has2) {
     return (uint32_t)p[0] | (has2 ? (uint32_t)p[s] << 16 : 0u);
 }
 
+/* r[j] word q -> r[q] word j (a 16 x 16 transpose of 32-bit words) */
+EM_BG_TARGET static inline __attribute__((always_inline)) void em_bg_transpose16(__m512i *r) {
+    __m512i a[16], b[16];
+    for (int k = 0; k < 8; k++) {       /* words 4l+{0,1} / 4l+{2,3} of rows 2k, 2k+1 */
+        a[2 * k] = _mm512_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
+        a[2 * k + 1] = _mm512_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 4; k++) {       /* b[4k+e] lane l: word 4l+e of rows 4k..4k+3 */
+        b[4 * k] = _mm512_unpacklo_epi64(a[4 * k], a[4 * k + 2]);
+        b[4 * k + 1] = _mm512_unpackhi_epi64(a[4 * k], a[4 * k + 2]);
+        b[4 * k + 2] = _mm512_unpacklo_epi64(a[4 * k + 1], a[4 * k + 3]);
+        b[4 * k + 3] = _mm512_unpackhi_epi64(a[4 * k + 1], a[4 * k + 3]);
+    }
+    for (int e = 0; e < 4; e++) {       /* 4 x 4 transpose of 128-bit lanes */
+        __m512i c0 = _mm512_shuffle_i32x4(b[e], b[4 + e], 0x44);
+        __m512i c1 = _mm512_shuffle_i32x4(b[e], b[4 + e], 0xEE);
+        __m512i c2 = _mm512_shuffle_i32x4(b[8 + e], b[12 + e], 0x44);
+        __m512i c3 = _mm512_shuffle_i32x4(b[8 + e], b[12 + e], 0xEE);
+        r[e] = _mm512_shuffle_i32x4(c0, c2, 0x88);
+        r[4 + e] = _mm512_shuffle_i32x4(c0, c2, 0xDD);
+        r[8 + e] = _mm512_shuffle_i32x4(c1, c3, 0x88);
+        r[12 + e] = _mm512_shuffle_i32x4(c1, c3, 0xDD);
+    }
+}
+
 /* kc x nc block of B (element strides sbk, sbn) -> panels of NR columns, kp = ceil(kc/2)
  * words per column, panel q at dst + q * kp * NR; missing columns are zeros */
 EM_BG_TARGET static void em_bg_pack_b(ptrdiff_t kc, ptrdiff_t nc, const uint16_t *b,
@@ -101,7 +126,20 @@ EM_BG_TARGET static void em_bg_pack_b(ptrdiff_t kc, ptrdiff_t nc, const uint16_t
             __mmask32 m = nr == 32 ? 0xffffffffu : (((__mmask32)1 << nr) - 1);
             __mmask16 m0 = (__mmask16)m, m1 = (__mmask16)(m >> 16);
             const uint16_t *bj16 = bj + 16 * sbn;
-            for (ptrdiff_t p = 0; p < kfull; p++) {
+            ptrdiff_t p0 = 0;
+            for (; p0 + 16 <= kfull; p0 += 16) {   /* 16 x 16 word blocks: transposes */
+                for (int h = 0; h < 2; h++) {
+                    __m512i r[16];
+                    for (int j = 0; j < 16; j++)
+                        r[j] = 16 * h + j < nr ? _mm512_loadu_si512(
+                            (const void *)(bj + (16 * h + j) * sbn + 2 * p0))
+                            : _mm512_setzero_si512();
+                    em_bg_transpose16(r);
+                    for (int q = 0; q < 16; q++)
+                        _mm512_store_si512((void *)(d + (p0 + q) * EM_BG_NR + 16 * h), r[q]);
+                }
+            }
+            for (ptrdiff_t p = p0; p < kfull; p++) {
                 __m512i w0 = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m0, idx,
                                                          (const void *)(bj + 2 * p), 2);
                 __m512i w1 = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m1, idx,
@@ -182,7 +220,7 @@ EM_BG_TARGET static void em_bg_pack_a(ptrdiff_t mc, ptrdiff_t kc, const uint16_t
 }
 
 #define EM_BG_DP(i) do { \
-        __m512bh ai_ = (__m512bh)_mm512_set1_epi32(ap[i]); \
+        __m512bh ai_ = (__m512bh)_mm512_set1_epi32(ap[(i) * ais]); \
         c##i##a = _mm512_dpbf16_ps(c##i##a, ai_, b0); \
         c##i##b = _mm512_dpbf16_ps(c##i##b, ai_, b1); \
     } while (0)
@@ -191,10 +229,12 @@ EM_BG_TARGET static void em_bg_pack_a(ptrdiff_t mc, ptrdiff_t kc, const uint16_t
     } while (0)
 
 /* the 12 x 32 tile over kp pairs; rows < mr and columns < nr go to C: stored (first K
- * block), added to (later blocks), or rounded to bfloat16 (c16) */
-EM_BG_TARGET static void em_bg_kernel(ptrdiff_t kp, const uint32_t *pa, const uint32_t *pb,
-                                      ptrdiff_t mr, ptrdiff_t nr, void *c, ptrdiff_t ldc,
-                                      int c16, int accumulate) {
+ * block), added to (later blocks), or rounded to bfloat16 (c16).  Pair p of row i of A is
+ * the word pa[p * aps + i * ais]: a packed panel (aps = MR, ais = 1) or A itself (rows
+ * of contiguous pairs: aps = 1, ais = the row stride in words) */
+EM_BG_TARGET static inline __attribute__((always_inline)) void em_bg_tile(
+        ptrdiff_t kp, const uint32_t *pa, ptrdiff_t aps, ptrdiff_t ais, const uint32_t *pb,
+        ptrdiff_t mr, ptrdiff_t nr, void *c, ptrdiff_t ldc, int c16, int accumulate) {
     __m512 c0a = _mm512_setzero_ps(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a,
            c3a = c0a, c3b = c0a, c4a = c0a, c4b = c0a, c5a = c0a, c5b = c0a, c6a = c0a,
            c6b = c0a, c7a = c0a, c7b = c0a, c8a = c0a, c8b = c0a, c9a = c0a, c9b = c0a,
@@ -202,7 +242,7 @@ EM_BG_TARGET static void em_bg_kernel(ptrdiff_t kp, const uint32_t *pa, const ui
     for (ptrdiff_t p = 0; p < kp; p++) {
         __m512bh b0 = (__m512bh)_mm512_load_si512((const void *)(pb + p * EM_BG_NR));
         __m512bh b1 = (__m512bh)_mm512_load_si512((const void *)(pb + p * EM_BG_NR + 16));
-        const int *ap = (const int *)(pa + p * EM_BG_MR);
+        const int *ap = (const int *)(pa + p * aps);
         EM_BG_DP(0); EM_BG_DP(1); EM_BG_DP(2); EM_BG_DP(3); EM_BG_DP(4); EM_BG_DP(5);
         EM_BG_DP(6); EM_BG_DP(7); EM_BG_DP(8); EM_BG_DP(9); EM_BG_DP(10); EM_BG_DP(11);
     }
@@ -231,6 +271,18 @@ EM_BG_TARGET static void em_bg_kernel(ptrdiff_t kp, const uint32_t *pa, const ui
 #undef EM_BG_DP
 #undef EM_BG_ST
 
+EM_BG_TARGET static void em_bg_kernel(ptrdiff_t kp, const uint32_t *pa, const uint32_t *pb,
+                                      ptrdiff_t mr, ptrdiff_t nr, void *c, ptrdiff_t ldc,
+                                      int c16, int accumulate) {
+    em_bg_tile(kp, pa, EM_BG_MR, 1, pb, mr, nr, c, ldc, c16, accumulate);
+}
+
+EM_BG_TARGET static void em_bg_kernel_direct(ptrdiff_t kp, const uint32_t *a, ptrdiff_t lda,
+                                             const uint32_t *pb, ptrdiff_t nr, void *c,
+                                             ptrdiff_t ldc, int c16, int accumulate) {
+    em_bg_tile(kp, a, 1, lda, pb, EM_BG_MR, nr, c, ldc, c16, accumulate);
+}
+
 /* C (M x N, row stride ldc elements, unit column stride; bfloat16 when c16 else float32)
  * = A (M x K, strides sam, sak) @ B (K x N, strides sbk, sbn); strides in elements.
  * M, N, K > 0; c16 needs K <= EM_BG_KC.  Returns -1 when out of memory (C untouched
@@ -257,15 +309,26 @@ EM_BG_TARGET static int em_bf16_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K,
             em_bg_pack_b(kc, nc, B + pc * sbk + jc * sbn, sbk, sbn, pb);
             for (ptrdiff_t ic = 0; ic < M; ic += EM_BG_MC) {
                 ptrdiff_t mc = M - ic < EM_BG_MC ? M - ic : EM_BG_MC;
-                em_bg_pack_a(mc, kc, A + ic * sam + pc * sak, sam, sak, pa);
+                /* A read in place: rows of whole pairs (unit stride, even K block and row
+                 * stride, aligned to 4 bytes); only a last partial row panel is packed */
+                const uint16_t *ablk = A + ic * sam + pc * sak;
+                int direct = sak == 1 && kc % 2 == 0 && sam % 2 == 0
+                             && ((uintptr_t)ablk & 3) == 0;
+                ptrdiff_t mfull = direct ? mc / EM_BG_MR * EM_BG_MR : 0;
+                if (mfull < mc)
+                    em_bg_pack_a(mc - mfull, kc, ablk + mfull * sam, sam, sak, pa);
                 for (ptrdiff_t jr = 0; jr < nc; jr += EM_BG_NR) {
                     ptrdiff_t nr = nc - jr < EM_BG_NR ? nc - jr : EM_BG_NR;
                     const uint32_t *bp = pb + (jr / EM_BG_NR) * kp * EM_BG_NR;
                     for (ptrdiff_t ir = 0; ir < mc; ir += EM_BG_MR) {
                         ptrdiff_t mr = mc - ir < EM_BG_MR ? mc - ir : EM_BG_MR;
                         char *cp = (char *)C + ((ic + ir) * ldc + jc + jr) * esz;
-                        em_bg_kernel(kp, pa + (ir / EM_BG_MR) * kp * EM_BG_MR, bp, mr, nr,
-                                     cp, ldc, c16, pc > 0);
+                        if (ir < mfull)
+                            em_bg_kernel_direct(kp, (const uint32_t *)(ablk + ir * sam), sam / 2,
+                                                bp, nr, cp, ldc, c16, pc > 0);
+                        else
+                            em_bg_kernel(kp, pa + ((ir - mfull) / EM_BG_MR) * kp * EM_BG_MR, bp,
+                                         mr, nr, cp, ldc, c16, pc > 0);
                     }
                 }
             }
