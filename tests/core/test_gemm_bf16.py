@@ -80,7 +80,8 @@ def _rand(rng, shape):
 
 SHAPES = [(1, 1, 1), (1, 7, 1), (5, 1, 3), (2, 3, 2), (12, 32, 32), (13, 33, 31),
           (25, 65, 33), (150, 3, 70), (2, 2, 700), (3, 1031, 5), (2, 5, 1100),
-          (128, 784, 256), (256, 128, 784), (128, 10, 256), (10, 128, 256)]
+          (128, 784, 256), (256, 128, 784), (128, 10, 256), (10, 128, 256),
+          (300, 200, 45)]     # the large ones split over ember's threads (rows or columns)
 
 
 @pytest.mark.parametrize("m,k,n", SHAPES)
@@ -108,7 +109,8 @@ def test_stride_zero_operands(path):
 
 @pytest.mark.parametrize("sa,sb", [((4, 3, 5), (4, 5, 2)), ((1, 3, 5), (6, 5, 2)),
                                    ((3, 5), (7, 5, 4)), ((2, 1, 8, 16), (3, 16, 8)),
-                                   ((5, 40, 33), (33, 20)), ((2, 3, 1, 4), (1, 3, 4, 1))])
+                                   ((5, 40, 33), (33, 20)), ((2, 3, 1, 4), (1, 3, 4, 1)),
+                                   ((3, 100, 64), (64, 90)), ((1, 130, 70), (2, 70, 150))])
 def test_batched_broadcast(path, sa, sb):
     rng = np.random.default_rng(len(sa) * 10 + len(sb))
     _check(_rand(rng, sa), _rand(rng, sb))
@@ -163,6 +165,20 @@ def test_float16_unchanged():
     gemm.matmul(a.astype(np.float32), b.astype(np.float32), wide)
     got = gemm.matmul(a, b, np.empty((9, 13), np.float16))
     assert np.array_equal(got, wide.astype(np.float16))
+
+
+def test_threads_agree(path):
+    # the split over threads must not change a bit: each element is one thread's sum
+    rng = np.random.default_rng(13)
+    a, b = _rand(rng, (2, 150, 300)), _rand(rng, (300, 140))
+    want = gemm.matmul(a, b, np.empty((2, 150, 140), BF))
+    n = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        one = gemm.matmul(a, b, np.empty((2, 150, 140), BF))
+    finally:
+        ember.set_num_threads(n)
+    assert np.array_equal(one.view(np.uint16), want.view(np.uint16))
 
 
 def test_kernel_selected_where_the_cpu_has_it():
