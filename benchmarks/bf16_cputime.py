@@ -2,6 +2,8 @@
 
     python benchmarks/bf16_cputime.py            # ~1 minute
     python benchmarks/bf16_cputime.py --quick    # a few seconds
+    python benchmarks/bf16_cputime.py --wall     # two threads, wall clock: the fastest of
+                                                 # 400 single calls, interleaved (~1 minute)
 
 Wall-clock timings mean little when the host's load is high (a process that waits for a
 core counts the wait); ``time.process_time`` counts only the time this process ran.  ember
@@ -70,6 +72,33 @@ def cases(batch=128):
     return out
 
 
+def wall(calls=400):
+    """ember's default threads and PyTorch's: percentiles 0 / 5 / 25 of single-call wall
+    times, the three interleaved call by call (the fastest calls are those the load
+    spared; still a proxy for a quiet run)."""
+    on = gemm.bf16_kernel()
+    for name, (fe, ft) in cases().items():
+        impls = {"kernel": (fe, True), "sgemm": (fe, False), "torch": (ft, on)}
+        if not on:
+            del impls["kernel"]
+        res = {k: [] for k in impls}
+        try:
+            for f, _ in impls.values():
+                f(); f()
+            for _ in range(calls):
+                for k, (f, kern) in impls.items():
+                    gemm._set_bf16_kernel(kern)
+                    t0 = time.perf_counter()
+                    f()
+                    res[k].append(time.perf_counter() - t0)
+        finally:
+            gemm._set_bf16_kernel(on)
+        for q in (0, 5, 25):
+            m = {k: np.percentile(v, q) * 1e6 for k, v in res.items()}
+            cols = ", ".join(f"{k} {v:.0f} us ({v / m['torch']:.2f}x)" for k, v in m.items())
+            print(f"{name}, percentile {q}: {cols}")
+
+
 def main(quick=False):
     if torch is None:
         print("PyTorch is not installed")
@@ -99,4 +128,7 @@ def main(quick=False):
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv)
+    if "--wall" in sys.argv:
+        wall(20 if "--quick" in sys.argv else 400)
+    else:
+        main("--quick" in sys.argv)
