@@ -17,6 +17,11 @@ threads).
 arrays with at least two dimensions; float32/float64 operands whose matrices
 BLAS can address (one unit stride) go through this path, everything else (other
 dtypes, exotic strides, no OpenBLAS found) goes to ``numpy.matmul`` itself.
+
+bfloat16 products run ember's own kernel where the CPU has AVX512-BF16
+(``bf16_gemm.h``: bfloat16 pair dot products, float32 accumulators, one rounding; any
+strides; the same thread split); elsewhere, and for float16, the operands are widened to
+float32 for BLAS and the product rounded once.
 """
 cimport cython
 from cython.parallel cimport prange
