@@ -241,3 +241,30 @@ def test_linear_autograd_against_torch(path, batch_shape):
     bexact = g2.astype(np.float64).sum(axis=0)
     btol = 2.0 ** -8 * np.abs(bexact) + g2.shape[0] * 2.0 ** -23 * np.abs(g2.astype(np.float64)).sum(0)
     assert np.all(np.abs(f64(eb.grad) - bexact) <= btol)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/statm"), reason="needs Linux")
+def test_short_lived_threads_free_their_buffers(path):
+    # each thread's packing buffers (~2 MB here) go when it exits: RSS stays flat
+    import threading
+    rng = np.random.default_rng(17)
+    a, b = _rand(rng, (64, 1024)), _rand(rng, (1024, 1024))
+    want = gemm.matmul(a, b, np.empty((64, 1024), BF))
+    bad = []
+
+    def work():
+        got = gemm.matmul(a, b, np.empty((64, 1024), BF))
+        if not np.array_equal(got.view(np.uint16), want.view(np.uint16)):
+            bad.append(1)
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+
+    for t in [threading.Thread(target=work) for _ in range(3)]:
+        t.start(); t.join()
+    before = rss()
+    for t in [threading.Thread(target=work) for _ in range(40)]:
+        t.start(); t.join()
+    assert not bad
+    assert rss() - before < 30 * 2 ** 20

@@ -36,6 +36,7 @@ enum { EM_BG_MR = 12, EM_BG_NR = 32, EM_BG_KC = 1024, EM_BG_MC = 144, EM_BG_NC =
 
 #ifdef EM_BG_X86
 #include <immintrin.h>
+#include <pthread.h>
 #define EM_BG_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
 static int em_bf16_gemm_supported(void) {
@@ -49,18 +50,43 @@ static int em_bf16_gemm_supported(void) {
     return s;
 }
 
-/* per-thread packing buffers, grown on demand and kept (OpenMP threads persist) */
-static __thread uint32_t *em_bg_buf[2];
-static __thread size_t em_bg_cap[2];
+/* per-thread packing buffers, grown on demand and kept (OpenMP threads persist); freed
+ * when their thread exits (a pthread key's destructor), so short-lived threads leak nothing */
+typedef struct { uint32_t *buf[2]; size_t cap[2]; } em_bg_bufs;
+static pthread_key_t em_bg_key;
+static pthread_once_t em_bg_once = PTHREAD_ONCE_INIT;
+static int em_bg_key_ok;
+
+static void em_bg_free_bufs(void *p) {
+    em_bg_bufs *b = (em_bg_bufs *)p;
+    free(b->buf[0]);
+    free(b->buf[1]);
+    free(b);
+}
+
+static void em_bg_make_key(void) {
+    em_bg_key_ok = pthread_key_create(&em_bg_key, em_bg_free_bufs) == 0;
+}
 
 static uint32_t *em_bg_buffer(int which, size_t words) {
-    if (em_bg_cap[which] < words) {
-        free(em_bg_buf[which]);
-        size_t bytes = (words * 4 + 63) & ~(size_t)63;
-        em_bg_buf[which] = (uint32_t *)aligned_alloc(64, bytes);
-        em_bg_cap[which] = em_bg_buf[which] ? words : 0;
+    pthread_once(&em_bg_once, em_bg_make_key);
+    if (!em_bg_key_ok)
+        return NULL;
+    em_bg_bufs *b = (em_bg_bufs *)pthread_getspecific(em_bg_key);
+    if (b == NULL) {
+        b = (em_bg_bufs *)calloc(1, sizeof(em_bg_bufs));
+        if (b == NULL || pthread_setspecific(em_bg_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
     }
-    return em_bg_buf[which];
+    if (b->cap[which] < words) {
+        free(b->buf[which]);
+        size_t bytes = (words * 4 + 63) & ~(size_t)63;
+        b->buf[which] = (uint32_t *)aligned_alloc(64, bytes);
+        b->cap[which] = b->buf[which] ? words : 0;
+    }
+    return b->buf[which];
 }
 
 static inline uint32_t em_bg_pair(const uint16_t *p, ptrdiff_t s, int has2) {
