@@ -413,3 +413,15 @@ def test_large_batch_threads():
     _compare(lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1),
              lambda x, w, b: TF.conv2d(x, w, b, stride=2, padding=1),
              [(16, 8, 16, 16), (16, 8, 3, 3), None])
+
+
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((13, 64, 8, 8), (64, 64, 3, 3), dict(padding=1)),          # ResNet-20 stage 3, odd batch
+    ((37, 16, 12, 12), (16, 16, 3, 3), dict(padding=1)),        # many weight-gradient chunks
+    ((5, 32, 10, 10), (64, 32, 1, 1), dict(stride=2)),          # 1x1 stride-2 shortcut
+])
+def test_bias_free_threaded_chunks(xs, ws, kw):
+    """No bias (the forward copies the padded-width rows out unchanged) and batches that
+    split into several weight-gradient chunks over the threads, uneven ones included."""
+    _compare(lambda x, w: F.conv2d(x, w, None, **kw),
+             lambda x, w: TF.conv2d(x, w, None, **kw), [xs, ws])
