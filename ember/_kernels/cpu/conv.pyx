@@ -513,6 +513,9 @@ def _input_tables(O, Cg, kh, kw, H, W, OH, OW, sh, sw, ph0, pw0, dh, dw, G):
     PB = max(0, max(p[2] for p in phases) + max(ry_all) - OH)
     PR = max(0, max(p[3] for p in phases) + max(rx_all) - OW)
     HG, WG = OH + PT + PB, OW + PL + PR
+    if sw == 1 and max(p[3] for p in phases) <= OW + max(PL, PR):
+        # as in _src_geometry: a row's right padding doubles as the next row's left one
+        WG = OW + max(PL, PR)
     gplane = HG * WG
     widx = _np.arange(O * Cg * kh * kw, dtype=_np.int64).reshape(O, Cg, kh, kw)
     # per phase and group: taps (o, i, j) -> offsets into the padded gradient and the
