@@ -4,10 +4,11 @@ ufuncs; NumPy's own float16) vs PyTorch.
     python benchmarks/bench_bfloat16.py            # the table (~1 minute)
     python benchmarks/bench_bfloat16.py --quick    # tiny sizes, a few seconds
 
-No speed target is set for bfloat16 on the CPU (it saves memory, not time:
-every op computes in float32); the table says what a bfloat16 model costs
-next to the float32 rows of bench_core / bench_train.  NumPy's matmul on
-bfloat16 has no BLAS path, so its column there is a generic loop.
+Elementwise bfloat16 ops compute in float32 and round once; bfloat16 products run
+ember's AVX512-BF16 kernel where the CPU has it (else float32 BLAS on widened operands).
+The one target is issue #25's: the MLP step <= 1.0x PyTorch.  NumPy's matmul on
+bfloat16 has no BLAS path, so its column there is a generic loop.  On a busy host see
+also bf16_cputime.py (one-thread CPU time, and the fastest of many calls).
 """
 import os
 import sys

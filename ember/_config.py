@@ -52,7 +52,10 @@ def _blas():
     from ember._kernels.cpu import gemm
     import numpy as np
     out = {"ember_gemm": {"library": getattr(gemm, "BLAS_LIBRARY", None),
-                          "driven_by_ember_threads": bool(gemm.available())}}
+                          "driven_by_ember_threads": bool(gemm.available()),
+                          # bfloat16 products on ember's AVX512-BF16 kernel (else widened
+                          # to float32 for the BLAS above)
+                          "bfloat16_kernel": "avx512_bf16" if gemm.bf16_kernel() else None}}
     try:
         deps = np.show_config(mode="dicts")["Build Dependencies"]
         out["numpy"] = {k: {f: deps[k].get(f) for f in ("name", "version", "openblas configuration")

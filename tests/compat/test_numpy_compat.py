@@ -493,6 +493,9 @@ def test_show_config_reports_build_and_runtime(capsys):
     assert cfg["CPU"]["simd"]["elementwise_loops"] in ("avx2", "baseline")
     assert cfg["CPU"]["threads"] == ember.get_num_threads()
     assert "ember_gemm" in cfg["BLAS"] and "numpy" in cfg["BLAS"]
+    from ember._kernels.cpu import gemm
+    assert cfg["BLAS"]["ember_gemm"]["bfloat16_kernel"] == ("avx512_bf16" if gemm.bf16_kernel()
+                                                            else None)
     for key in ("cupy_distribution", "emulation"):
         assert key in cfg["GPU"]
     assert "mpi4py" in cfg["MPI"]

@@ -415,6 +415,40 @@ def test_large_batch_threads():
              [(16, 8, 16, 16), (16, 8, 3, 3), None])
 
 
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((13, 64, 8, 8), (64, 64, 3, 3), dict(padding=1)),          # ResNet-20 stage 3, odd batch
+    ((37, 16, 12, 12), (16, 16, 3, 3), dict(padding=1)),        # many weight-gradient chunks
+    ((5, 32, 10, 10), (64, 32, 1, 1), dict(stride=2)),          # 1x1 stride-2 shortcut
+])
+def test_bias_free_threaded_chunks(xs, ws, kw):
+    """No bias (the forward copies the padded-width rows out unchanged) and batches that
+    split into several weight-gradient chunks over the threads, uneven ones included."""
+    _compare(lambda x, w: F.conv2d(x, w, None, **kw),
+             lambda x, w: TF.conv2d(x, w, None, **kw), [xs, ws])
+
+
+def test_random_geometries_match_torch():
+    """Random kernel sizes, strides, paddings (up to beyond the kernel's reach) and
+    dilations, float32: the direct kernels' padded-row layouts (a row's right padding
+    shared with the next row's left one at stride 1) against PyTorch, output and both
+    gradients."""
+    rng = np.random.default_rng(7)
+    done = 0
+    while done < 24:
+        kh, kw = (int(v) for v in rng.integers(1, 6, 2))
+        dh, dw = (int(v) for v in rng.integers(1, 3, 2))
+        sh, sw = (int(v) for v in rng.integers(1, 3, 2))
+        ph, pw = (int(v) for v in rng.integers(0, 6, 2))
+        H, W = (int(v) for v in rng.integers(1, 14, 2))
+        if H + 2 * ph - dh * (kh - 1) < 1 or W + 2 * pw - dw * (kw - 1) < 1:
+            continue
+        N, C, O = (int(v) for v in rng.integers(1, 6, 3))
+        kw_ = dict(stride=(sh, sw), padding=(ph, pw), dilation=(dh, dw))
+        _compare(lambda x, w: F.conv2d(x, w, None, **kw_),
+                 lambda x, w: TF.conv2d(x, w, None, **kw_), [(N, C, H, W), (O, C, kh, kw)])
+        done += 1
+
+
 # ---------------------------------------------------------------- input gradient: both forms
 
 @pytest.mark.parametrize("mode", [1, -1])

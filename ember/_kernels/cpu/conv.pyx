@@ -306,6 +306,12 @@ def _src_geometry(int64_t C, int64_t H, int64_t W, int64_t kh, int64_t kw, int64
     Wp = W + pw0 + pw1
     Hq = (Hp + sh - 1) // sh
     Wq = (Wp + sw - 1) // sw
+    if sw == 1 and min(pw0, pw1) <= (kw - 1) * dw:
+        # stride 1: a row's right padding can be the next row's left padding (the taps of
+        # an output column reach pw0 columns left and pw1 right, both into zeros), so
+        # rows are W + max(pw0, pw1) wide, not W + pw0 + pw1: fewer outputs computed at
+        # the padding (a 3x3 on 8 columns: 9 per row instead of 10)
+        Wq = W + max(pw0, pw1)
     plane = Hq * Wq
     c = _np.arange(C, dtype=_np.int64)[:, None, None]
     ii = (_np.arange(kh, dtype=_np.int64) * dh)[None, :, None]
@@ -402,8 +408,12 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
     cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
     cdef float* dwp = <float*>cnp.PyArray_DATA(dwout)
-    # samples per chunk: keep a chunk's sources and gradients within ~384 KiB
-    cdef int64_t NB = (384 * 1024) // ((slen + glen) * 4)
+    # samples per chunk: keep a chunk's sources and gradients within ~768 KiB (of a 1 MiB
+    # L2): every 4 x 6 tile of emb_odot reduces its 24 accumulators once per chunk, so
+    # more samples per chunk amortise that (stage 3 of ResNet-20, L = 80: NB 8 -> 16 took
+    # the kernel from 75 to 82 useful GFLOP/s on one core); then the chunk count is
+    # rounded up to a multiple of the threads so that no thread gets a short last chunk
+    cdef int64_t NB = (768 * 1024) // ((slen + glen) * 4)
     if NB < 1:
         NB = 1
     cdef int nt = 1
@@ -412,6 +422,10 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     if NB * nt > N:
         NB = max(1, N // nt)
     cdef int64_t nchunks = _cdiv(N, NB) if N > 0 else 0
+    if nt > 1 and nchunks % nt:
+        nchunks = _cdiv(nchunks, nt) * nt
+        NB = _cdiv(N, nchunks)
+        nchunks = _cdiv(N, NB)
     if nt > nchunks:
         nt = max(1, <int>nchunks)
     cdef int64_t WN = O * Tg
@@ -481,6 +495,9 @@ def _input_tables(O, Cg, kh, kw, H, W, OH, OW, sh, sw, ph0, pw0, dh, dw, G):
     PB = max(0, max(p[2] for p in phases) + max(ry_all) - OH)
     PR = max(0, max(p[3] for p in phases) + max(rx_all) - OW)
     HG, WG = OH + PT + PB, OW + PL + PR
+    if sw == 1 and max(p[3] for p in phases) <= OW + max(PL, PR):
+        # as in _src_geometry: a row's right padding doubles as the next row's left one
+        WG = OW + max(PL, PR)
     gplane = HG * WG
     widx = _np.arange(O * Cg * kh * kw, dtype=_np.int64).reshape(O, Cg, kh, kw)
     # per phase and group: taps (o, i, j) -> offsets into the padded gradient and the
@@ -610,12 +627,14 @@ cpdef bint _scatter_pays(int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t k
                         int64_t ph0, int64_t pw0, int64_t dh, int64_t dw):
     """Whether the scatter form of a stride-1 input gradient does less work than the
     gather form: the gather form computes every dx pixel over all kh*kw taps of a
-    gradient padded by up to (k-1)*d on each side (H rows of pitch WG), the scatter form
+    gradient padded by up to (k-1)*d on each side (H rows of pitch WG = OW + max(PL, PR),
+    the row's right padding shared with the next row's left, as _input_tables lays it
+    out at stride 1), the scatter form
     only the gradient's OH rows (of dx's padded pitch Wp) per tap, plus a load and a
     store of dx per tap and 16 lanes: it is taken when its lanes are under 0.8x the
-    gather's (LeNet's valid 5x5 conv2: 9 vs 16 vectors per tap row; same-padded 3x3
-    convolutions tie and keep the gather)."""
-    cdef int64_t WG = OW + max(0, (kw - 1) * dw - pw0) + max(0, W + pw0 - OW)
+    gather's (LeNet's valid 5x5 conv2: 9 vs 13 vectors per tap row; same-padded 3x3
+    convolutions keep the gather)."""
+    cdef int64_t WG = OW + max(max(0, (kw - 1) * dw - pw0), max(0, W + pw0 - OW))
     cdef int64_t Wp = max(OW + (kw - 1) * dw, W + pw0)
     cdef int64_t gather = _cdiv(H * WG, 16)
     cdef int64_t scatter = _cdiv(OH * Wp, 16)

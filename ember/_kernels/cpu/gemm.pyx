@@ -17,6 +17,11 @@ threads).
 arrays with at least two dimensions; float32/float64 operands whose matrices
 BLAS can address (one unit stride) go through this path, everything else (other
 dtypes, exotic strides, no OpenBLAS found) goes to ``numpy.matmul`` itself.
+
+bfloat16 products run ember's own kernel where the CPU has AVX512-BF16
+(``bf16_gemm.h``: bfloat16 pair dot products, float32 accumulators, one rounding; any
+strides; the same thread split); elsewhere, and for float16, the operands are widened to
+float32 for BLAS and the product rounded once.
 """
 cimport cython
 from cython.parallel cimport prange
@@ -36,6 +41,17 @@ cdef extern from "em_math.h" nogil:
     # 16-bit floats <-> float32 runs: the conversions of ember's cast loops, bit for bit
     void em_widen16(int bf16, const unsigned short*, float*, Py_ssize_t)
     void em_narrow16(int bf16, const float*, unsigned short*, Py_ssize_t)
+
+cdef extern from "bf16_gemm.h" nogil:
+    # ember's bfloat16 GEMM (AVX512-BF16 dot products; see the header)
+    int em_bf16_gemm_supported()
+    int em_bf16_gemm(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const unsigned short* A,
+                     Py_ssize_t sam, Py_ssize_t sak, const unsigned short* B, Py_ssize_t sbk,
+                     Py_ssize_t sbn, void* C, Py_ssize_t ldc, int c16)
+    enum:
+        EM_BG_MR
+        EM_BG_NR
+        EM_BG_KC
 
 cdef extern from *:
     """
@@ -392,6 +408,8 @@ def matmul(a, b, out):
                     out[...] = wide
                     return out
     if is_half_dtype(out.dtype) and a.dtype == out.dtype and b.dtype == out.dtype:
+        if _bf16_on and out.dtype.name == "bfloat16" and _bf16_product(a, b, out):
+            return out
         # 16-bit floats multiply in float32 (BLAS; NumPy's float16 loop is scalar
         # and bfloat16's is generic) and round once at the end, as PyTorch does.
         # The operands are widened in their own memory order (a transposed weight
@@ -570,3 +588,172 @@ cdef bint _overlaps(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c):
     _bounds(b, &lb, &hb)
     _bounds(c, &lc, &hc)
     return (lc < ha and la < hc) or (lc < hb and lb < hc)
+
+
+# ---------------------------------------------------------------- bfloat16 kernel
+
+import os as _os
+
+cdef bint _bf16_on = em_bf16_gemm_supported() != 0 and \
+    _os.environ.get("EMBER_BF16_GEMM", "1") != "0"
+
+
+def bf16_kernel():
+    """Whether bfloat16 products run ember's AVX512-BF16 kernel (the CPU has it and
+    ``EMBER_BF16_GEMM=0`` is not set) instead of float32 BLAS on widened operands.
+
+    >>> from ember._kernels.cpu import gemm
+    >>> gemm.bf16_kernel() in (True, False)
+    True
+    """
+    return _bf16_on
+
+
+def _set_bf16_kernel(bint on):
+    """Testing hook: bfloat16 products on ember's kernel (True, where the CPU has
+    AVX512-BF16) or on the widen + sgemm path (False)."""
+    global _bf16_on
+    _bf16_on = on and em_bf16_gemm_supported() != 0
+
+
+cdef bint _bf16_product(object a, object b, object out) except -1:
+    """out = a @ b for bfloat16 NumPy arrays on the kernel, or False for operands it
+    does not take (then the widen + sgemm path runs)."""
+    cdef cnp.ndarray na, nb_, nc, wide
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or type(out) is not np.ndarray:
+        return False
+    na, nb_, nc = a, b, out
+    if na.ndim < 2 or nb_.ndim < 2 or nc.ndim != max(na.ndim, nb_.ndim) \
+            or not nc.flags.writeable or not _shapes_ok(na, nb_, nc):
+        return False
+    cdef Py_ssize_t N = nc.shape[nc.ndim - 1]
+    cdef bint direct = (nc.strides[nc.ndim - 1] == 2 or N <= 1) \
+        and na.shape[na.ndim - 1] <= EM_BG_KC and not _overlaps(na, nb_, nc)
+    if direct:
+        return _run_bf16(na, nb_, nc)
+    # a float32 result first: K beyond one block accumulates in float32, or out's
+    # layout / overlap needs a separate result; one rounding at the end either way
+    wide = np.empty(out.shape, np.float32)
+    if not _run_bf16(na, nb_, wide):
+        return False
+    if nc.flags.c_contiguous:
+        _convert(wide, nc, False)
+    else:
+        assign(wrap_numpy(out), wrap_numpy(wide))
+    return True
+
+
+cdef inline bint _even(Py_ssize_t s) noexcept nogil:
+    return s % 2 == 0
+
+
+cdef bint _run_bf16(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
+    """c = a @ b: a, b bfloat16, c bfloat16 (K <= EM_BG_KC) or float32 with unit
+    column stride; any strides in a and b.  False for odd byte strides."""
+    cdef int nda = a.ndim, ndb = b.ndim, ndc = c.ndim
+    cdef int nb = ndc - 2, d, da, db_
+    cdef Py_ssize_t item = c.itemsize
+    cdef bint c16 = item == 2
+    cdef Py_ssize_t M = c.shape[ndc - 2], N = c.shape[ndc - 1], K = a.shape[nda - 1]
+    cdef Py_ssize_t bshape[MAX_BATCH_DIMS]
+    cdef Py_ssize_t sa[MAX_BATCH_DIMS]
+    cdef Py_ssize_t sb[MAX_BATCH_DIMS]
+    cdef Py_ssize_t sc[MAX_BATCH_DIMS]
+    cdef Py_ssize_t batch = 1, nsplit = 1, total, t, units, extent
+    cdef Py_ssize_t sam, sak, sbk, sbn, ldc
+    cdef bint split_rows
+    cdef int nt, failed = 0
+    if nb > MAX_BATCH_DIMS:
+        return False
+    if M == 0 or N == 0:
+        return True
+    if K == 0:
+        (<object>c)[...] = 0
+        return True
+    if (<intptr_t>cnp.PyArray_DATA(a)) % 2 or (<intptr_t>cnp.PyArray_DATA(b)) % 2 \
+            or (<intptr_t>cnp.PyArray_DATA(c)) % item:
+        return False
+    for d in range(nda):
+        if not _even(a.strides[d]):
+            return False
+    for d in range(ndb):
+        if not _even(b.strides[d]):
+            return False
+    if N > 1 and c.strides[ndc - 1] != item or c.strides[ndc - 2] % item:
+        return False
+    if c16 and K > EM_BG_KC:
+        return False
+    sam, sak = a.strides[nda - 2] // 2, a.strides[nda - 1] // 2
+    sbk, sbn = b.strides[ndb - 2] // 2, b.strides[ndb - 1] // 2
+    ldc = c.strides[ndc - 2] // item
+    for d in range(nb):                       # batch strides; broadcast axes stride 0
+        bshape[d] = c.shape[d]
+        batch *= bshape[d]
+        da = d - (ndc - nda)
+        db_ = d - (ndc - ndb)
+        sa[d] = a.strides[da] if da >= 0 and a.shape[da] != 1 else 0
+        sb[d] = b.strides[db_] if db_ >= 0 and b.shape[db_] != 1 else 0
+        sc[d] = c.strides[d]
+    if batch == 0:
+        return True
+    nt = num_threads()
+    if <int64_t>batch * M * N * K < PAR_MIN_MACS or nt <= 1:
+        nt = 1
+    # split the longer side: each block packs the other operand whole (cheaper to repeat)
+    split_rows = M > N
+    extent = M if split_rows else N
+    units = (extent + (EM_BG_MR if split_rows else EM_BG_NR) - 1) // \
+        (EM_BG_MR if split_rows else EM_BG_NR)
+    if batch < nt and nt > 1:
+        nsplit = min((nt + batch - 1) // batch, units)
+    total = batch * nsplit
+    cdef const char* pa = <const char*>cnp.PyArray_DATA(a)
+    cdef const char* pb = <const char*>cnp.PyArray_DATA(b)
+    cdef char* pc = <char*>cnp.PyArray_DATA(c)
+    with nogil:
+        if nt > 1 and total > 1:
+            for t in prange(total, schedule="static", num_threads=nt):
+                failed += _bf16_block(t, nsplit, split_rows, units, nb, bshape, sa, sb, sc,
+                                      pa, sam, sak, pb, sbk, sbn, pc, ldc, c16, M, N, K)
+        else:
+            for t in range(total):
+                failed += _bf16_block(t, nsplit, split_rows, units, nb, bshape, sa, sb, sc,
+                                      pa, sam, sak, pb, sbk, sbn, pc, ldc, c16, M, N, K)
+    if failed:
+        raise MemoryError(f"matmul: no memory for the bfloat16 GEMM's packing buffers "
+                          f"({M}x{K} @ {K}x{N})")
+    return True
+
+
+cdef int _bf16_block(Py_ssize_t t, Py_ssize_t nsplit, bint split_rows, Py_ssize_t units,
+                     int nb, const Py_ssize_t* bshape, const Py_ssize_t* sa,
+                     const Py_ssize_t* sb, const Py_ssize_t* sc, const char* pa,
+                     Py_ssize_t sam, Py_ssize_t sak, const char* pb, Py_ssize_t sbk,
+                     Py_ssize_t sbn, char* pc, Py_ssize_t ldc, bint c16, Py_ssize_t M,
+                     Py_ssize_t N, Py_ssize_t K) noexcept nogil:
+    """Block t: batch entry t // nsplit, part t % nsplit of its row (or column) panels;
+    1 when the kernel had no memory."""
+    cdef Py_ssize_t bi = t // nsplit, part = t - bi * nsplit, d, idx
+    cdef Py_ssize_t oa = 0, ob = 0, oc = 0, lo, hi, item = 2 if c16 else 4
+    for d in range(nb - 1, -1, -1):             # unravel the batch index (C order)
+        idx = bi % bshape[d]
+        bi = bi // bshape[d]
+        oa += idx * sa[d]
+        ob += idx * sb[d]
+        oc += idx * sc[d]
+    lo = units * part // nsplit
+    hi = units * (part + 1) // nsplit
+    if hi <= lo:
+        return 0
+    cdef const unsigned short* A = <const unsigned short*>(pa + oa)
+    cdef const unsigned short* B = <const unsigned short*>(pb + ob)
+    cdef char* C = pc + oc
+    if split_rows:
+        lo *= EM_BG_MR
+        hi = min(hi * EM_BG_MR, M)
+        return em_bf16_gemm(hi - lo, N, K, A + lo * sam, sam, sak, B, sbk, sbn,
+                            C + lo * ldc * item, ldc, c16) != 0
+    lo *= EM_BG_NR
+    hi = min(hi * EM_BG_NR, N)
+    return em_bf16_gemm(M, hi - lo, K, A, sam, sak, B + lo * sbn, sbk, sbn, C + lo * item,
+                        ldc, c16) != 0
