@@ -474,7 +474,6 @@ def test_input_gradient_scatter_and_gather_forms(mode, xs, ws, kw):
         _compare(lambda x, w, b: F.conv2d(x, w, b, **kw),
                  lambda x, w, b: TF.conv2d(x, w, b, **kw), [xs, ws, (ws[0],)])
         if kw.get("padding") != "same":
-            groups = kw.get("groups", 1)
             xt = (xs[0], ws[0]) + xs[2:]
             _compare(lambda x, w: F.conv_transpose2d(x, w, **kw),
                      lambda x, w: TF.conv_transpose2d(x, w, **kw), [xt, ws])
