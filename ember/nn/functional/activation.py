@@ -65,30 +65,13 @@ def _float_input(x, opname):
     return x
 
 
-_SPECIALISED = {}
-
-
-def _specialised(kernel, dtype):
-    """kernel's float32 or float64 version: a Cython fused function picks one on each call
-    by inspecting its arguments (about 0.5-1.5 us, measured against a 100k-element
-    sigmoid's 20 us); the picked one is kept per kernel and dtype."""
-    key = (kernel, dtype == np.float32)
-    f = _SPECIALISED.get(key)
-    if f is None:
-        sigs = getattr(kernel, "__signatures__", None)
-        f = (sigs or {}).get("float" if key[1] else "double", kernel)
-        _SPECIALISED[key] = f
-    return f
-
-
 def _unary_kernel(kernel, x, opname, *params):
     """kernel(x, *params, out) over flat views (float16 computes in float32)."""
     _check_array(x, opname)
     orig = x.dtype
     xc = _float_input(x, opname)
     out = empty_raw(x.shape, xc.dtype)
-    _specialised(kernel, xc.dtype)(numpy_view(xc).reshape(-1), *params,
-                                   numpy_view(out).reshape(-1))
+    kernel(numpy_view(xc).reshape(-1), *params, numpy_view(out).reshape(-1))
     if dtype_kind(orig) == "f" and orig != out.dtype:
         out = out.astype(orig)
     return out
@@ -106,8 +89,8 @@ def _binary_kernel(kernel, g, x, opname, *params):
     if not g.is_contiguous():
         g = g.copy()
     out = empty_raw(xc.shape, xc.dtype)
-    _specialised(kernel, xc.dtype)(numpy_view(g).reshape(-1), numpy_view(xc).reshape(-1),
-                                   *params, numpy_view(out).reshape(-1))
+    kernel(numpy_view(g).reshape(-1), numpy_view(xc).reshape(-1), *params,
+           numpy_view(out).reshape(-1))
     if dtype_kind(orig) == "f" and orig != out.dtype:
         out = out.astype(orig)
     return out
