@@ -1,5 +1,7 @@
-/* float32 erf, erfc, sigmoid and the two GELUs for the activation kernels
- * (embedding.pyx): branch-free, so their loops vectorise, on top of em_math.h's expf.
+/* float32 erf, erfc, sigmoid, softplus and the two GELUs for the activation kernels
+ * (embedding.pyx): branch-free, so their loops vectorise, on top of em_math.h's expf;
+ * at the end, a hand-vectorised AVX-512 sigmoid / SiLU kernel (em_sigmoid_v4) that
+ * embedding.pyx runs where em_vmath_isa() says AVX-512.
  *
  * erf: |x| < 0.921875: x + x Q(x^2), Q a degree-5 fit of erf(sqrt z)/sqrt z - 1;
  * above, 1 - exp(P(|x|)), P a degree-6 fit of log erfc on [0.921875, 4] weighted by erfc
