@@ -3,7 +3,7 @@ representable input in a window: 2**21 in [0.5, 0.625) and its negatives, 2**17 
 each end of a polynomial piece and the over/underflow edges) plus a strided walk over
 the whole useful range, and the special values (signed zeros, infinities, NaN,
 subnormals) as PyTorch gives them.  The bound is 2 ulp of the float64 result rounded
-to float32, except (each case says why): SiLU 3 (2.66 measured), the tanh GELU 3
+to float32, except (each case says why): softplus 2.05, SiLU 3 (2.66 measured), the tanh GELU 3
 (2.95), exact GELU 2.5 down to x = -1.3 and a relative bound below
 (ember/_kernels/cpu/act_math.h explains it)."""
 import numpy as np
@@ -95,12 +95,13 @@ CASES = [
     # the tanh GELU's inner k (x + 0.044715 x^3) rounds before the sigmoid: 2.95 measured
     ("gelu tanh", _em(lambda x: F.gelu(x, approximate="tanh")), _gelu_tanh_ref, (-1.0, 20.0),
      (0.5, 3.0), 3.0),
-    # softplus: exp's error then log1p's polynomial for x < 0: 1.79 measured
+    # softplus: exp's error then log1p's polynomial: 1.79 measured here; every float32
+    # in [-87, 30] (AVX-512 build): 2.018, 5 of 2.1e9 inputs in [-1, 1] above 2
     ("softplus", _em(F.softplus), lambda x: np.logaddexp(0.0, x), (-87.0, 20.0),
-     (-1.0, 1.0, -86.0), 2.0),
+     (-1.0, 1.0, -86.0), 2.05),
     ("softplus beta=2", _em(lambda x: F.softplus(x, beta=2.0, threshold=15.0)),
      lambda x: np.where(2 * x > 15, x, np.logaddexp(0.0, 2 * x) / 2), (-40.0, 20.0),
-     (-1.0, 1.0, 7.5), 2.0),
+     (-1.0, 1.0, 7.5), 2.05),
     # SiLU: x times sigmoid(x), two roundings: 2.66 measured (below -80 the result is
     # subnormal, sigmoid's rounding times |x|)
     ("silu", _em(F.silu), lambda x: x * scipy_special.expit(x), (-80.0, 30.0),
