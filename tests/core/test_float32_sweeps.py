@@ -3,7 +3,7 @@ representable input in a window: 2**21 in [0.5, 0.625) and its negatives, 2**17 
 each end of a polynomial piece and the over/underflow edges) plus a strided walk over
 the whole useful range, and the special values (signed zeros, infinities, NaN,
 subnormals) as PyTorch gives them.  The bound is 2 ulp of the float64 result rounded
-to float32, except (each case says why): softplus 2.05, SiLU 3 (2.66 measured), the tanh GELU 3
+to float32, except (each case says why): softplus 2.05, SiLU 3.5, the tanh GELU 3
 (2.95), exact GELU 2.5 down to x = -1.3 and a relative bound below
 (ember/_kernels/cpu/act_math.h explains it)."""
 import numpy as np
@@ -102,10 +102,11 @@ CASES = [
     ("softplus beta=2", _em(lambda x: F.softplus(x, beta=2.0, threshold=15.0)),
      lambda x: np.where(2 * x > 15, x, np.logaddexp(0.0, 2 * x) / 2), (-40.0, 20.0),
      (-1.0, 1.0, 7.5), 2.05),
-    # SiLU: x times sigmoid(x), two roundings: 2.66 measured (below -80 the result is
-    # subnormal, sigmoid's rounding times |x|)
+    # SiLU: x times sigmoid(x), two roundings: 2.66 measured here, 3.33 over every
+    # float32 in [-80, 30] (AVX-512 kernel); below -80 the result is subnormal and
+    # sigmoid's rounding is multiplied by |x|
     ("silu", _em(F.silu), lambda x: x * scipy_special.expit(x), (-80.0, 30.0),
-     (-5.5, -79.0, 17.0, -1.2785), 3.0),
+     (-5.5, -79.0, 17.0, -1.2785), 3.5),
 ]
 
 
