@@ -141,15 +141,6 @@ cdef extern from *:
        versions: act_math.h; emv_exp_fast, emv_log_fast, em_vtanh_f32: em_vmath.h */
     #include "act_math.h"
 
-    /* log1p(y) for y in [0, 1]: log(u) * y / (u - 1) with u = 1 + y corrects the
-       rounding of u (Goldberg's trick), so small y keeps full relative accuracy */
-    static inline float em_log1p01f(float y) {
-        float u = 1.0f + y;
-        float d = u - 1.0f;
-        float l = em_logf(u) * (y / (d == 0.0f ? 1.0f : d));
-        return d == 0.0f ? y : l;
-    }
-
     static inline double em_sigmoid(double x) {
         if (x >= 0) return 1.0 / (1.0 + exp(-x));
         double e = exp(x);
@@ -196,9 +187,24 @@ cdef extern from *:
 
     EM_UNARY(em_erf_f32, float, em_erff(v))
     EM_UNARY(em_erf_f64, double, erf(v))
-    EM_UNARY_FAST(em_sigmoid_f32, EM_SIGMOID_FAST_OK(v), em_sigmoidf_fast(v), em_sigmoidf(v))
+    EM_UNARY_FAST(em_sigmoid_f32_auto, EM_SIGMOID_FAST_OK(v), em_sigmoidf_fast(v), em_sigmoidf(v))
     EM_UNARY(em_sigmoid_f64, double, em_sigmoid(v))
-    EM_UNARY_FAST(em_silu_f32, EM_SIGMOID_FAST_OK(v), v * em_sigmoidf_fast(v), v * em_sigmoidf(v))
+    EM_UNARY_FAST(em_silu_f32_auto, EM_SIGMOID_FAST_OK(v), v * em_sigmoidf_fast(v),
+                  v * em_sigmoidf(v))
+    /* sigmoid and SiLU: act_math.h's hand-vectorised AVX-512 kernel where em_vmath_isa()
+       says AVX-512 (EMBER_MATH_ISA=avx2 or baseline picks the loops above) */
+    static void em_sigmoid_f32(const float* x, float* out, Py_ssize_t n, const double* p) {
+    #ifdef EMV_X86
+        if (em_vmath_isa() == 2) { em_sigmoid_v4(x, out, n, 0); return; }
+    #endif
+        em_sigmoid_f32_auto(x, out, n, p);
+    }
+    static void em_silu_f32(const float* x, float* out, Py_ssize_t n, const double* p) {
+    #ifdef EMV_X86
+        if (em_vmath_isa() == 2) { em_sigmoid_v4(x, out, n, 1); return; }
+    #endif
+        em_silu_f32_auto(x, out, n, p);
+    }
     EM_UNARY(em_silu_f64, double, v * em_sigmoid(v))
     EM_UNARY_FAST(em_gelu_f32, EM_GELU_FAST_OK(v), 0.5f * v * em_two_phif_fast(v),
                   0.5f * v * em_two_phif(v))
@@ -213,26 +219,7 @@ cdef extern from *:
     EM_UNARY(em_elu_f32, float, v > 0 ? v * p1
              : (p0 * p1) * em_expm1f(v * p2))
     EM_UNARY(em_elu_f64, double, v > 0 ? v * p1 : p0 * p1 * expm1(v * p2))
-    /* p = (beta, threshold) */
-    static inline float em_softplusf(float v, float beta, float threshold) {
-        float z = v * beta;
-        float az = z < 0 ? -z : z;
-        float sp = ((z > 0 ? z : 0.0f) + em_log1p01f(em_expf(-az))) / beta;
-        sp = z > threshold ? v : sp;
-        return v != v ? v : sp;
-    }
-    /* |beta x| <= 87 (NaN excluded): the one-scaling exp, and log1p of a number in
-       [1.6e-38, 1] without em_logf's special values (1 + y is normal) */
-    static inline float em_softplusf_fast(float v, float beta, float threshold) {
-        float z = v * beta;
-        float az = z < 0 ? -z : z;
-        float y = emv_exp_fast(-az);
-        float u = 1.0f + y;
-        float d = u - 1.0f;
-        float l = emv_log_fast(u) * (y / (d == 0.0f ? 1.0f : d));
-        float sp = ((z > 0 ? z : 0.0f) + (d == 0.0f ? y : l)) / beta;
-        return z > threshold ? v : sp;
-    }
+    /* p = (beta, threshold); em_softplusf and its _fast version: act_math.h */
     EM_UNARY_FAST(em_softplus_f32, emv_exp_fast_ok(v * p0), em_softplusf_fast(v, p0, p1),
                   em_softplusf(v, p0, p1))
     EM_UNARY(em_softplus_f64, double, v * p0 > p1 ? v
@@ -316,24 +303,32 @@ cdef extern from *:
     void em_softplus_bwd_f64(const double*, const double*, double*, Py_ssize_t, const double*) noexcept nogil
 
 
-cdef Py_ssize_t CHUNK = 16384          # elements per task when the work is split over threads
+cdef inline Py_ssize_t _part(Py_ssize_t n, Py_ssize_t nt) noexcept nogil:
+    """Elements per thread when n are split over nt threads: one equal part each, a
+    multiple of 64 (whole cache lines and AVX-512 vectors); 16384-element chunks left
+    a 100k array split 4:3 over two threads."""
+    return ((n + nt - 1) // nt + 63) // 64 * 64
 
 
 cdef void _run_unary(const real* x, real* out, Py_ssize_t n, const double* p,
                      unary_f ff, unary_d fd) noexcept nogil:
-    cdef Py_ssize_t c, nc, lo, hi
+    cdef Py_ssize_t c, lo, hi, per
+    cdef int nc
     if n < PAR_MIN:
         if real is float:
             ff(x, out, n, p)
         else:
             fd(x, out, n, p)
         return
-    nc = (n + CHUNK - 1) // CHUNK
-    for c in prange(nc, schedule="static", num_threads=num_threads()):
-        lo = c * CHUNK
-        hi = lo + CHUNK
+    nc = num_threads()
+    per = _part(n, nc)
+    for c in prange(nc, schedule="static", num_threads=nc):
+        lo = c * per
+        hi = lo + per
         if hi > n:
             hi = n
+        if lo >= hi:
+            continue
         if real is float:
             ff(x + lo, out + lo, hi - lo, p)
         else:
@@ -342,19 +337,23 @@ cdef void _run_unary(const real* x, real* out, Py_ssize_t n, const double* p,
 
 cdef void _run_binary(const real* g, const real* x, real* out, Py_ssize_t n, const double* p,
                       binary_f ff, binary_d fd) noexcept nogil:
-    cdef Py_ssize_t c, nc, lo, hi
+    cdef Py_ssize_t c, lo, hi, per
+    cdef int nc
     if n < PAR_MIN:
         if real is float:
             ff(g, x, out, n, p)
         else:
             fd(g, x, out, n, p)
         return
-    nc = (n + CHUNK - 1) // CHUNK
-    for c in prange(nc, schedule="static", num_threads=num_threads()):
-        lo = c * CHUNK
-        hi = lo + CHUNK
+    nc = num_threads()
+    per = _part(n, nc)
+    for c in prange(nc, schedule="static", num_threads=nc):
+        lo = c * per
+        hi = lo + per
         if hi > n:
             hi = n
+        if lo >= hi:
+            continue
         if real is float:
             ff(g + lo, x + lo, out + lo, hi - lo, p)
         else:
