@@ -53,6 +53,11 @@ def _anomaly_enabled():
     return _anomaly
 
 
+cdef inline object _dtype(ndarray x):
+    """x.dtype without the attribute lookup (the property returns the same object)."""
+    return DTYPE_OBJS[x.tcode]
+
+
 cdef inline bint _is_float(ndarray x) noexcept:
     cdef char k = KIND[x.tcode]
     return k == b'f' or k == b'c'
@@ -164,7 +169,7 @@ cdef object _fit(object g, tuple meta, str opname, Py_ssize_t k):
     x = <ndarray>g
     if not _same_shape(x, <tuple>shape):
         g = _sum_to(g, shape_tuple(x), shape, opname, k)
-    if (<ndarray>g).dtype is not dtype and (<ndarray>g).dtype != dtype:
+    if _dtype(<ndarray>g) is not dtype and _dtype(<ndarray>g) != dtype:
         if KIND[(<ndarray>g).tcode] == b'c' and dtype_kind(dtype) != 'c':
             g = _ember.real(g)
         g = g.astype(dtype)
@@ -227,7 +232,7 @@ cdef class RuleNode(Node):
                      for i, r in enumerate(self.result))
 
     cpdef list apply(self, list grads):
-        cdef Py_ssize_t i, k, j
+        cdef Py_ssize_t i, k, j, n
         cdef ndarray s
         if grads is None:
             raise TypeError(f"{self.name}.apply: grads must be a list of arrays, not None")
@@ -275,15 +280,15 @@ cdef class RuleNode(Node):
                 ret = self.rule.fn(g, result, *self.args)
         if isinstance(ret, ndarray) or not isinstance(ret, (tuple, list)):
             ret = (ret,)
-        out = []
-        for k in range(len(self.slots)):
+        n = len(self.slots)
+        out = [None] * n
+        for k in range(n):
             i, j = self.slots[k]
             gi = ret[i] if i < len(ret) else None
             if gi is not None and j >= 0:
                 gi = gi[j]
             if gi is not None:
-                gi = _fit(gi, self.slot_meta[k], name, k)
-            out.append(gi)
+                out[k] = _fit(gi, self.slot_meta[k], name, k)
         return out
 
 
@@ -309,7 +314,7 @@ cdef inline void _add_edge(list nodes, list nrs, list meta, ndarray x):
     """Append the edge that x's gradient takes, and x's (shape, dtype) to fit it to."""
     nodes.append(edge_node(x))
     nrs.append(x._output_nr if x.grad_fn is not None else 0)
-    meta.append((shape_tuple(x), x.dtype))
+    meta.append((shape_tuple(x), _dtype(x)))
 
 
 cdef ndarray _detached(ndarray x):
@@ -433,7 +438,7 @@ cdef class ArrayMeta:
 cdef ArrayMeta _array_meta(ndarray x):
     cdef ArrayMeta m = ArrayMeta.__new__(ArrayMeta)
     m.shape = shape_tuple(x)
-    m.dtype = x.dtype
+    m.dtype = _dtype(x)
     m.requires_grad = x._requires_grad
     return m
 
@@ -622,10 +627,30 @@ def attach(str name not None, fn, inputs, outputs, out_meta=None, on_release=Non
 cdef tuple _SLOT_A = ((0, -1),)
 cdef tuple _SLOT_B = ((1, -1),)
 cdef tuple _SLOT_AB = ((0, -1), (1, -1))
+cdef tuple _NRS_0 = (0,)
+cdef tuple _NRS_00 = (0, 0)
 
 
 cdef inline int _nr(ndarray x) noexcept:
     return x._output_nr if x.grad_fn is not None else 0
+
+
+cdef inline void _save_two(RuleNode node, object a, object b):
+    """node.saved / node.versions: those of a and b that are arrays, in that order
+    (list displays: one allocation each)."""
+    cdef bint ka = isinstance(a, ndarray), kb = isinstance(b, ndarray)
+    if ka and kb:
+        node.saved = [a, b]
+        node.versions = [(<ndarray>a).storage.version, (<ndarray>b).storage.version]
+    elif ka:
+        node.saved = [a]
+        node.versions = [(<ndarray>a).storage.version]
+    elif kb:
+        node.saved = [b]
+        node.versions = [(<ndarray>b).storage.version]
+    else:
+        node.saved = []
+        node.versions = []
 
 
 cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res):
@@ -644,35 +669,21 @@ cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res)
         x = <ndarray>a
         y = <ndarray>b
         node.next_nodes = (edge_node(x), edge_node(y))
-        node.next_nrs = (_nr(x), _nr(y))
+        node.next_nrs = _NRS_00 if _nr(x) == 0 and _nr(y) == 0 else (_nr(x), _nr(y))
         node.slots = _SLOT_AB
-        node.slot_meta = ((shape_tuple(x), x.dtype), (shape_tuple(y), y.dtype))
+        node.slot_meta = ((shape_tuple(x), _dtype(x)), (shape_tuple(y), _dtype(y)))
     else:
         x = <ndarray>(a if ta else b)
         node.next_nodes = (edge_node(x),)
-        node.next_nrs = (_nr(x),)
+        node.next_nrs = _NRS_0 if _nr(x) == 0 else (_nr(x),)
         node.slots = _SLOT_A if ta else _SLOT_B
-        node.slot_meta = ((shape_tuple(x), x.dtype),)
+        node.slot_meta = ((shape_tuple(x), _dtype(x)),)
     if rule.save_cross and not is_unary:
         node.args = (a if tb else _strip(a), b if ta else _strip(b))
-        node.saved = []
-        node.versions = []
-        if tb and isinstance(a, ndarray):
-            node.saved.append(a)
-            node.versions.append((<ndarray>a).storage.version)
-        if ta and isinstance(b, ndarray):
-            node.saved.append(b)
-            node.versions.append((<ndarray>b).storage.version)
+        _save_two(node, a if tb else None, b if ta else None)
     elif rule.save_args:
         node.args = (a,) if is_unary else (a, b)
-        node.saved = []
-        node.versions = []
-        if isinstance(a, ndarray):
-            node.saved.append(a)
-            node.versions.append((<ndarray>a).storage.version)
-        if not is_unary and isinstance(b, ndarray):
-            node.saved.append(b)
-            node.versions.append((<ndarray>b).storage.version)
+        _save_two(node, a, None if is_unary else b)
     else:
         node.args = (_strip(a),) if is_unary else (_strip(a), _strip(b))
     if rule.save_result:
