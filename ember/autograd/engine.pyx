@@ -946,6 +946,8 @@ cdef class _Pass:
             self.slots[node] = st
         return st
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     cdef inline void push(self, _Slot st):
         if self.nready < len(self.ready):
             self.ready[self.nready] = st
@@ -953,7 +955,10 @@ cdef class _Pass:
             self.ready.append(st)
         self.nready += 1
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     cdef inline _Slot pop(self):
+        # (only called while nready > 0: indices stay inside the list)
         self.nready -= 1
         st = <_Slot>self.ready[self.nready]
         self.ready[self.nready] = None
