@@ -108,6 +108,7 @@ class ReturnSaved(autograd.Function):
     @staticmethod
     def backward(ctx, g):
         (b,) = ctx.saved_tensors
+        assert g.shape == b.shape
         return b, None
 
 
@@ -150,7 +151,10 @@ def test_reentrant_backward_in_a_hook_shares_the_leaf():
     def run(v):
         inner = (v * 3.0).sum()
         mid = v * 2.0
-        mid.register_hook(lambda g: inner.backward() or None)
+        def hook(g):
+            assert g.shape == v.shape
+            inner.backward()
+        mid.register_hook(hook)
         (mid * mid).sum().backward()
 
     run(x)
@@ -186,7 +190,7 @@ def test_failing_pass_leaves_the_engine_usable():
     y = ember.tanh(x) * c
 
     def failing(g):
-        raise ValueError("hook failed")
+        raise ValueError(f"hook failed on a gradient of shape {g.shape}")
     handle = y.register_hook(failing)
     with pytest.raises(ValueError, match="hook failed"):
         y.sum().backward(retain_graph=True)
