@@ -558,7 +558,15 @@ cdef void update_flags(ndarray x) noexcept:
 cdef object shape_tuple(ndarray x):
     cdef int i
     if x._shape_tuple is None:
-        x._shape_tuple = tuple([x.shape[i] for i in range(x.ndim)])
+        # tuple displays for the common ranks: one allocation, no intermediate list
+        if x.ndim == 1:
+            x._shape_tuple = (x.shape[0],)
+        elif x.ndim == 2:
+            x._shape_tuple = (x.shape[0], x.shape[1])
+        elif x.ndim == 0:
+            x._shape_tuple = ()
+        else:
+            x._shape_tuple = tuple([x.shape[i] for i in range(x.ndim)])
     return x._shape_tuple
 
 

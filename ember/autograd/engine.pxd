@@ -9,6 +9,7 @@ cdef class Node:
     cdef public bint released        # saved data freed after a backward without retain_graph
     cdef public object creation_trace  # anomaly mode: the stack where the forward ran
     cdef public object out_meta      # per output: (shape, dtype) to materialise missing grads
+    cdef object _slot                # its _Slot during a backward pass (engine.pyx _Pass)
     cdef object __weakref__
     cpdef list apply(self, list grads)
     cdef void release(self)

@@ -14,11 +14,12 @@ work).  Gradient rules are written with ember ops, so with
 ``create_graph=True`` the backward pass is itself recorded.
 """
 cimport cython
-from cpython.ref cimport PyObject
+from cpython.ref cimport PyObject, _Py_REFCNT
 
 from ember._core.array cimport (ndarray, grad_enabled, set_grad_mode, new_view, new_empty,
                                 shape_tuple)
 from ember._core.dtypes cimport KIND, DTYPE_OBJS
+from ember._core.storage cimport Storage
 from ember._core.elementwise cimport binary, unary, set_autograd_hooks, write_scalar
 
 from ember._core.array import _swap_default_device
@@ -50,6 +51,11 @@ def _set_anomaly(bint on):
 
 def _anomaly_enabled():
     return _anomaly
+
+
+cdef inline object _dtype(ndarray x):
+    """x.dtype without the attribute lookup (the property returns the same object)."""
+    return DTYPE_OBJS[x.tcode]
 
 
 cdef inline bint _is_float(ndarray x) noexcept:
@@ -163,7 +169,7 @@ cdef object _fit(object g, tuple meta, str opname, Py_ssize_t k):
     x = <ndarray>g
     if not _same_shape(x, <tuple>shape):
         g = _sum_to(g, shape_tuple(x), shape, opname, k)
-    if (<ndarray>g).dtype is not dtype and (<ndarray>g).dtype != dtype:
+    if _dtype(<ndarray>g) is not dtype and _dtype(<ndarray>g) != dtype:
         if KIND[(<ndarray>g).tcode] == b'c' and dtype_kind(dtype) != 'c':
             g = _ember.real(g)
         g = g.astype(dtype)
@@ -226,7 +232,7 @@ cdef class RuleNode(Node):
                      for i, r in enumerate(self.result))
 
     cpdef list apply(self, list grads):
-        cdef Py_ssize_t i, k, j
+        cdef Py_ssize_t i, k, j, n
         cdef ndarray s
         if grads is None:
             raise TypeError(f"{self.name}.apply: grads must be a list of arrays, not None")
@@ -274,15 +280,15 @@ cdef class RuleNode(Node):
                 ret = self.rule.fn(g, result, *self.args)
         if isinstance(ret, ndarray) or not isinstance(ret, (tuple, list)):
             ret = (ret,)
-        out = []
-        for k in range(len(self.slots)):
+        n = len(self.slots)
+        out = [None] * n
+        for k in range(n):
             i, j = self.slots[k]
             gi = ret[i] if i < len(ret) else None
             if gi is not None and j >= 0:
                 gi = gi[j]
             if gi is not None:
-                gi = _fit(gi, self.slot_meta[k], name, k)
-            out.append(gi)
+                out[k] = _fit(gi, self.slot_meta[k], name, k)
         return out
 
 
@@ -308,7 +314,7 @@ cdef inline void _add_edge(list nodes, list nrs, list meta, ndarray x):
     """Append the edge that x's gradient takes, and x's (shape, dtype) to fit it to."""
     nodes.append(edge_node(x))
     nrs.append(x._output_nr if x.grad_fn is not None else 0)
-    meta.append((shape_tuple(x), x.dtype))
+    meta.append((shape_tuple(x), _dtype(x)))
 
 
 cdef ndarray _detached(ndarray x):
@@ -432,7 +438,7 @@ cdef class ArrayMeta:
 cdef ArrayMeta _array_meta(ndarray x):
     cdef ArrayMeta m = ArrayMeta.__new__(ArrayMeta)
     m.shape = shape_tuple(x)
-    m.dtype = x.dtype
+    m.dtype = _dtype(x)
     m.requires_grad = x._requires_grad
     return m
 
@@ -621,10 +627,30 @@ def attach(str name not None, fn, inputs, outputs, out_meta=None, on_release=Non
 cdef tuple _SLOT_A = ((0, -1),)
 cdef tuple _SLOT_B = ((1, -1),)
 cdef tuple _SLOT_AB = ((0, -1), (1, -1))
+cdef tuple _NRS_0 = (0,)
+cdef tuple _NRS_00 = (0, 0)
 
 
 cdef inline int _nr(ndarray x) noexcept:
     return x._output_nr if x.grad_fn is not None else 0
+
+
+cdef inline void _save_two(RuleNode node, object a, object b):
+    """node.saved / node.versions: those of a and b that are arrays, in that order
+    (list displays: one allocation each)."""
+    cdef bint ka = isinstance(a, ndarray), kb = isinstance(b, ndarray)
+    if ka and kb:
+        node.saved = [a, b]
+        node.versions = [(<ndarray>a).storage.version, (<ndarray>b).storage.version]
+    elif ka:
+        node.saved = [a]
+        node.versions = [(<ndarray>a).storage.version]
+    elif kb:
+        node.saved = [b]
+        node.versions = [(<ndarray>b).storage.version]
+    else:
+        node.saved = []
+        node.versions = []
 
 
 cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res):
@@ -643,35 +669,21 @@ cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res)
         x = <ndarray>a
         y = <ndarray>b
         node.next_nodes = (edge_node(x), edge_node(y))
-        node.next_nrs = (_nr(x), _nr(y))
+        node.next_nrs = _NRS_00 if _nr(x) == 0 and _nr(y) == 0 else (_nr(x), _nr(y))
         node.slots = _SLOT_AB
-        node.slot_meta = ((shape_tuple(x), x.dtype), (shape_tuple(y), y.dtype))
+        node.slot_meta = ((shape_tuple(x), _dtype(x)), (shape_tuple(y), _dtype(y)))
     else:
         x = <ndarray>(a if ta else b)
         node.next_nodes = (edge_node(x),)
-        node.next_nrs = (_nr(x),)
+        node.next_nrs = _NRS_0 if _nr(x) == 0 else (_nr(x),)
         node.slots = _SLOT_A if ta else _SLOT_B
-        node.slot_meta = ((shape_tuple(x), x.dtype),)
+        node.slot_meta = ((shape_tuple(x), _dtype(x)),)
     if rule.save_cross and not is_unary:
         node.args = (a if tb else _strip(a), b if ta else _strip(b))
-        node.saved = []
-        node.versions = []
-        if tb and isinstance(a, ndarray):
-            node.saved.append(a)
-            node.versions.append((<ndarray>a).storage.version)
-        if ta and isinstance(b, ndarray):
-            node.saved.append(b)
-            node.versions.append((<ndarray>b).storage.version)
+        _save_two(node, a if tb else None, b if ta else None)
     elif rule.save_args:
         node.args = (a,) if is_unary else (a, b)
-        node.saved = []
-        node.versions = []
-        if isinstance(a, ndarray):
-            node.saved.append(a)
-            node.versions.append((<ndarray>a).storage.version)
-        if not is_unary and isinstance(b, ndarray):
-            node.saved.append(b)
-            node.versions.append((<ndarray>b).storage.version)
+        _save_two(node, a, None if is_unary else b)
     else:
         node.args = (_strip(a),) if is_unary else (_strip(a), _strip(b))
     if rule.save_result:
@@ -781,8 +793,32 @@ cdef _check_grad_slot(ndarray leaf):
                            f"or assign a gradient of the array's shape")
 
 
-cdef _accumulate(ndarray leaf, object g, bint create_graph):
-    """leaf.grad += g (or = a copy of g), then the post-accumulate hooks."""
+cdef bint _sole_owner(object g, Py_ssize_t refs) noexcept:
+    """Whether g (referenced `refs` times by the engine) is a fresh host array that
+    nothing else can reach: no other reference to the array object, no other array on
+    its memory, memory that ember allocated for it, C-contiguous, writeable, with no
+    autograd state of its own.  Such a gradient becomes ``leaf.grad`` as it is, where
+    a copy would give the same values in the same layout (PyTorch steals it too)."""
+    cdef ndarray x
+    cdef Storage s
+    # (counted through borrowed pointers: a typed local would hold a reference too)
+    if not isinstance(g, ndarray) or _Py_REFCNT(<PyObject*>g) != refs:
+        return False
+    x = <ndarray>g
+    if _Py_REFCNT(<PyObject*>x.storage) != 1:
+        return False
+    s = x.storage
+    return (s.owner is None and not s.has_buffer
+            and s.device_index < 0 and not s.readonly and not s.owner_readonly
+            and x.owns_storage and x.offset == 0 and x.c_contig and not x.readonly
+            and not x._requires_grad and x.grad_fn is None and x.grad is None
+            and x._grad_meta is None and x._view_of is None)
+
+
+cdef _accumulate(ndarray leaf, object g, bint create_graph, bint steal=False):
+    """leaf.grad += g (or = a copy of g), then the post-accumulate hooks.  With
+    `steal` (g is an array only the engine holds: ``_sole_owner``) a first gradient
+    is stored without a copy."""
     cdef GradMeta m
     _check_grad_slot(leaf)
     if create_graph:
@@ -794,7 +830,7 @@ cdef _accumulate(ndarray leaf, object g, bint create_graph):
             if isinstance(g, ndarray) and (<ndarray>g)._requires_grad:
                 g = _detached(<ndarray>g)
             if leaf.grad is None:
-                leaf.grad = g.copy()
+                leaf.grad = g if steal else g.copy()
             elif isinstance(leaf.grad, ndarray) and (<ndarray>leaf.grad).grad_fn is None and \
                     shape_tuple(<ndarray>leaf.grad) == shape_tuple(<ndarray>g) and \
                     not (<ndarray>leaf.grad).readonly:
@@ -826,9 +862,9 @@ cdef bint _all_none(list buf):
     return True
 
 
-cdef bint _leads_anywhere(Node node, dict needed):
+cdef bint _leads_anywhere(Node node, _Pass ps):
     for n in node.next_nodes:
-        if n is not None and needed[n]:
+        if n is not None and ps.at(<Node>n).needed:
             return True
     return False
 
@@ -858,113 +894,217 @@ def run_backward(tuple outputs not None, tuple grads not None, bint keep_graph, 
         _swap_default_device(prev)
 
 
-cdef int _count_edges(list roots, dict needed, dict deps) except -1:
+@cython.final
+@cython.freelist(256)
+cdef class _Slot:
+    """A node's state during one backward pass: whether it leads to a wanted gradient,
+    how many edges from needed nodes still have to deliver, and its gradient buffer
+    (one entry per output)."""
+    cdef Node node
+    cdef Py_ssize_t deps
+    cdef list buf
+    cdef bint needed
+
+
+cdef int _in_flight = 0             # backward passes running now (all threads)
+
+
+@cython.final
+cdef class _Pass:
+    """The state of one backward pass: a _Slot per node it visits, and the stack of
+    nodes ready to run.  The pass that starts while no other runs (the common case)
+    keeps each slot on its node (``Node._slot``: no dict lookups) and clears them all
+    when it ends; a pass that starts while another runs (a backward inside a hook, or
+    in another thread: both may reach the same nodes) keeps its slots in a dict."""
+    cdef dict slots                 # node -> _Slot, or None: slots on the nodes
+    cdef list touched               # nodes whose _slot this pass set
+    cdef list ready                 # a stack of _Slot (never shrunk: see push/pop)
+    cdef Py_ssize_t nready
+
+    cdef inline _Slot get(self, Node node):
+        """node's slot in this pass, or None before the pass visits it."""
+        if self.slots is None:
+            return <_Slot>node._slot
+        return <_Slot>self.slots.get(node)
+
+    cdef inline _Slot at(self, Node node):
+        """node's slot, which the pass must have made (the edges were counted)."""
+        cdef _Slot st = self.get(node)
+        if st is None:
+            raise RuntimeError(f"backward: the graph changed during the backward pass "
+                               f"({node.name} was not reached when its edges were counted)")
+        return st
+
+    cdef inline _Slot add(self, Node node, bint needed):
+        cdef _Slot st = _Slot.__new__(_Slot)
+        st.node = node
+        st.needed = needed
+        if self.slots is None:
+            node._slot = st
+            self.touched.append(node)
+        else:
+            self.slots[node] = st
+        return st
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef inline void push(self, _Slot st):
+        if self.nready < len(self.ready):
+            self.ready[self.nready] = st
+        else:
+            self.ready.append(st)
+        self.nready += 1
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef inline _Slot pop(self):
+        # (only called while nready > 0: indices stay inside the list)
+        self.nready -= 1
+        st = <_Slot>self.ready[self.nready]
+        self.ready[self.nready] = None
+        return st
+
+    cdef void close(self):
+        cdef Node node
+        if self.touched is not None:
+            for node in self.touched:
+                node._slot = None
+            self.touched = None
+
+
+cdef _Pass _new_pass():
+    cdef _Pass ps = _Pass.__new__(_Pass)
+    if _in_flight == 0:
+        ps.touched = []
+    else:
+        ps.slots = {}
+    ps.ready = []
+    return ps
+
+
+cdef int _count_edges(list roots, _Pass ps) except -1:
     """Pass 1, every gradient wanted: count the edges that reach each node (deps)."""
     cdef Node node
+    cdef _Slot st
     cdef list stack = []
+    cdef Py_ssize_t top = 0
     for root in roots:
         node = root[0]
-        if node not in needed:
-            needed[node] = True
+        if ps.get(node) is None:
+            ps.add(node, True)
             stack.append(node)
-    while stack:
-        node = <Node>stack.pop()
+            top += 1
+    while top:
+        top -= 1
+        node = <Node>stack[top]
         nn = node.next_nodes
         if nn is None:
             continue
         for nxt_o in nn:
             if nxt_o is None:
                 continue
-            if nxt_o in deps:
-                deps[nxt_o] += 1
-            else:
-                deps[nxt_o] = 1
-                if nxt_o not in needed:
-                    needed[nxt_o] = True
+            st = ps.get(<Node>nxt_o)
+            if st is None:
+                st = ps.add(<Node>nxt_o, True)
+                if top < len(stack):
+                    stack[top] = nxt_o
+                else:
                     stack.append(nxt_o)
+                top += 1
+            st.deps += 1
     return 0
 
 
-cdef int _count_edges_to(list roots, dict needed, dict deps, set capture_nodes) except -1:
+cdef int _count_edges_to(list roots, _Pass ps, set capture_nodes) except -1:
     """Pass 1 with inputs (iterative post-order): which nodes lead to a wanted gradient
     (needed), and how many edges from such nodes reach each of them (deps)."""
     cdef Node node
+    cdef _Slot st
     cdef Py_ssize_t i
     cdef list stack
     cdef bint want
     for root in roots:
         node = root[0]
-        if node in needed:
+        if ps.get(node) is not None:
             continue
         stack = [(node, 0)]
-        needed[node] = False           # visiting
+        ps.add(node, False)             # visiting
         while stack:
             node, i = stack[-1]
             nn = node.next_nodes
             if nn is not None and i < len(nn):
                 stack[-1] = (node, i + 1)
                 nxt_o = nn[i]
-                if nxt_o is not None and nxt_o not in needed:
-                    needed[nxt_o] = False
+                if nxt_o is not None and ps.get(<Node>nxt_o) is None:
+                    ps.add(<Node>nxt_o, False)
                     stack.append((nxt_o, 0))
                 continue
             stack.pop()
             want = node in capture_nodes
             if nn is not None:
                 for nxt_o in nn:
-                    if nxt_o is not None and needed[nxt_o]:
+                    if nxt_o is not None and ps.at(<Node>nxt_o).needed:
                         want = True
-            needed[node] = want
+            ps.at(node).needed = want
             if want and nn is not None:
                 for nxt_o in nn:
-                    if nxt_o is not None and needed[nxt_o]:
-                        deps[nxt_o] = deps.get(nxt_o, 0) + 1
+                    if nxt_o is not None:
+                        st = ps.at(<Node>nxt_o)
+                        if st.needed:
+                            st.deps += 1
     return 0
 
 
-cdef list _seed_roots(list roots, dict needed, dict buffers, dict deps):
-    """Put the roots' gradients in their nodes' buffers; returns the nodes ready to run
-    (no edge left to wait for)."""
+cdef int _seed_roots(list roots, _Pass ps) except -1:
+    """Put the roots' gradients in their nodes' buffers; the nodes with no edge left to
+    wait for become ready."""
     cdef Node node
+    cdef _Slot st
     cdef Py_ssize_t nr
-    cdef list buf, ready = []
+    cdef list buf, seeded = []
     for node, nr, g in roots:
-        if not needed[node]:
+        st = ps.at(node)
+        if not st.needed:
             continue
-        buf = buffers.get(node)
+        buf = st.buf
         if buf is None:
             buf = [None] * node.num_outputs
-            buffers[node] = buf
+            st.buf = buf
+            seeded.append(st)
         buf[nr] = g if buf[nr] is None else buf[nr] + g
-    for node in buffers:
-        if deps.get(node, 0) == 0:
-            ready.append(node)
-    return ready
+    for st in seeded:
+        if st.deps == 0:
+            ps.push(st)
+    return 0
 
 
-cdef int _pass_on(Node node, object grads_in, dict buffers, dict deps, list ready,
-                  dict needed, bint prune) except -1:
+cdef int _pass_on(Node node, object grads_in, _Pass ps, bint prune) except -1:
     """Add node's input gradients `grads_in` into the buffers of the nodes it leads to;
     a node whose last edge arrived becomes ready."""
     cdef Node nxt
+    cdef _Slot st
     cdef Py_ssize_t k, nr
     cdef list b
-    for k in range(len(node.next_nodes)):
-        nxt_o = node.next_nodes[k]
-        if nxt_o is None or (prune and not needed[nxt_o]):
+    cdef tuple next_nodes = node.next_nodes
+    for k in range(len(next_nodes)):
+        nxt_o = next_nodes[k]
+        if nxt_o is None:
             continue
         nxt = <Node>nxt_o
+        st = ps.at(nxt)
+        if prune and not st.needed:
+            continue
         g = grads_in[k] if k < len(grads_in) else None
-        b = buffers.get(nxt)
+        b = st.buf
         if b is None:
             b = [None] * nxt.num_outputs
-            buffers[nxt] = b
+            st.buf = b
         if g is not None:
             nr = node.next_nrs[k]
             b[nr] = g if b[nr] is None else b[nr] + g
-        deps[nxt] -= 1
-        if deps[nxt] == 0:
-            ready.append(nxt)
+        st.deps -= 1
+        if st.deps == 0:
+            ps.push(st)
     return 0
 
 
@@ -975,9 +1115,12 @@ def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph,
     Without `inputs`: accumulate into every leaf's ``.grad``.  With `inputs`:
     only the parts of the graph that lead to them run; their gradients are
     returned (and accumulated into their ``.grad`` when `accumulate`)."""
-    cdef dict deps = {}, needed = {}, buffers = {}, captures = {}
-    cdef list roots = [], ready, buf, result = None
+    global _in_flight
+    cdef dict captures = {}
+    cdef list roots = [], buf, result = None
     cdef Node node
+    cdef _Slot st
+    cdef _Pass ps
     cdef ndarray x
     cdef Py_ssize_t i, nr
     cdef bint prune = inputs is not None
@@ -996,17 +1139,22 @@ def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph,
             nr = x._output_nr if x.grad_fn is not None else 0
             captures.setdefault(node, []).append((nr, i))
             capture_nodes.add(node)
-        _count_edges_to(roots, needed, deps, capture_nodes)
-    else:
-        _count_edges(roots, needed, deps)
-    ready = _seed_roots(roots, needed, buffers, deps)
 
+    ps = _new_pass()
+    _in_flight += 1
     prev_mode = grad_enabled()
-    set_grad_mode(create_graph)
     try:
-        while ready:
-            node = <Node>ready.pop()
-            buf = buffers.pop(node)
+        if prune:
+            _count_edges_to(roots, ps, capture_nodes)
+        else:
+            _count_edges(roots, ps)
+        _seed_roots(roots, ps)
+        set_grad_mode(create_graph)
+        while ps.nready:
+            st = ps.pop()
+            node = st.node
+            buf = st.buf
+            st.buf = None
             if node.pre_hooks:
                 _run_hooks(node, buf)
             if prune and node in captures:
@@ -1015,10 +1163,17 @@ def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph,
             if isinstance(node, AccumulateGrad):
                 if accumulate and (not prune or node in captures):
                     leaf = (<AccumulateGrad>node).leaf_ref()
-                    if leaf is not None and buf[0] is not None:
-                        _accumulate(<ndarray>leaf, buf[0], create_graph)
+                    g0 = buf[0]
+                    buf[0] = None
+                    buf = None
+                    if leaf is not None and g0 is not None:
+                        # g0 is referenced here only (1) unless a hook, the caller
+                        # (a root gradient) or another edge still holds it
+                        _accumulate(<ndarray>leaf, g0, create_graph,
+                                    not create_graph and _sole_owner(g0, 1))
+                    g0 = None
                 continue
-            if prune and node in captures and not _leads_anywhere(node, needed):
+            if prune and node in captures and not _leads_anywhere(node, ps):
                 continue
             if _all_none(buf):
                 grads_in = [None] * len(node.next_nodes)
@@ -1028,9 +1183,12 @@ def _run_backward(tuple outputs not None, tuple grads not None, bint keep_graph,
                     _check_anomaly(node, grads_in)
             if not keep_graph:
                 node.release()
-            _pass_on(node, grads_in, buffers, deps, ready, needed, prune)
+            _pass_on(node, grads_in, ps, prune)
+            grads_in = None             # the buffers hold the gradients now (see _sole_owner)
     finally:
         set_grad_mode(prev_mode)
+        _in_flight -= 1
+        ps.close()
 
     if prune and accumulate:
         # non-leaf inputs of backward(inputs=...) get .grad too
@@ -1080,3 +1238,4 @@ def _sum_all(ndarray x not None):
     if not isinstance(res, ndarray):
         return record(_sum_rule, (x,), None, res)
     return record_ew(_sum_rule, x, None, True, <ndarray>res)
+
