@@ -778,6 +778,11 @@ cdef object binary(int op, object a, object b, object out):
 
     if out is None:
         o = new_empty(tout, ndim, shape)
+        # the same shape as an operand: share its cached shape tuple (no new tuple
+        # per result when .shape / autograd's metadata reads it)
+        if x is not None and x._shape_tuple is not None and x.ndim == ndim and \
+                memcmp(x.shape, shape, ndim * sizeof(Py_ssize_t)) == 0:
+            o._shape_tuple = x._shape_tuple
     else:
         o = <ndarray?>out
         _check_out(o, tout, ndim, shape, OPNAMES[op])
@@ -835,6 +840,7 @@ cdef object unary(int op, object a, object out):
         return _fallback(op, [x], tloop, tout, out, OPNAMES[op])
     if out is None:
         o = new_empty(tout, x.ndim, x.shape)
+        o._shape_tuple = x._shape_tuple          # same shape: share the cached tuple
     else:
         o = <ndarray?>out
         _check_out(o, tout, x.ndim, x.shape, OPNAMES[op])

@@ -278,6 +278,9 @@ cdef class RuleNode(Node):
                 ret = self.rule.fn(g, result, *self.args, **self.kwargs)
             else:
                 ret = self.rule.fn(g, result, *self.args)
+        if isinstance(ret, ndarray) and self.slots is _SLOT_A:
+            # the common case (one array for the first input): no tuple around it
+            return [_fit(ret, <tuple>self.slot_meta[0], name, 0)]
         if isinstance(ret, ndarray) or not isinstance(ret, (tuple, list)):
             ret = (ret,)
         n = len(self.slots)
@@ -653,6 +656,36 @@ cdef inline void _save_two(RuleNode node, object a, object b):
         node.versions = []
 
 
+# The last (shape, dtype) pair and one-operand slot_meta built by record_ew: a chain of
+# ops on one shape reuses them (equal immutable tuples, so sharing is invisible) instead
+# of building two tuples per recorded op.
+cdef tuple _last_meta_pair = ((), None)
+cdef tuple _last_meta1 = (((), None),)
+
+
+cdef inline tuple _meta_pair(ndarray x):
+    global _last_meta_pair
+    cdef object sh = shape_tuple(x)
+    cdef object dt = _dtype(x)
+    cdef tuple last = _last_meta_pair
+    if last[0] is sh and last[1] is dt:
+        return last
+    last = (sh, dt)
+    _last_meta_pair = last
+    return last
+
+
+cdef inline tuple _meta1(ndarray x):
+    global _last_meta1
+    cdef tuple pair = _meta_pair(x)
+    cdef tuple last = _last_meta1
+    if last[0] is pair:
+        return last
+    last = (pair,)
+    _last_meta1 = last
+    return last
+
+
 cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res):
     """record() for an elementwise op (one or two operands, one fresh output): the
     hot path of recording, with the node's tuples built directly."""
@@ -671,13 +704,13 @@ cdef object record_ew(Rule rule, object a, object b, bint is_unary, ndarray res)
         node.next_nodes = (edge_node(x), edge_node(y))
         node.next_nrs = _NRS_00 if _nr(x) == 0 and _nr(y) == 0 else (_nr(x), _nr(y))
         node.slots = _SLOT_AB
-        node.slot_meta = ((shape_tuple(x), _dtype(x)), (shape_tuple(y), _dtype(y)))
+        node.slot_meta = (_meta_pair(x), _meta_pair(y))
     else:
         x = <ndarray>(a if ta else b)
         node.next_nodes = (edge_node(x),)
         node.next_nrs = _NRS_0 if _nr(x) == 0 else (_nr(x),)
         node.slots = _SLOT_A if ta else _SLOT_B
-        node.slot_meta = ((shape_tuple(x), _dtype(x)),)
+        node.slot_meta = _meta1(x)
     if rule.save_cross and not is_unary:
         node.args = (a if tb else _strip(a), b if ta else _strip(b))
         _save_two(node, a if tb else None, b if ta else None)
