@@ -192,6 +192,90 @@ EMB_T512 static void emb_odot_avx512(const float* G, int64_t gr, int64_t gn, int
     }
 }
 
+/* ---------------------------------------------------------------- emb_ogc
+ * The forward vectorised over output channels instead of over pixels: one zmm holds 16
+ * output channels of one output pixel, so only the OH x OW real outputs are computed (the
+ * pixel-vectorised emb_og computes every one of the OH x Wq pitch positions: for LeNet's
+ * conv2, 14 columns per row for 10 outputs).  A tile of RB rows x PB columns keeps RB*PB
+ * accumulators; per tap one weight load and RB*PB FMAs with a broadcast source value.
+ * The tile then goes out transposed (a masked gather per channel and row) with the bias
+ * and, with relu, max(., 0) (NaN stays NaN).  Needs R (output channels) a multiple of 16;
+ * out is one sample's (R, OH, OW) block. */
+
+EMB_AI void emb_ogc_tile(const float* A, int64_t R, const float* src, const int64_t* off,
+                         int T, int64_t l0, int64_t Wq, float* out, int64_t plane,
+                         int64_t o0, int64_t OW, const float* bias, int relu,
+                         const int RB, const int PB)
+{
+    __m512 acc[2][12];
+    for (int r = 0; r < RB; r++)
+        for (int p = 0; p < PB; p++)
+            acc[r][p] = _mm512_setzero_ps();
+    for (int t = 0; t < T; t++) {
+        const float* s = src + off[t] + l0;
+        __m512 w = _mm512_loadu_ps(A + (int64_t)t * R);
+        for (int r = 0; r < RB; r++)
+            for (int p = 0; p < PB; p++)
+                acc[r][p] = _mm512_fmadd_ps(_mm512_set1_ps(s[r * Wq + p]), w, acc[r][p]);
+    }
+    float tb[2 * 12 * 16] __attribute__((aligned(64)));
+    for (int r = 0; r < RB; r++)
+        for (int p = 0; p < PB; p++)
+            _mm512_store_ps(tb + (r * PB + p) * 16, acc[r][p]);
+    const __mmask16 m = (__mmask16)((1u << PB) - 1);
+    const __m512i lane16 = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32(16));
+    const __m512 z = _mm512_setzero_ps();
+    for (int o = 0; o < 16; o++) {
+        const __m512 b = _mm512_set1_ps(bias ? bias[o] : 0.0f);
+        for (int r = 0; r < RB; r++) {
+            __m512i idx = _mm512_add_epi32(lane16, _mm512_set1_epi32(r * PB * 16 + o));
+            __m512 v = _mm512_mask_i32gather_ps(z, m, idx, tb, 4);
+            v = _mm512_add_ps(v, b);
+            if (relu)
+                v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, z, _CMP_LT_OQ), v, z);
+            _mm512_mask_storeu_ps(out + o * plane + o0 + r * OW, m, v);
+        }
+    }
+}
+
+#define EMB_OGC_CASE(RB, PB)                                                               \
+    case (RB) * 16 + (PB):                                                                 \
+        emb_ogc_tile(A, R, src, off, T, l0, Wq, out, plane, o0, OW, bias, relu, RB, PB);  \
+        break;
+
+EMB_T512 static void emb_ogc_block(const float* A, int64_t R, const float* src,
+                                   const int64_t* off, int T, int64_t l0, int64_t Wq,
+                                   float* out, int64_t plane, int64_t o0, int64_t OW,
+                                   const float* bias, int relu, int rb, int pb) {
+    switch (rb * 16 + pb) {
+    EMB_OGC_CASE(2, 12) EMB_OGC_CASE(2, 11) EMB_OGC_CASE(2, 10) EMB_OGC_CASE(2, 9)
+    EMB_OGC_CASE(2, 8) EMB_OGC_CASE(2, 7) EMB_OGC_CASE(2, 6) EMB_OGC_CASE(2, 5)
+    EMB_OGC_CASE(2, 4) EMB_OGC_CASE(2, 3) EMB_OGC_CASE(2, 2) EMB_OGC_CASE(2, 1)
+    EMB_OGC_CASE(1, 12) EMB_OGC_CASE(1, 11) EMB_OGC_CASE(1, 10) EMB_OGC_CASE(1, 9)
+    EMB_OGC_CASE(1, 8) EMB_OGC_CASE(1, 7) EMB_OGC_CASE(1, 6) EMB_OGC_CASE(1, 5)
+    EMB_OGC_CASE(1, 4) EMB_OGC_CASE(1, 3) EMB_OGC_CASE(1, 2) EMB_OGC_CASE(1, 1)
+    default: break;
+    }
+}
+
+EMB_T512 static void emb_ogc_avx512(const float* A, int T, int R, const float* src,
+                                    const int64_t* off, float* out, int64_t OH, int64_t OW,
+                                    int64_t Wq, const float* bias, int relu) {
+    int64_t plane = OH * OW;
+    for (int o0 = 0; o0 + 16 <= R; o0 += 16)
+        for (int64_t oy = 0; oy < OH; oy += 2) {
+            int rb = OH - oy < 2 ? 1 : 2;
+            for (int64_t ox = 0; ox < OW; ox += 12) {
+                int pb = OW - ox < 12 ? (int)(OW - ox) : 12;
+                emb_ogc_block(A + o0, R, src, off, T, oy * Wq + ox, Wq,
+                              out + (int64_t)o0 * plane, plane, oy * OW + ox, OW,
+                              bias ? bias + o0 : NULL, relu, rb, pb);
+            }
+        }
+}
+
 /* rows x cols floats from src (row pitch sp) to dst (row pitch dp), 16 lanes at a time
  * (masked at a row's end): short rows without a call to memcpy per row. */
 EMB_T512 static void emb_copy_rows_avx512(float* dst, int64_t dp, const float* src, int64_t sp,
@@ -291,6 +375,26 @@ static inline void emb_og_acc(int simd, const float* A, int T, int R, const floa
     if (simd) { emb_og_avx512(A, T, R, src, off, out, ldo, L, 1); return; }
 #endif
     emb_og_c(A, T, R, src, off, out, ldo, L, 1);
+}
+
+/* emb_ogc: out[o*OH*OW + oy*OW + ox] = act(bias[o] + sum_t A[t*R + o] *
+ * src[off[t] + oy*Wq + ox]) for one sample (R a multiple of 16; act = max(., 0) with
+ * relu, NaN kept; bias may be NULL). */
+static inline void emb_ogc(int simd, const float* A, int T, int R, const float* src,
+                           const int64_t* off, float* out, int64_t OH, int64_t OW, int64_t Wq,
+                           const float* bias, int relu) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_ogc_avx512(A, T, R, src, off, out, OH, OW, Wq, bias, relu); return; }
+#endif
+    for (int o = 0; o < R; o++)
+        for (int64_t oy = 0; oy < OH; oy++)
+            for (int64_t ox = 0; ox < OW; ox++) {
+                float acc = 0.0f;
+                for (int t = 0; t < T; t++)
+                    acc += A[(int64_t)t * R + o] * src[off[t] + oy * Wq + ox];
+                float v = acc + (bias ? bias[o] : 0.0f);
+                out[(o * OH + oy) * OW + ox] = (relu && v < 0) ? 0.0f : v;
+            }
 }
 
 static inline void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R,
