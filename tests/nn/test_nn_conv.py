@@ -491,11 +491,15 @@ def test_input_gradient_scatter_and_gather_forms(mode, xs, ws, kw):
     ((3, 2, 9, 19), (16, 2, 3, 7), dict(padding=(1, 0), dilation=(1, 2))),   # OH odd, 7 cols
     ((2, 1, 11, 12), (16, 1, 3, 7), dict(stride=(2, 3))),          # phase-split source
     ((1, 2, 4, 9), (16, 2, 4, 9), dict(padding=(0, 0))),           # a single output column
+    ((2, 3, 9, 6), (16, 3, 2, 3), {}),                             # weight gradient kw 3
+    ((1, 3, 7, 7), (16, 3, 3, 3), {}),                             # kw 3, 9 tap rows (8 + 1)
+    ((3, 4, 11, 13), (32, 4, 3, 5), dict(padding=(2, 0), dilation=(2, 1))),  # kw 5, dh 2
 ])
 def test_forward_over_output_channels(mode, xs, ws, kw):
-    """The float32 forward runs vectorised over output channels (16 per register, only the
-    real outputs computed) where that pays; forced on and off it matches PyTorch (output and
-    gradients), the two forms agree bit for bit, and with the fused ReLU too."""
+    """The float32 forward (and, for stride 1 and kernel width 3 or 5, the weight gradient)
+    runs vectorised over output channels (16 per register, only the real outputs computed)
+    where that pays; forced on and off it matches PyTorch (output and gradients), the two
+    forward forms agree bit for bit, and with the fused ReLU too."""
     from ember.nn.functional import conv as conv_mod
     from ember.nn.functional import fused
     ck = conv_mod._ck

@@ -230,6 +230,9 @@ cdef extern from "conv_simd.h" nogil:
                             int64_t rows, int64_t cols, float bias, int relu)
     void emb_ogc(int simd, const float* A, int T, int R, const float* src, const int64_t* off,
                  float* out, int64_t OH, int64_t OW, int64_t Wq, const float* bias, int relu)
+    void emb_odc(int simd, const float* gT, int64_t gn, int R, const float* src, int64_t sn,
+                 const int64_t* roff, int Tr, int KW, int NB, int64_t OH, int64_t OW,
+                 int64_t Wq, float* dW, int64_t ldw)
     void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R, const float* src,
                   int64_t sn, const int64_t* off, int T, int64_t Lr, int NB, float* dW,
                   int64_t ldw)
@@ -434,7 +437,14 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     Hq_, Wq_, slen_, off_arr = _src_geometry(C, H, W, kh, kw, sh, sw, ph0, ph1, pw0, pw1, dh, dw)
     cdef int64_t Hq = Hq_, Wq = Wq_, slen = slen_, L = OH * Wq
     cdef int64_t Lr = _cdiv(L, 16) * 16
-    cdef int64_t glen = O * Lr
+    # over output channels (emb_odc: only the real outputs, the gradient pixel-major) where
+    # the forward takes that form too and the geometry is one emb_odc handles
+    cdef bint chan = (_chan_pays(O, G, OW, Wq) and sh == 1 and sw == 1 and dw == 1 and
+                      kw in (3, 5))
+    cdef int64_t glen = O * OH * OW if chan else O * Lr
+    roff_arr = _np.ascontiguousarray(off_arr[::kw]) if chan else off_arr
+    cdef const int64_t* roff = <const int64_t*>cnp.PyArray_DATA(roff_arr)
+    cdef int64_t P = OH * OW, p
     cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(off_arr)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
     cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
@@ -482,13 +492,23 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
                 n = n0 + j
                 _build_src(xp + n * C * H * W, srcs + j * slen, C, H, W, ph0, pw0, sh, sw, Hq,
                            Wq, slen)
-                memset(gbuf + j * glen, 0, glen * sizeof(float))
-                for o in range(O):
-                    emb_copy_rows(simd, gbuf + j * glen + o * Lr, Wq, gp + (n * O + o) * OH * OW,
-                                  OW, OH, OW)
-            for g in range(G):
-                emb_odot(simd, gbuf + g * Og * Lr, Lr, glen, <int>Og, srcs, slen, off + g * Tg,
-                         <int>Tg, Lr, <int>nb, mine + g * Og * Tg, Tg)
+                if chan:
+                    for o in range(O):
+                        grow = <float*>gp + (n * O + o) * P
+                        for p in range(P):
+                            gbuf[j * glen + p * O + o] = grow[p]
+                else:
+                    memset(gbuf + j * glen, 0, glen * sizeof(float))
+                    for o in range(O):
+                        emb_copy_rows(simd, gbuf + j * glen + o * Lr, Wq,
+                                      gp + (n * O + o) * OH * OW, OW, OH, OW)
+            if chan:
+                emb_odc(simd, gbuf, glen, <int>O, srcs, slen, roff, <int>(Tg // kw), <int>kw,
+                        <int>nb, OH, OW, Wq, mine, Tg)
+            else:
+                for g in range(G):
+                    emb_odot(simd, gbuf + g * Og * Lr, Lr, glen, <int>Og, srcs, slen,
+                             off + g * Tg, <int>Tg, Lr, <int>nb, mine + g * Og * Tg, Tg)
         free(srcs)
         free(gbuf)
     _np.sum(part_arr, axis=0, out=dwout.reshape(-1))

@@ -276,6 +276,70 @@ EMB_T512 static void emb_ogc_avx512(const float* A, int T, int R, const float* s
         }
 }
 
+/* ---------------------------------------------------------------- emb_odc
+ * The weight gradient vectorised over output channels (stride 1, dilation 1 along the
+ * rows, kernel width 3 or 5): dW[o*ldw + k*KW + j] += sum_n sum_(oy,ox)
+ * gT[n*gn + (oy*OW + ox)*R + o] * src[n*sn + roff[k] + oy*Wq + ox + j], with gT the
+ * gradient pixel-major (R channels per pixel, R a multiple of 16) and roff[k] the source
+ * offset of tap row k (channel c, kernel row i).  Only the real OH x OW outputs are
+ * visited (emb_odot runs over every pitch column); a tile keeps KB tap rows x KW taps of
+ * 16-channel partial sums, per pixel one gradient load and KB*KW FMAs with a broadcast
+ * source value. */
+
+EMB_AI void emb_odc_tile(const float* gT, int64_t gn, int64_t R, const float* src, int64_t sn,
+                         const int64_t* roff, int NB, int64_t OH, int64_t OW, int64_t Wq,
+                         float* dW, int64_t ldw, const int KB, const int KW)
+{
+    __m512 acc[8][5];
+    for (int k = 0; k < KB; k++)
+        for (int j = 0; j < KW; j++)
+            acc[k][j] = _mm512_setzero_ps();
+    for (int n = 0; n < NB; n++) {
+        const float* g = gT + (int64_t)n * gn;
+        const float* s = src + (int64_t)n * sn;
+        for (int64_t oy = 0; oy < OH; oy++)
+            for (int64_t ox = 0; ox < OW; ox++) {
+                __m512 gv = _mm512_loadu_ps(g + (oy * OW + ox) * R);
+                const float* sp = s + oy * Wq + ox;
+                for (int k = 0; k < KB; k++)
+                    for (int j = 0; j < KW; j++)
+                        acc[k][j] = _mm512_fmadd_ps(_mm512_set1_ps(sp[roff[k] + j]), gv,
+                                                    acc[k][j]);
+            }
+    }
+    float tb[16] __attribute__((aligned(64)));
+    for (int k = 0; k < KB; k++)
+        for (int j = 0; j < KW; j++) {
+            _mm512_store_ps(tb, acc[k][j]);
+            for (int o = 0; o < 16; o++)
+                dW[o * ldw + k * KW + j] += tb[o];
+        }
+}
+
+#define EMB_ODC_CASE(KB, KW)                                                               \
+    case (KW) * 16 + (KB):                                                                 \
+        emb_odc_tile(g, gn, R, src, sn, ro, NB, OH, OW, Wq, d, ldw, KB, KW); break;
+
+EMB_T512 static void emb_odc_avx512(const float* gT, int64_t gn, int R, const float* src,
+                                    int64_t sn, const int64_t* roff, int Tr, int KW, int NB,
+                                    int64_t OH, int64_t OW, int64_t Wq, float* dW,
+                                    int64_t ldw) {
+    int KBM = KW == 3 ? 8 : 4;
+    for (int o0 = 0; o0 + 16 <= R; o0 += 16)
+        for (int k0 = 0; k0 < Tr; k0 += KBM) {
+            int kb = Tr - k0 < KBM ? Tr - k0 : KBM;
+            const float* g = gT + o0;
+            const int64_t* ro = roff + k0;
+            float* d = dW + (int64_t)o0 * ldw + (int64_t)k0 * KW;
+            switch (KW * 16 + kb) {
+            EMB_ODC_CASE(8, 3) EMB_ODC_CASE(7, 3) EMB_ODC_CASE(6, 3) EMB_ODC_CASE(5, 3)
+            EMB_ODC_CASE(4, 3) EMB_ODC_CASE(3, 3) EMB_ODC_CASE(2, 3) EMB_ODC_CASE(1, 3)
+            EMB_ODC_CASE(4, 5) EMB_ODC_CASE(3, 5) EMB_ODC_CASE(2, 5) EMB_ODC_CASE(1, 5)
+            default: break;
+            }
+        }
+}
+
 /* rows x cols floats from src (row pitch sp) to dst (row pitch dp), 16 lanes at a time
  * (masked at a row's end): short rows without a call to memcpy per row. */
 EMB_T512 static void emb_copy_rows_avx512(float* dst, int64_t dp, const float* src, int64_t sp,
@@ -394,6 +458,28 @@ static inline void emb_ogc(int simd, const float* A, int T, int R, const float* 
                     acc += A[(int64_t)t * R + o] * src[off[t] + oy * Wq + ox];
                 float v = acc + (bias ? bias[o] : 0.0f);
                 out[(o * OH + oy) * OW + ox] = (relu && v < 0) ? 0.0f : v;
+            }
+}
+
+/* emb_odc: the weight gradient over output channels (see emb_odc_avx512; roff[k] for the
+ * Tr tap rows, taps k*KW + j, KW 3 or 5, R a multiple of 16). */
+static inline void emb_odc(int simd, const float* gT, int64_t gn, int R, const float* src,
+                           int64_t sn, const int64_t* roff, int Tr, int KW, int NB, int64_t OH,
+                           int64_t OW, int64_t Wq, float* dW, int64_t ldw) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_odc_avx512(gT, gn, R, src, sn, roff, Tr, KW, NB, OH, OW, Wq, dW, ldw);
+                return; }
+#endif
+    for (int o = 0; o < R; o++)
+        for (int k = 0; k < Tr; k++)
+            for (int j = 0; j < KW; j++) {
+                float acc = 0.0f;
+                for (int n = 0; n < NB; n++)
+                    for (int64_t oy = 0; oy < OH; oy++)
+                        for (int64_t ox = 0; ox < OW; ox++)
+                            acc += gT[n * gn + (oy * OW + ox) * R + o] *
+                                   src[n * sn + roff[k] + oy * Wq + ox + j];
+                dW[(int64_t)o * ldw + k * KW + j] += acc;
             }
 }
 
