@@ -198,7 +198,7 @@ EMB_T512 static void emb_odot_avx512(const float* G, int64_t gr, int64_t gn, int
  * pixel-vectorised emb_og computes every one of the OH x Wq pitch positions: for LeNet's
  * conv2, 14 columns per row for 10 outputs).  A tile of RB rows x PB columns keeps RB*PB
  * accumulators; per tap one weight load and RB*PB FMAs with a broadcast source value.
- * The tile then goes out transposed (a masked gather per channel and row) with the bias
+ * The tile then goes out transposed (a scatter per pixel, channel o at o*OH*OW) with the bias
  * and, with relu, max(., 0) (NaN stays NaN).  Needs R (output channels) a multiple of 16;
  * out is one sample's (R, OH, OW) block. */
 
@@ -218,26 +218,18 @@ EMB_AI void emb_ogc_tile(const float* A, int64_t R, const float* src, const int6
             for (int p = 0; p < PB; p++)
                 acc[r][p] = _mm512_fmadd_ps(_mm512_set1_ps(s[r * Wq + p]), w, acc[r][p]);
     }
-    float tb[2 * 12 * 16] __attribute__((aligned(64)));
-    for (int r = 0; r < RB; r++)
-        for (int p = 0; p < PB; p++)
-            _mm512_store_ps(tb + (r * PB + p) * 16, acc[r][p]);
-    const __mmask16 m = (__mmask16)((1u << PB) - 1);
-    const __m512i lane16 = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32(16));
+    const __m512 b = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
     const __m512 z = _mm512_setzero_ps();
-    for (int o = 0; o < 16; o++) {
-        const __m512 b = _mm512_set1_ps(bias ? bias[o] : 0.0f);
-        for (int r = 0; r < RB; r++) {
-            __m512i idx = _mm512_add_epi32(lane16, _mm512_set1_epi32(r * PB * 16 + o));
-            __m512 v = _mm512_mask_i32gather_ps(z, m, idx, tb, 4);
-            v = _mm512_add_ps(v, b);
-            if (relu)
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)plane));
+    for (int r = 0; r < RB; r++)
+        for (int p = 0; p < PB; p++) {
+            __m512 v = _mm512_add_ps(acc[r][p], b);
+            if (relu)   /* v < 0 -> 0: NaN compares false and stays */
                 v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, z, _CMP_LT_OQ), v, z);
-            _mm512_mask_storeu_ps(out + o * plane + o0 + r * OW, m, v);
+            _mm512_i32scatter_ps(out + o0 + r * OW + p, idx, v, 4);
         }
-    }
 }
 
 #define EMB_OGC_CASE(RB, PB)                                                               \
