@@ -233,6 +233,7 @@ cdef extern from "conv_simd.h" nogil:
     void emb_odc(int simd, const float* gT, int64_t gn, int R, const float* src, int64_t sn,
                  const int64_t* roff, int Tr, int KW, int NB, int64_t OH, int64_t OW,
                  int64_t Wq, float* dW, int64_t ldw)
+    void emb_pixel_major(int simd, const float* g, int64_t O, int64_t P, float* dst)
     void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R, const float* src,
                   int64_t sn, const int64_t* off, int T, int64_t Lr, int NB, float* dW,
                   int64_t ldw)
@@ -444,7 +445,7 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     cdef int64_t glen = O * OH * OW if chan else O * Lr
     roff_arr = _np.ascontiguousarray(off_arr[::kw]) if chan else off_arr
     cdef const int64_t* roff = <const int64_t*>cnp.PyArray_DATA(roff_arr)
-    cdef int64_t P = OH * OW, p
+    cdef int64_t P = OH * OW
     cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(off_arr)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
     cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
@@ -493,10 +494,7 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
                 _build_src(xp + n * C * H * W, srcs + j * slen, C, H, W, ph0, pw0, sh, sw, Hq,
                            Wq, slen)
                 if chan:
-                    for o in range(O):
-                        grow = <float*>gp + (n * O + o) * P
-                        for p in range(P):
-                            gbuf[j * glen + p * O + o] = grow[p]
+                    emb_pixel_major(simd, gp + n * O * P, O, P, gbuf + j * glen)
                 else:
                     memset(gbuf + j * glen, 0, glen * sizeof(float))
                     for o in range(O):

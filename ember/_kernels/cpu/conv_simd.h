@@ -332,6 +332,25 @@ EMB_T512 static void emb_odc_avx512(const float* gT, int64_t gn, int R, const fl
         }
 }
 
+/* dst[p*O + o] = g[o*P + p] (one sample's gradient to pixel-major): 16 pixels of a
+ * channel per load, one scatter. */
+EMB_T512 static void emb_pixel_major_avx512(const float* g, int64_t O, int64_t P, float* dst) {
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)O));
+    for (int64_t o = 0; o < O; o++) {
+        const float* s = g + o * P;
+        int64_t p = 0;
+        for (; p + 16 <= P; p += 16)
+            _mm512_i32scatter_ps(dst + p * O + o, idx, _mm512_loadu_ps(s + p), 4);
+        if (p < P) {
+            __mmask16 m = (__mmask16)((1u << (P - p)) - 1);
+            _mm512_mask_i32scatter_ps(dst + p * O + o, m, idx, _mm512_maskz_loadu_ps(m, s + p),
+                                      4);
+        }
+    }
+}
+
 /* rows x cols floats from src (row pitch sp) to dst (row pitch dp), 16 lanes at a time
  * (masked at a row's end): short rows without a call to memcpy per row. */
 EMB_T512 static void emb_copy_rows_avx512(float* dst, int64_t dp, const float* src, int64_t sp,
@@ -473,6 +492,16 @@ static inline void emb_odc(int simd, const float* gT, int64_t gn, int R, const f
                                    src[n * sn + roff[k] + oy * Wq + ox + j];
                 dW[(int64_t)o * ldw + k * KW + j] += acc;
             }
+}
+
+static inline void emb_pixel_major(int simd, const float* g, int64_t O, int64_t P,
+                                   float* dst) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_pixel_major_avx512(g, O, P, dst); return; }
+#endif
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t p = 0; p < P; p++)
+            dst[p * O + o] = g[o * P + p];
 }
 
 static inline void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R,
