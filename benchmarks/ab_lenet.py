@@ -6,8 +6,10 @@ MaxPool2d in a Sequential), ``pool._set_pool_simd`` (AVX-512 2x2 max pooling) an
 ``conv._set_input_mode`` (scatter form of the stride-1 input gradient).  By default both
 libraries run on ONE thread and the time is CPU time (``time.process_time``), which a
 loaded machine disturbs far less than wall time; ``--wall`` uses two threads and wall time.
+``--chan`` instead compares only ``conv._set_chan_mode`` (the forward vectorised over output
+channels, branch ``lenet2``) off vs on, every other change on in both.
 
-    python benchmarks/ab_lenet.py [repetitions] [--wall]
+    python benchmarks/ab_lenet.py [repetitions] [--wall] [--chan]
 """
 import os
 import sys
@@ -24,14 +26,21 @@ from ember.nn.modules import container  # noqa: E402
 from ember._kernels.cpu import pool as pk, conv as ck  # noqa: E402
 
 
+CHAN_ONLY = False
+
+
 def _switch(on):
+    ck._set_chan_mode(0 if on else -1)
+    on = on or CHAN_ONLY
     container.swap_relu_pool = on
     pk._set_pool_simd(on)
     ck._set_input_mode(0 if on else -1)
 
 
 def main(argv):
+    global CHAN_ONLY
     wall = "--wall" in argv
+    CHAN_ONLY = "--chan" in argv
     args = [a for a in argv[1:] if not a.startswith("--")]
     reps = int(args[0]) if args else 21
     threads = 2 if wall else 1

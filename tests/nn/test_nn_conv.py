@@ -479,3 +479,70 @@ def test_input_gradient_scatter_and_gather_forms(mode, xs, ws, kw):
                      lambda x, w: TF.conv_transpose2d(x, w, **kw), [xt, ws])
     finally:
         conv_mod._ck._set_input_mode(old)
+
+
+# ---------------------------------------------------------------- forward over output channels
+
+@pytest.mark.parametrize("mode", [0, -1])
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((64, 6, 14, 14), (16, 6, 5, 5), {}),                          # LeNet-5's second conv
+    ((1, 6, 14, 14), (16, 6, 5, 5), {}),                           # batch 1
+    ((2, 3, 15, 34), (32, 3, 4, 11), {}),                          # 2 channel blocks, 24 cols
+    ((3, 2, 9, 19), (16, 2, 3, 7), dict(padding=(1, 0), dilation=(1, 2))),   # OH odd, 7 cols
+    ((2, 1, 11, 12), (16, 1, 3, 7), dict(stride=(2, 3))),          # phase-split source
+    ((1, 2, 4, 9), (16, 2, 4, 9), dict(padding=(0, 0))),           # a single output column
+    ((2, 3, 9, 6), (16, 3, 2, 3), {}),                             # weight gradient kw 3
+    ((1, 3, 7, 7), (16, 3, 3, 3), {}),                             # kw 3, 9 tap rows (8 + 1)
+    ((3, 4, 11, 13), (32, 4, 3, 5), dict(padding=(2, 0), dilation=(2, 1))),  # kw 5, dh 2
+])
+def test_forward_over_output_channels(mode, xs, ws, kw):
+    """The float32 forward (and, for stride 1 and kernel width 3 or 5, the weight gradient)
+    runs vectorised over output channels (16 per register, only the real outputs computed)
+    where that pays; forced on and off it matches PyTorch (output and gradients), the two
+    forward forms agree bit for bit, and with the fused ReLU too."""
+    from ember.nn.functional import conv as conv_mod
+    from ember.nn.functional import fused
+    ck = conv_mod._ck
+    if not ck.fast_available():
+        pytest.skip("no AVX-512 on this CPU")
+    pair = (lambda v: (v, v) if isinstance(v, int) else v)
+    (sh, sw), (ph, pw), (dh, dw) = (pair(kw.get(k, d)) for k, d in
+                                    (("stride", 1), ("padding", 0), ("dilation", 1)))
+    Wq = ck._src_geometry(xs[1], xs[2], xs[3], ws[2], ws[3], sh, sw, ph, ph, pw, pw, dh, dw)[1]
+    OW = (xs[3] + 2 * pw - dw * (ws[3] - 1) - 1) // sw + 1
+    assert ck._chan_pays(ws[0], 1, OW, Wq)                         # the case takes the path
+    old = ck._set_chan_mode(mode)
+    try:
+        _compare(lambda x, w, b: F.conv2d(x, w, b, **kw),
+                 lambda x, w, b: TF.conv2d(x, w, b, **kw), [xs, ws, (ws[0],)])
+        _compare(lambda x, w: F.conv2d(x, w, None, **kw),
+                 lambda x, w: TF.conv2d(x, w, None, **kw), [xs, ws])
+        x = RNG.standard_normal(xs).astype(np.float32)
+        x.reshape(-1)[::7] = np.nan                                # NaN stays NaN in the ReLU
+        w = RNG.standard_normal(ws).astype(np.float32)
+        b = RNG.standard_normal(ws[0]).astype(np.float32)
+        args = (kw.get("stride", 1), kw.get("padding", 0), kw.get("dilation", 1))
+        ye = np.asarray(fused.conv2d_relu(ember.asarray(x), ember.asarray(w), ember.asarray(b),
+                                          *args))
+        yt = TF.relu(TF.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), *args))
+        np.testing.assert_allclose(ye, yt.numpy(), rtol=1e-4, atol=1e-4)
+        ck._set_chan_mode(-1 - mode)                               # the other form
+        yo = np.asarray(fused.conv2d_relu(ember.asarray(x), ember.asarray(w), ember.asarray(b),
+                                          *args))
+        np.testing.assert_array_equal(ye, yo)
+    finally:
+        ck._set_chan_mode(old)
+
+
+def test_forward_over_output_channels_is_chosen_for_lenet_not_resnet():
+    """The channel form is taken for LeNet's conv2 (10 outputs per 14-column row) and a
+    32-channel wide kernel, not for ResNet's same-padded 3x3 (32 of 33) or 6 channels."""
+    from ember.nn.functional import conv as conv_mod
+    ck = conv_mod._ck
+    if not ck.fast_available():
+        pytest.skip("no AVX-512 on this CPU")
+    assert ck._chan_pays(16, 1, 10, 14)
+    assert ck._chan_pays(32, 1, 24, 33)
+    assert not ck._chan_pays(16, 1, 32, 33)
+    assert not ck._chan_pays(6, 1, 10, 14)
+    assert not ck._chan_pays(16, 2, 10, 14)

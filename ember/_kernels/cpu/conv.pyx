@@ -228,6 +228,12 @@ cdef extern from "conv_simd.h" nogil:
                        int64_t rows, int64_t cols)
     void emb_copy_rows_bias(int simd, float* dst, int64_t dp, const float* src, int64_t sp,
                             int64_t rows, int64_t cols, float bias, int relu)
+    void emb_ogc(int simd, const float* A, int T, int R, const float* src, const int64_t* off,
+                 float* out, int64_t OH, int64_t OW, int64_t Wq, const float* bias, int relu)
+    void emb_odc(int simd, const float* gT, int64_t gn, int R, const float* src, int64_t sn,
+                 const int64_t* roff, int Tr, int KW, int NB, int64_t OH, int64_t OW,
+                 int64_t Wq, float* dW, int64_t ldw)
+    void emb_pixel_major(int simd, const float* g, int64_t O, int64_t P, float* dst)
     void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R, const float* src,
                   int64_t sn, const int64_t* off, int T, int64_t Lr, int NB, float* dW,
                   int64_t ldw)
@@ -236,6 +242,27 @@ import numpy as _np
 
 cdef int _SIMD = emb_conv_has_avx512()
 cdef int64_t SLACK = 64           # zero floats after every flat source (over-reads land here)
+
+
+cdef int _CHAN_MODE = 0           # -1: never vectorise the forward over output channels
+
+
+def _set_chan_mode(int mode):
+    """0: the forward vectorises over output channels where ``_chan_pays``; -1: never (for
+    A/B measurements and tests)."""
+    global _CHAN_MODE
+    old = _CHAN_MODE
+    _CHAN_MODE = mode
+    return old
+
+
+cpdef bint _chan_pays(int64_t O, int64_t G, int64_t OW, int64_t Wq):
+    """Whether the forward runs over output channels (16 per zmm, only real outputs) rather
+    than over pixels (every pitch column computed): for one group of a multiple of 16
+    channels when over a quarter of the pitch columns are not outputs (LeNet's conv2: 10
+    of 14; not ResNet's same-padded 3x3, 32 of 33)."""
+    return _SIMD != 0 and _CHAN_MODE == 0 and G == 1 and O % 16 == 0 and O > 0 and \
+        4 * OW < 3 * Wq
 
 
 def fast_available():
@@ -346,7 +373,8 @@ def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, 
         bias = <const float*>cnp.PyArray_DATA(bias_arr)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
     cdef float* op = <float*>cnp.PyArray_DATA(out)
-    cdef bint direct = Wq == OW
+    cdef bint chan = _chan_pays(O, G, OW, Wq)
+    cdef bint direct = Wq == OW and not chan
     cdef int nt = 1
     if N > 1 and N * O * Tg * L >= 200000:
         nt = num_threads()
@@ -362,17 +390,24 @@ def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, 
     with nogil, parallel(num_threads=nt):
         src = <float*>malloc(slen * sizeof(float))
         tmp = NULL
-        if not direct:
+        if not direct and not chan:
             tmp = <float*>malloc(O * L * sizeof(float))
         for n in prange(N, schedule="static"):
             _build_src(xp + n * C * H * W, src, C, H, W, ph0, pw0, sh, sw, Hq, Wq, slen)
-            for g in range(G):
-                if direct:
-                    dst = op + (n * O + g * Og) * L
-                else:
-                    dst = tmp + g * Og * L
-                emb_og(simd, A + g * Tg * Og, <int>Tg, <int>Og, src, off + g * Tg, dst, L, L)
-            if direct:
+            if chan:
+                emb_ogc(simd, A, <int>Tg, <int>O, src, off, op + n * O * OH * OW, OH, OW, Wq,
+                        bias, relu)
+            else:
+                for g in range(G):
+                    if direct:
+                        dst = op + (n * O + g * Og) * L
+                    else:
+                        dst = tmp + g * Og * L
+                    emb_og(simd, A + g * Tg * Og, <int>Tg, <int>Og, src, off + g * Tg, dst,
+                           L, L)
+            if chan:
+                pass
+            elif direct:
                 if relu or bias != NULL:
                     for o in range(O):
                         bv = 0
@@ -403,7 +438,14 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     Hq_, Wq_, slen_, off_arr = _src_geometry(C, H, W, kh, kw, sh, sw, ph0, ph1, pw0, pw1, dh, dw)
     cdef int64_t Hq = Hq_, Wq = Wq_, slen = slen_, L = OH * Wq
     cdef int64_t Lr = _cdiv(L, 16) * 16
-    cdef int64_t glen = O * Lr
+    # over output channels (emb_odc: only the real outputs, the gradient pixel-major) where
+    # the forward takes that form too and the geometry is one emb_odc handles
+    cdef bint chan = (_chan_pays(O, G, OW, Wq) and sh == 1 and sw == 1 and dw == 1 and
+                      kw in (3, 5))
+    cdef int64_t glen = O * OH * OW if chan else O * Lr
+    roff_arr = _np.ascontiguousarray(off_arr[::kw]) if chan else off_arr
+    cdef const int64_t* roff = <const int64_t*>cnp.PyArray_DATA(roff_arr)
+    cdef int64_t P = OH * OW
     cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(off_arr)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
     cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
@@ -451,13 +493,20 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
                 n = n0 + j
                 _build_src(xp + n * C * H * W, srcs + j * slen, C, H, W, ph0, pw0, sh, sw, Hq,
                            Wq, slen)
-                memset(gbuf + j * glen, 0, glen * sizeof(float))
-                for o in range(O):
-                    emb_copy_rows(simd, gbuf + j * glen + o * Lr, Wq, gp + (n * O + o) * OH * OW,
-                                  OW, OH, OW)
-            for g in range(G):
-                emb_odot(simd, gbuf + g * Og * Lr, Lr, glen, <int>Og, srcs, slen, off + g * Tg,
-                         <int>Tg, Lr, <int>nb, mine + g * Og * Tg, Tg)
+                if chan:
+                    emb_pixel_major(simd, gp + n * O * P, O, P, gbuf + j * glen)
+                else:
+                    memset(gbuf + j * glen, 0, glen * sizeof(float))
+                    for o in range(O):
+                        emb_copy_rows(simd, gbuf + j * glen + o * Lr, Wq,
+                                      gp + (n * O + o) * OH * OW, OW, OH, OW)
+            if chan:
+                emb_odc(simd, gbuf, glen, <int>O, srcs, slen, roff, <int>(Tg // kw), <int>kw,
+                        <int>nb, OH, OW, Wq, mine, Tg)
+            else:
+                for g in range(G):
+                    emb_odot(simd, gbuf + g * Og * Lr, Lr, glen, <int>Og, srcs, slen,
+                             off + g * Tg, <int>Tg, Lr, <int>nb, mine + g * Og * Tg, Tg)
         free(srcs)
         free(gbuf)
     _np.sum(part_arr, axis=0, out=dwout.reshape(-1))

@@ -192,6 +192,165 @@ EMB_T512 static void emb_odot_avx512(const float* G, int64_t gr, int64_t gn, int
     }
 }
 
+/* ---------------------------------------------------------------- emb_ogc
+ * The forward vectorised over output channels instead of over pixels: one zmm holds 16
+ * output channels of one output pixel, so only the OH x OW real outputs are computed (the
+ * pixel-vectorised emb_og computes every one of the OH x Wq pitch positions: for LeNet's
+ * conv2, 14 columns per row for 10 outputs).  A tile of RB rows x PB columns keeps RB*PB
+ * accumulators; per tap one weight load and RB*PB FMAs with a broadcast source value.
+ * The tile then goes out transposed (a scatter per pixel, channel o at o*OH*OW) with the bias
+ * and, with relu, max(., 0) (NaN stays NaN).  Needs R (output channels) a multiple of 16;
+ * out is one sample's (R, OH, OW) block. */
+
+EMB_AI void emb_ogc_tile(const float* A, int64_t R, const float* src, const int64_t* off,
+                         int T, int64_t l0, int64_t Wq, float* out, int64_t plane,
+                         int64_t o0, int64_t OW, const float* bias, int relu,
+                         const int RB, const int PB)
+{
+    __m512 acc[2][12];
+    for (int r = 0; r < RB; r++)
+        for (int p = 0; p < PB; p++)
+            acc[r][p] = _mm512_setzero_ps();
+    for (int t = 0; t < T; t++) {
+        const float* s = src + off[t] + l0;
+        __m512 w = _mm512_loadu_ps(A + (int64_t)t * R);
+        for (int r = 0; r < RB; r++)
+            for (int p = 0; p < PB; p++)
+                acc[r][p] = _mm512_fmadd_ps(_mm512_set1_ps(s[r * Wq + p]), w, acc[r][p]);
+    }
+    const __m512 b = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+    const __m512 z = _mm512_setzero_ps();
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)plane));
+    for (int r = 0; r < RB; r++)
+        for (int p = 0; p < PB; p++) {
+            __m512 v = _mm512_add_ps(acc[r][p], b);
+            if (relu)   /* v < 0 -> 0: NaN compares false and stays */
+                v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, z, _CMP_LT_OQ), v, z);
+            _mm512_i32scatter_ps(out + o0 + r * OW + p, idx, v, 4);
+        }
+}
+
+#define EMB_OGC_CASE(RB, PB)                                                               \
+    case (RB) * 16 + (PB):                                                                 \
+        emb_ogc_tile(A, R, src, off, T, l0, Wq, out, plane, o0, OW, bias, relu, RB, PB);  \
+        break;
+
+EMB_T512 static void emb_ogc_block(const float* A, int64_t R, const float* src,
+                                   const int64_t* off, int T, int64_t l0, int64_t Wq,
+                                   float* out, int64_t plane, int64_t o0, int64_t OW,
+                                   const float* bias, int relu, int rb, int pb) {
+    switch (rb * 16 + pb) {
+    EMB_OGC_CASE(2, 12) EMB_OGC_CASE(2, 11) EMB_OGC_CASE(2, 10) EMB_OGC_CASE(2, 9)
+    EMB_OGC_CASE(2, 8) EMB_OGC_CASE(2, 7) EMB_OGC_CASE(2, 6) EMB_OGC_CASE(2, 5)
+    EMB_OGC_CASE(2, 4) EMB_OGC_CASE(2, 3) EMB_OGC_CASE(2, 2) EMB_OGC_CASE(2, 1)
+    EMB_OGC_CASE(1, 12) EMB_OGC_CASE(1, 11) EMB_OGC_CASE(1, 10) EMB_OGC_CASE(1, 9)
+    EMB_OGC_CASE(1, 8) EMB_OGC_CASE(1, 7) EMB_OGC_CASE(1, 6) EMB_OGC_CASE(1, 5)
+    EMB_OGC_CASE(1, 4) EMB_OGC_CASE(1, 3) EMB_OGC_CASE(1, 2) EMB_OGC_CASE(1, 1)
+    default: break;
+    }
+}
+
+EMB_T512 static void emb_ogc_avx512(const float* A, int T, int R, const float* src,
+                                    const int64_t* off, float* out, int64_t OH, int64_t OW,
+                                    int64_t Wq, const float* bias, int relu) {
+    int64_t plane = OH * OW;
+    for (int o0 = 0; o0 + 16 <= R; o0 += 16)
+        for (int64_t oy = 0; oy < OH; oy += 2) {
+            int rb = OH - oy < 2 ? 1 : 2;
+            for (int64_t ox = 0; ox < OW; ox += 12) {
+                int pb = OW - ox < 12 ? (int)(OW - ox) : 12;
+                emb_ogc_block(A + o0, R, src, off, T, oy * Wq + ox, Wq,
+                              out + (int64_t)o0 * plane, plane, oy * OW + ox, OW,
+                              bias ? bias + o0 : NULL, relu, rb, pb);
+            }
+        }
+}
+
+/* ---------------------------------------------------------------- emb_odc
+ * The weight gradient vectorised over output channels (stride 1, dilation 1 along the
+ * rows, kernel width 3 or 5): dW[o*ldw + k*KW + j] += sum_n sum_(oy,ox)
+ * gT[n*gn + (oy*OW + ox)*R + o] * src[n*sn + roff[k] + oy*Wq + ox + j], with gT the
+ * gradient pixel-major (R channels per pixel, R a multiple of 16) and roff[k] the source
+ * offset of tap row k (channel c, kernel row i).  Only the real OH x OW outputs are
+ * visited (emb_odot runs over every pitch column); a tile keeps KB tap rows x KW taps of
+ * 16-channel partial sums, per pixel one gradient load and KB*KW FMAs with a broadcast
+ * source value. */
+
+EMB_AI void emb_odc_tile(const float* gT, int64_t gn, int64_t R, const float* src, int64_t sn,
+                         const int64_t* roff, int NB, int64_t OH, int64_t OW, int64_t Wq,
+                         float* dW, int64_t ldw, const int KB, const int KW)
+{
+    __m512 acc[8][5];
+    for (int k = 0; k < KB; k++)
+        for (int j = 0; j < KW; j++)
+            acc[k][j] = _mm512_setzero_ps();
+    for (int n = 0; n < NB; n++) {
+        const float* g = gT + (int64_t)n * gn;
+        const float* s = src + (int64_t)n * sn;
+        for (int64_t oy = 0; oy < OH; oy++)
+            for (int64_t ox = 0; ox < OW; ox++) {
+                __m512 gv = _mm512_loadu_ps(g + (oy * OW + ox) * R);
+                const float* sp = s + oy * Wq + ox;
+                for (int k = 0; k < KB; k++)
+                    for (int j = 0; j < KW; j++)
+                        acc[k][j] = _mm512_fmadd_ps(_mm512_set1_ps(sp[roff[k] + j]), gv,
+                                                    acc[k][j]);
+            }
+    }
+    float tb[16] __attribute__((aligned(64)));
+    for (int k = 0; k < KB; k++)
+        for (int j = 0; j < KW; j++) {
+            _mm512_store_ps(tb, acc[k][j]);
+            for (int o = 0; o < 16; o++)
+                dW[o * ldw + k * KW + j] += tb[o];
+        }
+}
+
+#define EMB_ODC_CASE(KB, KW)                                                               \
+    case (KW) * 16 + (KB):                                                                 \
+        emb_odc_tile(g, gn, R, src, sn, ro, NB, OH, OW, Wq, d, ldw, KB, KW); break;
+
+EMB_T512 static void emb_odc_avx512(const float* gT, int64_t gn, int R, const float* src,
+                                    int64_t sn, const int64_t* roff, int Tr, int KW, int NB,
+                                    int64_t OH, int64_t OW, int64_t Wq, float* dW,
+                                    int64_t ldw) {
+    int KBM = KW == 3 ? 8 : 4;
+    for (int o0 = 0; o0 + 16 <= R; o0 += 16)
+        for (int k0 = 0; k0 < Tr; k0 += KBM) {
+            int kb = Tr - k0 < KBM ? Tr - k0 : KBM;
+            const float* g = gT + o0;
+            const int64_t* ro = roff + k0;
+            float* d = dW + (int64_t)o0 * ldw + (int64_t)k0 * KW;
+            switch (KW * 16 + kb) {
+            EMB_ODC_CASE(8, 3) EMB_ODC_CASE(7, 3) EMB_ODC_CASE(6, 3) EMB_ODC_CASE(5, 3)
+            EMB_ODC_CASE(4, 3) EMB_ODC_CASE(3, 3) EMB_ODC_CASE(2, 3) EMB_ODC_CASE(1, 3)
+            EMB_ODC_CASE(4, 5) EMB_ODC_CASE(3, 5) EMB_ODC_CASE(2, 5) EMB_ODC_CASE(1, 5)
+            default: break;
+            }
+        }
+}
+
+/* dst[p*O + o] = g[o*P + p] (one sample's gradient to pixel-major): 16 pixels of a
+ * channel per load, one scatter. */
+EMB_T512 static void emb_pixel_major_avx512(const float* g, int64_t O, int64_t P, float* dst) {
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)O));
+    for (int64_t o = 0; o < O; o++) {
+        const float* s = g + o * P;
+        int64_t p = 0;
+        for (; p + 16 <= P; p += 16)
+            _mm512_i32scatter_ps(dst + p * O + o, idx, _mm512_loadu_ps(s + p), 4);
+        if (p < P) {
+            __mmask16 m = (__mmask16)((1u << (P - p)) - 1);
+            _mm512_mask_i32scatter_ps(dst + p * O + o, m, idx, _mm512_maskz_loadu_ps(m, s + p),
+                                      4);
+        }
+    }
+}
+
 /* rows x cols floats from src (row pitch sp) to dst (row pitch dp), 16 lanes at a time
  * (masked at a row's end): short rows without a call to memcpy per row. */
 EMB_T512 static void emb_copy_rows_avx512(float* dst, int64_t dp, const float* src, int64_t sp,
@@ -291,6 +450,58 @@ static inline void emb_og_acc(int simd, const float* A, int T, int R, const floa
     if (simd) { emb_og_avx512(A, T, R, src, off, out, ldo, L, 1); return; }
 #endif
     emb_og_c(A, T, R, src, off, out, ldo, L, 1);
+}
+
+/* emb_ogc: out[o*OH*OW + oy*OW + ox] = act(bias[o] + sum_t A[t*R + o] *
+ * src[off[t] + oy*Wq + ox]) for one sample (R a multiple of 16; act = max(., 0) with
+ * relu, NaN kept; bias may be NULL). */
+static inline void emb_ogc(int simd, const float* A, int T, int R, const float* src,
+                           const int64_t* off, float* out, int64_t OH, int64_t OW, int64_t Wq,
+                           const float* bias, int relu) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_ogc_avx512(A, T, R, src, off, out, OH, OW, Wq, bias, relu); return; }
+#endif
+    for (int o = 0; o < R; o++)
+        for (int64_t oy = 0; oy < OH; oy++)
+            for (int64_t ox = 0; ox < OW; ox++) {
+                float acc = 0.0f;
+                for (int t = 0; t < T; t++)
+                    acc += A[(int64_t)t * R + o] * src[off[t] + oy * Wq + ox];
+                float v = acc + (bias ? bias[o] : 0.0f);
+                out[(o * OH + oy) * OW + ox] = (relu && v < 0) ? 0.0f : v;
+            }
+}
+
+/* emb_odc: the weight gradient over output channels (see emb_odc_avx512; roff[k] for the
+ * Tr tap rows, taps k*KW + j, KW 3 or 5, R a multiple of 16). */
+static inline void emb_odc(int simd, const float* gT, int64_t gn, int R, const float* src,
+                           int64_t sn, const int64_t* roff, int Tr, int KW, int NB, int64_t OH,
+                           int64_t OW, int64_t Wq, float* dW, int64_t ldw) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_odc_avx512(gT, gn, R, src, sn, roff, Tr, KW, NB, OH, OW, Wq, dW, ldw);
+                return; }
+#endif
+    for (int o = 0; o < R; o++)
+        for (int k = 0; k < Tr; k++)
+            for (int j = 0; j < KW; j++) {
+                float acc = 0.0f;
+                for (int n = 0; n < NB; n++)
+                    for (int64_t oy = 0; oy < OH; oy++)
+                        for (int64_t ox = 0; ox < OW; ox++)
+                            acc += gT[n * gn + (oy * OW + ox) * R + o] *
+                                   src[n * sn + roff[k] + oy * Wq + ox + j];
+                dW[(int64_t)o * ldw + k * KW + j] += acc;
+            }
+}
+
+static inline void emb_pixel_major(int simd, const float* g, int64_t O, int64_t P,
+                                   float* dst) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_pixel_major_avx512(g, O, P, dst); return; }
+#endif
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t p = 0; p < P; p++)
+            dst[p * O + o] = g[o * P + p];
 }
 
 static inline void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R,
