@@ -142,3 +142,10 @@ def test_limit_routes_by_size():
                 _check(a, b)
     finally:
         gemm._set_f32_kernel(on, *limit)
+
+
+def test_large_packed_b_declined(path):
+    """A transposed B beyond the kernel's packing limit (1M elements) goes to OpenBLAS."""
+    rng = np.random.default_rng(9)
+    a, b = _rand(rng, (2, 2100)), _rand(rng, (520, 2100)).T
+    _check(a, b)

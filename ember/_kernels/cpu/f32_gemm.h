@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EM_FG_MR = 12, EM_FG_NR = 32 };
+/* EM_FG_MAX_PACK: the most elements of B packed (4 MiB); larger B panels are declined */
+enum { EM_FG_MR = 12, EM_FG_NR = 32, EM_FG_MAX_PACK = 1 << 20 };
 
 #if defined(__x86_64__) && defined(__GNUC__) && (defined(__clang__) || __GNUC__ >= 9)
 #define EM_FG_X86 1
@@ -180,7 +181,8 @@ typedef void (*em_fg_tile_t)(ptrdiff_t, const float *, ptrdiff_t, ptrdiff_t, con
 
 /* C (M x N, row stride ldc, unit column stride) = A (M x K, strides sam, sak) @ B (K x N,
  * strides sbk, sbn); strides in elements, any sign.  M, N >= 0; K = 0 stores zeros.
- * Returns -1 when out of memory for B's packing (C untouched), else 0. */
+ * Returns -1 (C untouched: the caller runs another GEMM) when B needs packing beyond
+ * EM_FG_MAX_PACK elements or there is no memory for it, else 0. */
 EM_FG_TARGET static int em_f32_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float *A,
                                     ptrdiff_t sam, ptrdiff_t sak, const float *B,
                                     ptrdiff_t sbk, ptrdiff_t sbn, float *C, ptrdiff_t ldc) {
@@ -194,6 +196,8 @@ EM_FG_TARGET static int em_f32_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
     int packed = sbn != 1 && N > 1 && K > 0;
     if (packed) {
         ptrdiff_t np = (N + EM_FG_NR - 1) / EM_FG_NR * EM_FG_NR;
+        if (K * np > EM_FG_MAX_PACK)
+            return -1;
         float *pb = em_fg_buffer((size_t)(K * np));
         if (pb == NULL)
             return -1;
