@@ -18,6 +18,10 @@ arrays with at least two dimensions; float32/float64 operands whose matrices
 BLAS can address (one unit stride) go through this path, everything else (other
 dtypes, exotic strides, no OpenBLAS found) goes to ``numpy.matmul`` itself.
 
+Small float32 blocks (up to 2^25 multiply-adds, N and K above 16) run ember's own AVX-512
+kernel where the CPU has it (``f32_gemm.h``: C written directly, no packing of A; faster
+than OpenBLAS there as measured in benchmarks/README.md; ``EMBER_F32_GEMM=0`` turns it off).
+
 bfloat16 products run ember's own kernel where the CPU has AVX512-BF16
 (``bf16_gemm.h``: bfloat16 pair dot products, float32 accumulators, one rounding; any
 strides; the same thread split); elsewhere, and for float16, the operands are widened to
