@@ -18,6 +18,10 @@ arrays with at least two dimensions; float32/float64 operands whose matrices
 BLAS can address (one unit stride) go through this path, everything else (other
 dtypes, exotic strides, no OpenBLAS found) goes to ``numpy.matmul`` itself.
 
+Small float32 blocks (up to 2^25 multiply-adds, N and K above 16) run ember's own AVX-512
+kernel where the CPU has it (``f32_gemm.h``: C written directly, no packing of A; faster
+than OpenBLAS there as measured in benchmarks/README.md; ``EMBER_F32_GEMM=0`` turns it off).
+
 bfloat16 products run ember's own kernel where the CPU has AVX512-BF16
 (``bf16_gemm.h``: bfloat16 pair dot products, float32 accumulators, one rounding; any
 strides; the same thread split); elsewhere, and for float16, the operands are widened to
@@ -29,6 +33,7 @@ from libc.stdint cimport int64_t, intptr_t
 
 cimport numpy as cnp
 import numpy as np
+import os as _os
 
 from ember._core.elementwise cimport num_threads, cast, assign
 from ember._core.array cimport wrap_numpy, numpy_view
@@ -52,6 +57,13 @@ cdef extern from "bf16_gemm.h" nogil:
         EM_BG_MR
         EM_BG_NR
         EM_BG_KC
+
+cdef extern from "f32_gemm.h" nogil:
+    # ember's small float32 GEMM (AVX-512 FMAs, C written directly; see the header)
+    int em_f32_gemm_supported()
+    int em_f32_gemm(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const float* A, Py_ssize_t sam,
+                    Py_ssize_t sak, const float* B, Py_ssize_t sbk, Py_ssize_t sbn, float* C,
+                    Py_ssize_t ldc)
 
 cdef extern from *:
     """
@@ -90,6 +102,18 @@ cdef enum:
 # Below this many multiply-adds a GEMM runs in the calling thread: waking the
 # other threads costs more than the product (64x64x64 takes ~10 us here).
 cdef int64_t PAR_MIN_MACS = 1 << 18
+
+# float32 blocks of at most this many multiply-adds run ember's kernel (f32_gemm.h)
+# instead of OpenBLAS sgemm, where the CPU has AVX-512F and EMBER_F32_GEMM=0 is not set.
+# Measured (benchmarks/README.md, "small float32 GEMM"): the kernel was faster up to
+# 128x512x512 on one and two threads and level at 512^3; it has no K blocking, so
+# larger blocks stay on OpenBLAS
+cdef bint _f32_on = em_f32_gemm_supported() != 0 and \
+    _os.environ.get("EMBER_F32_GEMM", "1") != "0"
+cdef int64_t _f32_max_macs = int(_os.environ.get("EMBER_F32_GEMM_MAX_MACS", 1 << 25))
+# ... and more than this many columns and k (its 12 x 32 tile wastes lanes on narrower
+# products, and its per-tile cost shows on shorter sums: OpenBLAS measured faster there)
+cdef int64_t _f32_min_nk = 16
 
 cdef em_sgemm64_t _sgemm64 = NULL
 cdef em_dgemm64_t _dgemm64 = NULL
@@ -250,14 +274,24 @@ cdef void _block(int dt, Py_ssize_t item, Py_ssize_t t, Py_ssize_t nsplit, bint 
     cdef const char* pa = A.base + oa
     cdef const char* pb = B.base + ob
     cdef char* pc = C.base + oc
+    cdef int64_t m = M, n = N
     if split_rows:      # rows lo:hi of A and C
         pa += lo * (A.ld if A.trans == NO_TRANS else 1) * item
         pc += lo * C.ld * item
-        _call(dt, A.trans, B.trans, hi - lo, N, K, pa, A.ld, pb, B.ld, pc, C.ld)
+        m = hi - lo
     else:               # columns lo:hi of B and C
         pb += lo * (1 if B.trans == NO_TRANS else B.ld) * item
         pc += lo * item
-        _call(dt, A.trans, B.trans, M, hi - lo, K, pa, A.ld, pb, B.ld, pc, C.ld)
+        n = hi - lo
+    if dt == 0 and _f32_on and m * n * K <= _f32_max_macs and n > _f32_min_nk \
+            and K > _f32_min_nk:
+        # small float32 products: ember's kernel (see _f32_max_macs)
+        if em_f32_gemm(m, n, K, <const float*>pa, A.ld if A.trans == NO_TRANS else 1,
+                       1 if A.trans == NO_TRANS else A.ld, <const float*>pb,
+                       B.ld if B.trans == NO_TRANS else 1, 1 if B.trans == NO_TRANS else B.ld,
+                       <float*>pc, C.ld) == 0:
+            return
+    _call(dt, A.trans, B.trans, m, n, K, pa, A.ld, pb, B.ld, pc, C.ld)
 
 
 cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
@@ -590,9 +624,42 @@ cdef bint _overlaps(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c):
     return (lc < ha and la < hc) or (lc < hb and lb < hc)
 
 
-# ---------------------------------------------------------------- bfloat16 kernel
+# ---------------------------------------------------------------- small float32 kernel
 
 import os as _os
+
+
+
+def f32_kernel():
+    """Whether small float32 products run ember's AVX-512 kernel (the CPU has AVX-512F
+    and ``EMBER_F32_GEMM=0`` is not set) instead of OpenBLAS sgemm.
+
+    >>> from ember._kernels.cpu import gemm
+    >>> gemm.f32_kernel() in (True, False)
+    True
+    """
+    return _f32_on
+
+
+def _set_f32_kernel(bint on, max_macs=None, min_nk=None):
+    """Testing hook: small float32 products on ember's kernel (True, where the CPU has
+    AVX-512F) or on OpenBLAS (False); ``max_macs`` sets the size limit per block and
+    ``min_nk`` the bound that its N and K must exceed."""
+    global _f32_on, _f32_max_macs, _f32_min_nk
+    _f32_on = on and em_f32_gemm_supported() != 0
+    if max_macs is not None:
+        _f32_max_macs = max_macs
+    if min_nk is not None:
+        _f32_min_nk = min_nk
+
+
+def _f32_limit():
+    """The size limits of the small float32 kernel: (max multiply-adds per block, the
+    bound its N and K must exceed)."""
+    return _f32_max_macs, _f32_min_nk
+
+
+# ---------------------------------------------------------------- bfloat16 kernel
 
 cdef bint _bf16_on = em_bf16_gemm_supported() != 0 and \
     _os.environ.get("EMBER_BF16_GEMM", "1") != "0"
