@@ -253,20 +253,31 @@ cdef inline void _call(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k,
                      <int>lda, <const double*>b, <int>ldb, 0.0, <double*>c, <int>ldc)
 
 
+cdef inline Py_ssize_t _batch_offsets(Py_ssize_t bi, Py_ssize_t nb, const Py_ssize_t* bshape,
+                                      const Py_ssize_t* sa, const Py_ssize_t* sb,
+                                      const Py_ssize_t* sc, Py_ssize_t* oa, Py_ssize_t* ob,
+                                      Py_ssize_t* oc) noexcept nogil:
+    """Byte offsets of batch entry bi in A, B and C (the batch index unravelled in C order)."""
+    cdef Py_ssize_t d, idx
+    oa[0] = ob[0] = oc[0] = 0
+    for d in range(nb - 1, -1, -1):
+        idx = bi % bshape[d]
+        bi = bi // bshape[d]
+        oa[0] += idx * sa[d]
+        ob[0] += idx * sb[d]
+        oc[0] += idx * sc[d]
+    return 0
+
+
 cdef void _block(int dt, Py_ssize_t item, Py_ssize_t t, Py_ssize_t nsplit, bint split_rows,
                  Py_ssize_t nb, const Py_ssize_t* bshape, const Py_ssize_t* sa,
                  const Py_ssize_t* sb, const Py_ssize_t* sc, Mat A, Mat B, Mat C,
                  int64_t M, int64_t N, int64_t K) noexcept nogil:
     """Block t: batch entry t // nsplit, panel t % nsplit of its rows (or columns)."""
-    cdef Py_ssize_t bi = t // nsplit, part = t - bi * nsplit, d, idx
-    cdef Py_ssize_t oa = 0, ob = 0, oc = 0
+    cdef Py_ssize_t bi = t // nsplit, part = t - bi * nsplit
+    cdef Py_ssize_t oa, ob, oc
     cdef int64_t lo, hi, extent = M if split_rows else N
-    for d in range(nb - 1, -1, -1):             # unravel the batch index (C order)
-        idx = bi % bshape[d]
-        bi = bi // bshape[d]
-        oa += idx * sa[d]
-        ob += idx * sb[d]
-        oc += idx * sc[d]
+    _batch_offsets(bi, nb, bshape, sa, sb, sc, &oa, &ob, &oc)
     lo = extent * part // nsplit
     hi = extent * (part + 1) // nsplit
     if hi <= lo:
@@ -800,14 +811,9 @@ cdef int _bf16_block(Py_ssize_t t, Py_ssize_t nsplit, bint split_rows, Py_ssize_
                      Py_ssize_t N, Py_ssize_t K) noexcept nogil:
     """Block t: batch entry t // nsplit, part t % nsplit of its row (or column) panels;
     1 when the kernel had no memory."""
-    cdef Py_ssize_t bi = t // nsplit, part = t - bi * nsplit, d, idx
-    cdef Py_ssize_t oa = 0, ob = 0, oc = 0, lo, hi, item = 2 if c16 else 4
-    for d in range(nb - 1, -1, -1):             # unravel the batch index (C order)
-        idx = bi % bshape[d]
-        bi = bi // bshape[d]
-        oa += idx * sa[d]
-        ob += idx * sb[d]
-        oc += idx * sc[d]
+    cdef Py_ssize_t bi = t // nsplit, part = t - bi * nsplit
+    cdef Py_ssize_t oa, ob, oc, lo, hi, item = 2 if c16 else 4
+    _batch_offsets(bi, nb, bshape, sa, sb, sc, &oa, &ob, &oc)
     lo = units * part // nsplit
     hi = units * (part + 1) // nsplit
     if hi <= lo:
