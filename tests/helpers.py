@@ -61,6 +61,27 @@ def layouts(base):
     return out
 
 
+def matrix_layout(x, kind):
+    """x (a stack of matrices) with the same values in another memory layout, for the
+    GEMM paths: "c" as is, "f" column-major matrices, "strided" rows padded by 3,
+    "step2" every other column, "neg" both matrix axes reversed."""
+    if kind == "c":
+        return x
+    if kind == "f":
+        return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2)), -1, -2)
+    if kind == "strided":
+        big = np.zeros(x.shape[:-1] + (x.shape[-1] + 3,), x.dtype)
+        big[..., :x.shape[-1]] = x
+        return big[..., :x.shape[-1]]
+    if kind == "step2":
+        big = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+        big[..., ::2] = x
+        return big[..., ::2]
+    if kind == "neg":
+        return np.ascontiguousarray(x[..., ::-1, ::-1])[..., ::-1, ::-1]
+    raise ValueError(kind)
+
+
 SHAPES = [(), (0,), (1,), (5,), (3, 4), (2, 3, 4), (2, 0, 3)]
 
 

@@ -12,6 +12,7 @@ import pytest
 
 import ember
 from ember._kernels.cpu import gemm
+from helpers import matrix_layout
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 BF = ml_dtypes.bfloat16
@@ -55,25 +56,6 @@ def _check(a, b, out=None):
     return got
 
 
-def _layout(x, kind):
-    """x (bfloat16) with the same values in another memory layout."""
-    if kind == "c":
-        return x
-    if kind == "f":
-        return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2)), -1, -2)
-    if kind == "strided":
-        big = np.zeros(x.shape[:-1] + (x.shape[-1] + 3,), x.dtype)
-        big[..., :x.shape[-1]] = x
-        return big[..., :x.shape[-1]]
-    if kind == "step2":
-        big = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
-        big[..., ::2] = x
-        return big[..., ::2]
-    if kind == "neg":
-        return np.ascontiguousarray(x[..., ::-1, ::-1])[..., ::-1, ::-1]
-    raise ValueError(kind)
-
-
 def _rand(rng, shape):
     return rng.standard_normal(shape).astype(np.float32).astype(BF)
 
@@ -95,7 +77,7 @@ def test_shapes(path, m, k, n):
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (13, 33, 31), (37, 130, 45)])
 def test_layouts(path, la, lb, m, k, n):
     rng = np.random.default_rng(7 * m + k)
-    _check(_layout(_rand(rng, (m, k)), la), _layout(_rand(rng, (k, n)), lb))
+    _check(matrix_layout(_rand(rng, (m, k)), la), matrix_layout(_rand(rng, (k, n)), lb))
 
 
 def test_stride_zero_operands(path):

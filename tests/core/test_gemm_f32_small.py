@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ember._kernels.cpu import gemm
+from helpers import matrix_layout
 
 
 @pytest.fixture(params=["kernel", "sgemm"])
@@ -37,25 +38,6 @@ def _check(a, b, out=None):
     return got
 
 
-def _layout(x, kind):
-    """x with the same values in another memory layout."""
-    if kind == "c":
-        return x
-    if kind == "f":
-        return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2)), -1, -2)
-    if kind == "strided":
-        big = np.zeros(x.shape[:-1] + (x.shape[-1] + 3,), x.dtype)
-        big[..., :x.shape[-1]] = x
-        return big[..., :x.shape[-1]]
-    if kind == "step2":
-        big = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
-        big[..., ::2] = x
-        return big[..., ::2]
-    if kind == "neg":
-        return np.ascontiguousarray(x[..., ::-1, ::-1])[..., ::-1, ::-1]
-    raise ValueError(kind)
-
-
 def _rand(rng, shape):
     return rng.standard_normal(shape).astype(np.float32)
 
@@ -76,7 +58,7 @@ def test_shapes(path, m, n, k):
 def test_layouts(path, la, lb):
     rng = np.random.default_rng(3)
     a, b = _rand(rng, (19, 45)), _rand(rng, (45, 37))
-    _check(_layout(a, la), _layout(b, lb))
+    _check(matrix_layout(a, la), matrix_layout(b, lb))
 
 
 def test_mlp_shapes(path):

@@ -253,6 +253,24 @@ cdef inline void _call(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k,
                      <int>lda, <const double*>b, <int>ldb, 0.0, <double*>c, <int>ldc)
 
 
+cdef Py_ssize_t _batch_strides(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, int nb,
+                               Py_ssize_t* bshape, Py_ssize_t* sa, Py_ssize_t* sb,
+                               Py_ssize_t* sc):
+    """c's leading nb axes (the batch) and a's, b's, c's byte strides along them (an axis
+    a or b broadcasts has stride 0); returns the number of batch entries."""
+    cdef int d, da, db_, nda = a.ndim, ndb = b.ndim, ndc = c.ndim
+    cdef Py_ssize_t batch = 1
+    for d in range(nb):
+        bshape[d] = c.shape[d]
+        batch *= bshape[d]
+        da = d - (ndc - nda)
+        db_ = d - (ndc - ndb)
+        sa[d] = a.strides[da] if da >= 0 and a.shape[da] != 1 else 0
+        sb[d] = b.strides[db_] if db_ >= 0 and b.shape[db_] != 1 else 0
+        sc[d] = c.strides[d]
+    return batch
+
+
 cdef inline Py_ssize_t _batch_offsets(Py_ssize_t bi, Py_ssize_t nb, const Py_ssize_t* bshape,
                                       const Py_ssize_t* sa, const Py_ssize_t* sb,
                                       const Py_ssize_t* sc, Py_ssize_t* oa, Py_ssize_t* ob,
@@ -308,7 +326,7 @@ cdef void _block(int dt, Py_ssize_t item, Py_ssize_t t, Py_ssize_t nsplit, bint 
 cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
     """The product through BLAS, or False when this path cannot take it."""
     cdef int nda = a.ndim, ndb = b.ndim, ndc = c.ndim
-    cdef int nb = ndc - 2, d, da, db_
+    cdef int nb = ndc - 2, d
     cdef Py_ssize_t item = c.itemsize
     cdef int dt = 0 if c.dtype.num == cnp.NPY_FLOAT32 else 1
     cdef Py_ssize_t M = c.shape[ndc - 2], N = c.shape[ndc - 1], K = a.shape[nda - 1]
@@ -330,14 +348,7 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
     if not _blas_layout(M, N, c.strides[ndc - 2], c.strides[ndc - 1], item, &C.trans, &C.ld) \
             or C.trans != NO_TRANS:
         return False
-    for d in range(nb):                       # batch strides; broadcast axes stride 0
-        bshape[d] = c.shape[d]
-        batch *= bshape[d]
-        da = d - (ndc - nda)
-        db_ = d - (ndc - ndb)
-        sa[d] = a.strides[da] if da >= 0 and a.shape[da] != 1 else 0
-        sb[d] = b.strides[db_] if db_ >= 0 and b.shape[db_] != 1 else 0
-        sc[d] = c.strides[d]
+    batch = _batch_strides(a, b, c, nb, bshape, sa, sb, sc)
     A.base = <char*>cnp.PyArray_DATA(a)
     B.base = <char*>cnp.PyArray_DATA(b)
     C.base = <char*>cnp.PyArray_DATA(c)
@@ -729,7 +740,7 @@ cdef bint _run_bf16(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
     """c = a @ b: a, b bfloat16, c bfloat16 (K <= EM_BG_KC) or float32 with unit
     column stride; any strides in a and b.  False for odd byte strides."""
     cdef int nda = a.ndim, ndb = b.ndim, ndc = c.ndim
-    cdef int nb = ndc - 2, d, da, db_
+    cdef int nb = ndc - 2, d
     cdef Py_ssize_t item = c.itemsize
     cdef bint c16 = item == 2
     cdef Py_ssize_t M = c.shape[ndc - 2], N = c.shape[ndc - 1], K = a.shape[nda - 1]
@@ -764,14 +775,7 @@ cdef bint _run_bf16(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
     sam, sak = a.strides[nda - 2] // 2, a.strides[nda - 1] // 2
     sbk, sbn = b.strides[ndb - 2] // 2, b.strides[ndb - 1] // 2
     ldc = c.strides[ndc - 2] // item
-    for d in range(nb):                       # batch strides; broadcast axes stride 0
-        bshape[d] = c.shape[d]
-        batch *= bshape[d]
-        da = d - (ndc - nda)
-        db_ = d - (ndc - ndb)
-        sa[d] = a.strides[da] if da >= 0 and a.shape[da] != 1 else 0
-        sb[d] = b.strides[db_] if db_ >= 0 and b.shape[db_] != 1 else 0
-        sc[d] = c.strides[d]
+    batch = _batch_strides(a, b, c, nb, bshape, sa, sb, sc)
     if batch == 0:
         return True
     nt = num_threads()
