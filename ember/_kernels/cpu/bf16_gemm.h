@@ -118,6 +118,34 @@ EM_BG_TARGET static inline __attribute__((always_inline)) void em_bg_transpose16
     }
 }
 
+/* n lines (line stride ls) of kc elements (element stride es) -> k pairs interleaved
+ * across a panel `width` lines wide (line l of pair p at d[p * width + l]); lines n..width
+ * are zeros; the odd last element gets a zero partner.  The strided fallback of both
+ * packers (A's rows, B's columns). */
+EM_BG_TARGET static void em_bg_pack_lines(const uint16_t *src, ptrdiff_t n, ptrdiff_t ls,
+                                          ptrdiff_t es, ptrdiff_t kfull, ptrdiff_t kp,
+                                          ptrdiff_t width, uint32_t *d) {
+    for (ptrdiff_t l = 0; l < n; l++) {
+        const uint16_t *line = src + l * ls;
+        uint32_t *dl = d + l;
+        if (es == 1) {
+            for (ptrdiff_t p = 0; p < kfull; p++) {
+                uint32_t w;
+                memcpy(&w, line + 2 * p, 4);
+                dl[p * width] = w;
+            }
+        } else {
+            for (ptrdiff_t p = 0; p < kfull; p++)
+                dl[p * width] = em_bg_pair(line + 2 * p * es, es, 1);
+        }
+        if (kp > kfull)
+            dl[kfull * width] = line[2 * kfull * es];
+    }
+    for (ptrdiff_t l = n; l < width; l++)
+        for (ptrdiff_t p = 0; p < kp; p++)
+            d[p * width + l] = 0;
+}
+
 /* kc x nc block of B (element strides sbk, sbn) -> panels of NR columns, kp = ceil(kc/2)
  * words per column, panel q at dst + q * kp * NR; missing columns are zeros */
 EM_BG_TARGET static void em_bg_pack_b(ptrdiff_t kc, ptrdiff_t nc, const uint16_t *b,
@@ -178,25 +206,7 @@ EM_BG_TARGET static void em_bg_pack_b(ptrdiff_t kc, ptrdiff_t nc, const uint16_t
                     d[kfull * EM_BG_NR + j] = j < nr ? bj[j * sbn + 2 * kfull] : 0;
             }
         } else {                                /* neither axis contiguous */
-            for (ptrdiff_t j = 0; j < nr; j++) {
-                const uint16_t *col = bj + j * sbn;
-                uint32_t *dj = d + j;
-                if (sbk == 1) {
-                    for (ptrdiff_t p = 0; p < kfull; p++) {
-                        uint32_t w;
-                        memcpy(&w, col + 2 * p, 4);
-                        dj[p * EM_BG_NR] = w;
-                    }
-                } else {
-                    for (ptrdiff_t p = 0; p < kfull; p++)
-                        dj[p * EM_BG_NR] = em_bg_pair(col + 2 * p * sbk, sbk, 1);
-                }
-                if (kp > kfull)
-                    dj[kfull * EM_BG_NR] = col[2 * kfull * sbk];
-            }
-            for (ptrdiff_t j = nr; j < EM_BG_NR; j++)
-                for (ptrdiff_t p = 0; p < kp; p++)
-                    d[p * EM_BG_NR + j] = 0;
+            em_bg_pack_lines(bj, nr, sbn, sbk, kfull, kp, EM_BG_NR, d);
         }
     }
 }
@@ -222,25 +232,7 @@ EM_BG_TARGET static void em_bg_pack_a(ptrdiff_t mc, ptrdiff_t kc, const uint16_t
                 _mm512_mask_storeu_epi32((void *)(d + p * EM_BG_MR), 0x0fff, lo);
             }
         } else {
-            for (ptrdiff_t i = 0; i < mr; i++) {
-                const uint16_t *row = ai + i * sam;
-                uint32_t *di = d + i;
-                if (sak == 1) {
-                    for (ptrdiff_t p = 0; p < kfull; p++) {
-                        uint32_t w;
-                        memcpy(&w, row + 2 * p, 4);
-                        di[p * EM_BG_MR] = w;
-                    }
-                } else {
-                    for (ptrdiff_t p = 0; p < kfull; p++)
-                        di[p * EM_BG_MR] = em_bg_pair(row + 2 * p * sak, sak, 1);
-                }
-                if (kp > kfull)
-                    di[kfull * EM_BG_MR] = row[2 * kfull * sak];
-            }
-            for (ptrdiff_t i = mr; i < EM_BG_MR; i++)
-                for (ptrdiff_t p = 0; p < kp; p++)
-                    d[p * EM_BG_MR + i] = 0;
+            em_bg_pack_lines(ai, mr, sam, sak, kfull, kp, EM_BG_MR, d);
         }
     }
 }
