@@ -357,6 +357,8 @@ def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, 
     """out (N, O, OH, OW) = conv2d(x (N, C, H, W), w (O, C/groups, kh, kw)) + b, and with
     ``relu`` max(that, 0) (NaN stays NaN), applied while each sample is in cache."""
     _f32_check("conv2d_forward_f32", (x, w, out))
+    if _winograd_forward(x, w, b, out, sh, sw, ph0, pw0, dh, dw, groups, relu):
+        return
     cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef int64_t O = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
     cdef int64_t OH = out.shape[2], OW = out.shape[3], G = groups
@@ -593,6 +595,8 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
     """dx (N, C, H, W) = the input gradient of conv2d (the transposed convolution of
     gout (N, O, OH, OW) with w (O, C/groups, kh, kw))."""
     _f32_check("conv2d_input_f32", (gout, w, dx))
+    if _winograd_input(gout, w, dx, sh, sw, ph0, pw0, dh, dw, groups):
+        return
     cdef int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3]
     cdef int64_t O = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
     cdef int64_t OH = gout.shape[2], OW = gout.shape[3], G = groups, Og = O // G
@@ -740,3 +744,34 @@ def _input_scatter_f32(gout, w, dx, int64_t ph0, int64_t pw0, int64_t dh, int64_
                               Wp, H, W)
         free(gsrc)
         free(D)
+
+
+# ---------------------------------------------------------------- Winograd (winograd.pyx)
+# 3x3 stride-1 float32 convolutions of enough channels run as Winograd F(2x2, 3x3) (16
+# multiply-adds per 2x2 tile and channel pair instead of 36); ``EMBER_WINOGRAD=0`` turns
+# it off.
+
+from ember._kernels.cpu import winograd as _wg
+
+
+def _winograd_forward(x, w, b, out, int sh, int sw, int ph0, int pw0, int dh, int dw,
+                      int groups, bint relu):
+    """Run the forward as Winograd and return True where it applies and pays."""
+    if sh != 1 or sw != 1 or dh != 1 or dw != 1 or groups != 1 or w.shape[2] != 3 or \
+            w.shape[3] != 3 or not _wg.pays(w.shape[1], w.shape[0], out.shape[2],
+                                            out.shape[3]):
+        return False
+    _wg.conv3x3_f32(x, w, b, out, ph0, pw0, False, relu)
+    return True
+
+
+def _winograd_input(gout, w, dx, int sh, int sw, int ph0, int pw0, int dh, int dw,
+                    int groups):
+    """Run the input gradient (a 3x3 stride-1 correlation of gout with the rotated,
+    transposed w) as Winograd and return True where it applies and pays."""
+    if sh != 1 or sw != 1 or dh != 1 or dw != 1 or groups != 1 or w.shape[2] != 3 or \
+            w.shape[3] != 3 or not _wg.pays(w.shape[0], w.shape[1], dx.shape[2],
+                                            dx.shape[3]):
+        return False
+    _wg.conv3x3_f32(gout, w, None, dx, 2 - ph0, 2 - pw0, True)
+    return True

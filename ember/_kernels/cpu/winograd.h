@@ -1,0 +1,324 @@
+/* Winograd F(2x2, 3x3) for float32 3x3 stride-1 convolutions (used by winograd.pyx).
+ *
+ *   out[n, o, y, x] = sum_{c, i, j} in[n, c, y + i - pt, x + j - pl] * g[o, c, i, j]
+ *
+ * (zero outside the input; pt / pl may be negative).  The output is cut into 2x2 tiles;
+ * tile (n, ty, tx) reads the 4x4 input patch at rows 2ty - pt .., columns 2tx - pl ..
+ * With B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5;
+ * 0 0 1] and A^T = [1 1 1 0; 0 1 -1 -1]:
+ *
+ *   V = B^T d B (16 values per tile and input channel)
+ *   U = G g G^T (16 values per input and output channel; emb_wg_weights)
+ *   M[k] = U[k]^T V[k] for each of the 16 components k: a GEMM over channels
+ *   y = A^T M A (the 2x2 outputs of the tile)
+ *
+ * 16 multiply-adds per tile and channel pair instead of the direct form's 36.
+ *
+ * Work goes in blocks of at most Tp tiles (Tp a multiple of 16, at most 64) held in the
+ * vector lanes: a block is several whole tile rows (n, ty) when a row has at most Tp
+ * tiles, else a Tp-wide piece of one row.  Per block (emb_wg_block):
+ *   - input transform: V[(k*C + c)*Tp + lane] (the rows' transform over the whole row,
+ *     then even/odd permutes for the columns: 16 tiles per vector);
+ *   - 16 GEMMs M[k] (O x lanes) = U[k]^T (O x C) V[k] (C x lanes), broadcasting U and
+ *     keeping up to 6 x 64 outputs in 24 zmm accumulators;
+ *   - output transform (+ bias, ReLU) written straight into the NCHW output.
+ * The block's V and M stay in the core's L2 (16 * (C + O) * Tp floats).
+ *
+ * The functions carry a target attribute and are only called when emb_wg_simd() says
+ * the CPU has AVX-512F; elsewhere the convolution does not take this path. */
+#ifndef EMBER_WINOGRAD_H
+#define EMBER_WINOGRAD_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* U[(k*Ci + ci)*Co + co] = (G g G^T)[k]; forward (flip 0): g = w[co, ci] with Ci = C,
+ * Co = O of w (O, C, 3, 3); input gradient (flip 1): g = w[ci, co] rotated by 180
+ * degrees, Ci = O, Co = C.  Computed in double, rounded once. */
+static void emb_wg_weights(const float* w, int64_t O, int64_t C, int flip, float* U) {
+    int64_t Ci = flip ? O : C, Co = flip ? C : O;
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t c = 0; c < C; c++) {
+            const float* g = w + (o * C + c) * 9;
+            double k[3][3], t[4][3], u[4][4];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    k[i][j] = flip ? g[(2 - i) * 3 + (2 - j)] : g[i * 3 + j];
+            for (int j = 0; j < 3; j++) {
+                t[0][j] = k[0][j];
+                t[1][j] = 0.5 * (k[0][j] + k[1][j] + k[2][j]);
+                t[2][j] = 0.5 * (k[0][j] - k[1][j] + k[2][j]);
+                t[3][j] = k[2][j];
+            }
+            for (int i = 0; i < 4; i++) {
+                u[i][0] = t[i][0];
+                u[i][1] = 0.5 * (t[i][0] + t[i][1] + t[i][2]);
+                u[i][2] = 0.5 * (t[i][0] - t[i][1] + t[i][2]);
+                u[i][3] = t[i][2];
+            }
+            int64_t ci = flip ? o : c, co = flip ? c : o;
+            for (int kk = 0; kk < 16; kk++)
+                U[(kk * Ci + ci) * Co + co] = (float)u[kk / 4][kk % 4];
+        }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+
+#define EMB_WG_AI static inline __attribute__((always_inline, target("avx512f")))
+#define EMB_WG_T __attribute__((target("avx512f")))
+
+static int emb_wg_simd(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+}
+
+/* the component stride of V (C channels) or M (O channels): Tp lanes per channel plus one
+ * cache line, so that the 16 components of one channel fall in different L1 sets */
+static inline int64_t emb_wg_kstride(int64_t ch, int64_t Tp) {
+    return ch * Tp + 16;
+}
+
+EMB_WG_AI __mmask16 emb_wg_mask(int64_t n) {
+    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+/* lanes l of a 16-float load at column x (x + l in [0, W)) */
+EMB_WG_AI __mmask16 emb_wg_cols(int64_t x, int64_t W) {
+    int64_t lo = x < 0 ? -x : 0, hi = W - x;
+    if (lo >= 16 || hi <= 0 || lo >= hi)
+        return 0;
+    return (__mmask16)(emb_wg_mask(hi) & ~emb_wg_mask(lo));
+}
+
+/* Input transform of `cnt` tiles of one tile row: input rows y0 .. y0+3, columns x0 ..
+ * x0 + 2cnt + 1 of every channel of sample xn (C, H, W) -> V[k*VS + c*Tp + l], lanes l <
+ * cnt (V already offset to the segment's first lane).  Masked loads straight from the
+ * input give the zeros of the padding; per 16 tiles and row, three loads hold the 34
+ * columns, the row transform (B^T) combines the four rows, and even/odd permutes give the
+ * columns' transform (B). */
+EMB_WG_T static void emb_wg_input(const float* xn, int64_t C, int64_t H, int64_t W,
+                                  int64_t y0, int64_t x0, int64_t cnt, float* V, int64_t Tp,
+                                  int64_t VS) {
+    const int64_t nq = (cnt + 15) / 16;
+    const __m512i IE = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i IO = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    /* e shifted down one lane, lane 15 from the third vector's lane 0 (es), or lane 1 (os) */
+    const __m512i SE = _mm512_set_epi32(16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1);
+    const __m512i SO = _mm512_set_epi32(17, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1);
+    for (int64_t q = 0; q < nq; q++) {
+        __mmask16 mk[4][3];
+        for (int i = 0; i < 4; i++) {
+            int64_t y = y0 + i;
+            for (int u = 0; u < 3; u++)
+                mk[i][u] = (y < 0 || y >= H) ? 0 : emb_wg_cols(x0 + 32 * q + 16 * u, W);
+        }
+        const __mmask16 m = emb_wg_mask(cnt - 16 * q);
+        const int64_t rowoff = y0 * W + x0 + 32 * q;
+        for (int64_t c = 0; c < C; c++) {
+            const float* p = xn + c * H * W + rowoff;
+            __m512 d[4][3];
+            for (int i = 0; i < 4; i++)
+                for (int u = 0; u < 3; u++)
+                    d[i][u] = _mm512_maskz_loadu_ps(mk[i][u], p + i * W + 16 * u);
+            __m512 t[4][3];
+            for (int u = 0; u < 3; u++) {
+                t[0][u] = _mm512_sub_ps(d[0][u], d[2][u]);
+                t[1][u] = _mm512_add_ps(d[1][u], d[2][u]);
+                t[2][u] = _mm512_sub_ps(d[2][u], d[1][u]);
+                t[3][u] = _mm512_sub_ps(d[1][u], d[3][u]);
+            }
+            float* v = V + c * Tp + 16 * q;
+            for (int i = 0; i < 4; i++) {
+                __m512 e = _mm512_permutex2var_ps(t[i][0], IE, t[i][1]);
+                __m512 o = _mm512_permutex2var_ps(t[i][0], IO, t[i][1]);
+                __m512 es = _mm512_permutex2var_ps(e, SE, t[i][2]);
+                __m512 os = _mm512_permutex2var_ps(o, SO, t[i][2]);
+                float* vi = v + (int64_t)(4 * i) * VS;
+                _mm512_mask_storeu_ps(vi, m, _mm512_sub_ps(e, es));
+                _mm512_mask_storeu_ps(vi + VS, m, _mm512_add_ps(o, es));
+                _mm512_mask_storeu_ps(vi + 2 * VS, m, _mm512_sub_ps(es, o));
+                _mm512_mask_storeu_ps(vi + 3 * VS, m, _mm512_sub_ps(o, os));
+            }
+        }
+    }
+}
+
+/* M[(k*O + r)*Tp + l] for r < R, l < 16*NV: sum_c U[(k*C + c)*O + r] * V[(k*C + c)*Tp + l]
+ * (U, M offset to the first output channel of the tile) */
+EMB_WG_AI void emb_wg_tile(const float* Vk, const float* Uk, float* Mk, int64_t C, int64_t O,
+                           int64_t Tp, const int NV, const int R) {
+    __m512 acc[12][4];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < C; c++) {
+        __m512 x[4];
+        const float* vs = Vk + c * Tp;
+        const float* us = Uk + c * O;
+        for (int v = 0; v < NV; v++)
+            x[v] = _mm512_loadu_ps(vs + 16 * v);
+        for (int r = 0; r < R; r++) {
+            __m512 w = _mm512_set1_ps(us[r]);
+            for (int v = 0; v < NV; v++)
+                acc[r][v] = _mm512_fmadd_ps(w, x[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++)
+            _mm512_storeu_ps(Mk + r * Tp + 16 * v, acc[r][v]);
+}
+
+#define EMB_WG_TILE_FN(NV)                                                                 \
+EMB_WG_T static void emb_wg_tile_nv##NV(const float* Vk, const float* Uk, float* Mk,     \
+                                        int64_t C, int64_t O, int64_t Tp, int R) {         \
+    switch (R) {                                                                           \
+    case 1: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 1); break;                               \
+    case 2: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 2); break;                               \
+    case 3: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 3); break;                               \
+    case 4: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 4); break;                               \
+    case 5: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 5); break;                               \
+    case 6: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 6); break;                               \
+    case 7: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 7); break;                               \
+    case 8: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 8); break;                               \
+    case 9: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 9); break;                               \
+    case 10: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 10); break;                             \
+    case 11: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 11); break;                             \
+    default: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 12); break;                             \
+    }                                                                                      \
+}
+EMB_WG_TILE_FN(1)
+EMB_WG_TILE_FN(2)
+EMB_WG_TILE_FN(3)
+EMB_WG_TILE_FN(4)
+
+/* the 16 GEMMs of a block: lanes < 16*NV */
+EMB_WG_T static void emb_wg_gemm(const float* V, const float* U, float* M, int64_t C,
+                                 int64_t O, int64_t Tp, int NV) {
+    const int64_t VS = emb_wg_kstride(C, Tp), MS = emb_wg_kstride(O, Tp);
+    const int RB = NV == 1 ? 12 : NV == 2 ? 12 : NV == 3 ? 8 : 6;
+    for (int k = 0; k < 16; k++) {
+        const float* Vk = V + (int64_t)k * VS;
+        const float* Uk = U + (int64_t)k * C * O;
+        float* Mk = M + (int64_t)k * MS;
+        /* spread the output channels evenly over tiles of at most RB */
+        int64_t ntile = (O + RB - 1) / RB;
+        int64_t o0 = 0;
+        for (int64_t tt = 0; tt < ntile; tt++) {
+            int R = (int)((O - o0) / (ntile - tt));
+            if ((O - o0) % (ntile - tt)) R++;
+            switch (NV) {
+            case 1: emb_wg_tile_nv1(Vk, Uk + o0, Mk + o0 * Tp, C, O, Tp, R); break;
+            case 2: emb_wg_tile_nv2(Vk, Uk + o0, Mk + o0 * Tp, C, O, Tp, R); break;
+            case 3: emb_wg_tile_nv3(Vk, Uk + o0, Mk + o0 * Tp, C, O, Tp, R); break;
+            default: emb_wg_tile_nv4(Vk, Uk + o0, Mk + o0 * Tp, C, O, Tp, R); break;
+            }
+            o0 += R;
+        }
+    }
+}
+
+/* Output transform of `cnt` tiles of one tile row (M offset to its first lane): output rows
+ * oy, oy+1 (if < OH), columns ox .. ox + 2cnt - 1 (those < OW) of sample outn (O, OH, OW),
+ * plus bias[o] (if given), then max(., 0) if relu (NaN stays NaN). */
+EMB_WG_T static void emb_wg_output(const float* M, int64_t O, int64_t Tp, int64_t cnt,
+                                   float* outn, int64_t OH, int64_t OW, int64_t oy,
+                                   int64_t ox, const float* bias, int relu) {
+    const __m512i ILO = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i IHI = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    const int two = oy + 1 < OH;
+    const int64_t MS = emb_wg_kstride(O, Tp);
+    const int64_t nq = (cnt + 15) / 16;
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t o = 0; o < O; o++) {
+        const float* mo = M + o * Tp;
+        const __m512 bv = _mm512_set1_ps(bias ? bias[o] : 0.0f);
+        float* r0 = outn + (o * OH + oy) * OW;
+        float* r1 = r0 + OW;
+        for (int64_t q = 0; q < nq; q++) {
+            __m512 m[16];
+            for (int k = 0; k < 16; k++)
+                m[k] = _mm512_loadu_ps(mo + (int64_t)k * MS + 16 * q);
+            __m512 s[4], dd[4];
+            for (int j = 0; j < 4; j++) {
+                s[j] = _mm512_add_ps(_mm512_add_ps(m[j], m[4 + j]), m[8 + j]);
+                dd[j] = _mm512_sub_ps(_mm512_sub_ps(m[4 + j], m[8 + j]), m[12 + j]);
+            }
+            __m512 y00 = _mm512_add_ps(_mm512_add_ps(s[0], s[1]), _mm512_add_ps(s[2], bv));
+            __m512 y01 = _mm512_sub_ps(_mm512_sub_ps(s[1], s[2]), _mm512_sub_ps(s[3], bv));
+            __m512 y10 = _mm512_add_ps(_mm512_add_ps(dd[0], dd[1]), _mm512_add_ps(dd[2], bv));
+            __m512 y11 = _mm512_sub_ps(_mm512_sub_ps(dd[1], dd[2]), _mm512_sub_ps(dd[3], bv));
+            if (relu) {
+                y00 = _mm512_max_ps(zero, y00);
+                y01 = _mm512_max_ps(zero, y01);
+                y10 = _mm512_max_ps(zero, y10);
+                y11 = _mm512_max_ps(zero, y11);
+            }
+            int64_t c0 = ox + 32 * q;
+            int64_t tq = cnt - 16 * q < 16 ? cnt - 16 * q : 16;
+            int64_t ncol = OW - c0 < 2 * tq ? OW - c0 : 2 * tq;
+            __mmask16 mlo = emb_wg_mask(ncol), mhi = emb_wg_mask(ncol - 16);
+            _mm512_mask_storeu_ps(r0 + c0, mlo, _mm512_permutex2var_ps(y00, ILO, y01));
+            _mm512_mask_storeu_ps(r0 + c0 + 16, mhi, _mm512_permutex2var_ps(y00, IHI, y01));
+            if (two) {
+                _mm512_mask_storeu_ps(r1 + c0, mlo, _mm512_permutex2var_ps(y10, ILO, y11));
+                _mm512_mask_storeu_ps(r1 + c0 + 16, mhi, _mm512_permutex2var_ps(y10, IHI, y11));
+            }
+        }
+    }
+}
+
+/* Block b of the convolution of x (N, C, H, W) -> out (N, O, OH, OW): TH x TW tiles per
+ * sample, NTR = N * TH tile rows; rpb tile rows per block when TW <= Tp, else TW is cut
+ * into ceil(TW / Tp) pieces.  V: 16 * emb_wg_kstride(C, Tp) floats, M: 16 *
+ * emb_wg_kstride(O, Tp) floats. */
+EMB_WG_T static void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
+                                  int64_t pl, const float* U, int64_t O, float* out,
+                                  int64_t OH, int64_t OW, int64_t TH, int64_t TW, int64_t NTR,
+                                  int64_t Tp, int64_t rpb, int64_t b, const float* bias,
+                                  int relu, float* V, float* M) {
+    int64_t r0, r1, k0, cnt;
+    if (TW <= Tp) {
+        r0 = b * rpb;
+        r1 = r0 + rpb < NTR ? r0 + rpb : NTR;
+        k0 = 0;
+        cnt = TW;
+    } else {
+        int64_t nch = (TW + Tp - 1) / Tp;
+        r0 = b / nch;
+        r1 = r0 + 1;
+        k0 = (b % nch) * Tp;
+        cnt = TW - k0 < Tp ? TW - k0 : Tp;
+    }
+    int64_t lanes = (r1 - r0) * cnt;
+    int NV = (int)((lanes + 15) / 16);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / TH, ty = r % TH;
+        emb_wg_input(x + n * C * H * W, C, H, W, 2 * ty - pt, 2 * k0 - pl, cnt,
+                     V + (r - r0) * cnt, Tp, emb_wg_kstride(C, Tp));
+    }
+    emb_wg_gemm(V, U, M, C, O, Tp, NV);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / TH, ty = r % TH;
+        emb_wg_output(M + (r - r0) * cnt, O, Tp, cnt, out + n * O * OH * OW, OH, OW, 2 * ty,
+                      2 * k0, bias, relu);
+    }
+}
+
+#else  /* not x86-64 with GCC/Clang: never taken (emb_wg_simd() is 0) */
+
+static int emb_wg_simd(void) { return 0; }
+static inline int64_t emb_wg_kstride(int64_t ch, int64_t Tp) { return ch * Tp + 16; }
+static void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
+                         int64_t pl, const float* U, int64_t O, float* out, int64_t OH,
+                         int64_t OW, int64_t TH, int64_t TW, int64_t NTR, int64_t Tp,
+                         int64_t rpb, int64_t b, const float* bias, int relu, float* V,
+                         float* M) {
+    (void)x; (void)C; (void)H; (void)W; (void)pt; (void)pl; (void)U; (void)O; (void)out;
+    (void)OH; (void)OW; (void)TH; (void)TW; (void)NTR; (void)Tp; (void)rpb; (void)b;
+    (void)bias; (void)relu; (void)V; (void)M;
+}
+
+#endif
+#endif

@@ -1,0 +1,125 @@
+# cython: language_level=3
+"""Winograd F(2x2, 3x3) for float32 3x3 stride-1 convolutions (kernels in winograd.h).
+
+``conv3x3_f32`` computes ``out[n, o, y, x] = sum_{c,i,j} x[n, c, y+i-pt, x+j-pl] *
+g[o, c, i, j]`` (zero outside ``x``), with ``g = w`` (the forward) or ``g[o, c] =
+w[c, o]`` rotated by 180 degrees (``flip``: the input gradient).  conv.pyx calls it
+where ``pays`` says it beats the direct kernels; ``EMBER_WINOGRAD=0`` (read at import)
+or ``_set_mode(-1)`` turns it off.
+"""
+cimport cython
+cimport numpy as cnp
+from cython.parallel cimport prange, parallel
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, calloc, free
+from ember._core.elementwise cimport num_threads
+
+import os as _os
+import numpy as _np
+
+cnp.import_array()
+
+cdef extern from "winograd.h" nogil:
+    int emb_wg_simd()
+    int64_t emb_wg_kstride(int64_t ch, int64_t Tp)
+    void emb_wg_weights(const float* w, int64_t O, int64_t C, int flip, float* U)
+    void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
+                      int64_t pl, const float* U, int64_t O, float* out, int64_t OH,
+                      int64_t OW, int64_t TH, int64_t TW, int64_t NTR, int64_t Tp,
+                      int64_t rpb, int64_t b, const float* bias, int relu, float* V,
+                      float* M)
+
+cdef int _SIMD = emb_wg_simd()
+cdef int _MODE = 0 if _os.environ.get("EMBER_WINOGRAD", "1") != "0" else -1
+cdef int64_t _CALLS = 0
+
+
+def available():
+    """True when the Winograd kernels can run here (AVX-512F) and are switched on."""
+    return bool(_SIMD) and _MODE >= 0
+
+
+def _set_mode(int mode):
+    """0: Winograd where ``pays`` says so; -1: never; 1: for every eligible shape (tests).
+    Returns the previous mode."""
+    global _MODE
+    old = _MODE
+    _MODE = mode
+    return old
+
+
+def _calls():
+    """How many convolutions ran through Winograd in this process (for tests)."""
+    return _CALLS
+
+
+cpdef bint pays(int64_t Ci, int64_t Co, int64_t OH, int64_t OW):
+    """Whether a 3x3 stride-1 convolution with Ci input and Co output channels and an
+    OH x OW output runs faster as Winograd F(2x2, 3x3) than as the direct kernels.  The
+    transforms cost per channel what the direct form spends on a few output channels, so
+    both channel counts must be large enough (measured on ResNet-20's layers; see
+    benchmarks/README.md)."""
+    if not _SIMD or _MODE < 0:
+        return False
+    if _MODE > 0:
+        return True
+    return Ci >= 16 and Co >= 16 and OH >= 4 and OW >= 4
+
+
+def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False):
+    """out (N, Co, OH, OW) = the 3x3 stride-1 correlation of x (N, Ci, H, W) with w
+    (Co, Ci, 3, 3), or with w (Ci, Co, 3, 3) rotated by 180 degrees if ``flip``, input
+    offset by (pt, pl) rows/columns, plus b (Co,), then ReLU if ``relu``.  Arrays are
+    C-contiguous float32."""
+    global _CALLS
+    cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef int64_t O = out.shape[1], OH = out.shape[2], OW = out.shape[3]
+    cdef int64_t wo = w.shape[0], wc = w.shape[1]
+    if (wc, wo) != ((O, C) if flip else (C, O)) or tuple(w.shape[2:]) != (3, 3) or \
+            out.shape[0] != N:
+        raise ValueError(f"conv3x3_f32: shapes x {x.shape}, w {w.shape}, out {out.shape} "
+                         f"do not match (flip={flip})")
+    _CALLS += 1
+    if N == 0 or O == 0 or OH == 0 or OW == 0:
+        return
+    if C == 0:
+        out[...] = 0 if b is None else _np.asarray(b, dtype=_np.float32).reshape(O, 1, 1)
+        if relu:
+            _np.maximum(out, 0, out=out)
+        return
+    U_arr = _np.empty(16 * C * O, dtype=_np.float32)
+    cdef float* U = <float*>cnp.PyArray_DATA(U_arr)
+    cdef const float* wp = <const float*>cnp.PyArray_DATA(w)
+    with nogil:
+        emb_wg_weights(wp, wo, wc, flip, U)
+    bias_arr = None if b is None else _np.ascontiguousarray(b, dtype=_np.float32)
+    cdef const float* bias = NULL
+    if bias_arr is not None:
+        bias = <const float*>cnp.PyArray_DATA(bias_arr)
+    cdef int64_t TH = (OH + 1) // 2, TW = (OW + 1) // 2, NTR = N * TH
+    # tiles per block: the block's V and M (16 (C + O) Tp floats) within ~640 KiB of L2
+    cdef int64_t Tp = 64
+    while Tp > 16 and 64 * (C + O) * Tp > 640 * 1024:
+        Tp //= 2
+    cdef int64_t rpb = 1, nblocks
+    if TW <= Tp:
+        rpb = Tp // TW
+        nblocks = (NTR + rpb - 1) // rpb
+    else:
+        nblocks = NTR * ((TW + Tp - 1) // Tp)
+    cdef int64_t vlen = 16 * emb_wg_kstride(C, Tp), mlen = 16 * emb_wg_kstride(O, Tp)
+    cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
+    cdef float* op = <float*>cnp.PyArray_DATA(out)
+    cdef int nt = 1
+    if nblocks > 1 and N * C * O * OH * OW >= 100000:
+        nt = num_threads()
+    cdef int64_t blk
+    cdef float* V
+    cdef float* M
+    with nogil, parallel(num_threads=nt):
+        V = <float*>calloc(vlen + mlen, sizeof(float))
+        M = V + vlen
+        for blk in prange(nblocks, schedule="static"):
+            emb_wg_block(xp, C, H, W, pt, pl, U, O, op, OH, OW, TH, TW, NTR, Tp, rpb, blk,
+                         bias, relu, V, M)
+        free(V)
