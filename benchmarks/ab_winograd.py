@@ -1,8 +1,8 @@
 """Winograd F(2x2, 3x3) (``ember/_kernels/cpu/winograd.h``) off and on, interleaved in one
 process (medians), for ResNet-20's 3x3 stride-1 convolutions and its training step.
 
-``layers``: each 3x3 stride-1 layer of ResNet-20 (batch 64), forward (``_conv``) and input
-gradient (``_conv_transpose``), Winograd off / on; wall time on ember's threads and,
+``layers``: each 3x3 stride-1 layer of ResNet-20 (batch 64), forward (``_conv``), input
+gradient (``_conv_transpose``) and weight gradient (``_conv_weight``), Winograd off / on; wall time on ember's threads and,
 separately, CPU time on one thread (``time.thread_time``, far less disturbed by other jobs
 on a loaded machine).  Useful GFLOP/s count the direct form's 2 * 9 * C * O * pixels.
 
@@ -61,8 +61,8 @@ def layers(repeat):
     print(f"ResNet-20 3x3 stride-1 layers, batch {batch}; load average "
           f"{os.getloadavg()[0]:.1f}; Winograd off -> on, medians of {repeat} interleaved")
     print("| layer (count) | threads, clock | fwd off ms | fwd on ms | on/off | GF/s on | "
-          "dx off ms | dx on ms | on/off | GF/s on |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "dx off ms | dx on ms | on/off | GF/s on | dw off ms | dw on ms | on/off | GF/s on |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for nthreads, clock, label in ((2, time.perf_counter, "2, wall"),
                                    (1, time.thread_time, "1, CPU")):
         ember.set_num_threads(nthreads)
@@ -77,12 +77,14 @@ def layers(repeat):
                 "fwd on": lambda: (_mode(True), cv._conv(x, w, None, *geo)),
                 "dx off": lambda: (_mode(False), cv._conv_transpose(g, w, None, (H, H), *geo)),
                 "dx on": lambda: (_mode(True), cv._conv_transpose(g, w, None, (H, H), *geo)),
+                "dw off": lambda: (_mode(False), cv._conv_weight(x, g, (O, C, 3, 3), *geo)),
+                "dw on": lambda: (_mode(True), cv._conv_weight(x, g, (O, C, 3, 3), *geo)),
             }
             ms = _interleaved(fns, clock, 2, repeat)
             _mode(True)
             flop = 2.0 * 9 * C * O * batch * H * H
             cells = [f"{name} (x{count})", label]
-            for part in ("fwd", "dx"):
+            for part in ("fwd", "dx", "dw"):
                 off, on = ms[part + " off"], ms[part + " on"]
                 cells += [f"{off:.2f}", f"{on:.2f}", f"{on / off:.2f}x",
                           f"{flop / on / 1e6:.0f}"]
@@ -91,7 +93,7 @@ def layers(repeat):
                     tot["on"] += count * on
             print("| " + " | ".join(cells) + " |")
         print(f"| all (counts applied, stem dx excluded) | {label} | {tot['off']:.1f} | "
-              f"{tot['on']:.1f} | {tot['on'] / tot['off']:.2f}x | | | | | |")
+              f"{tot['on']:.1f} | {tot['on'] / tot['off']:.2f}x | | | | | | | | | |")
     ember.set_num_threads(2)
 
 

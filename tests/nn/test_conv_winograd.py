@@ -1,5 +1,6 @@
-"""Winograd F(2x2, 3x3) float32 convolutions (ember/_kernels/cpu/winograd.h): the forward
-and the input gradient of 3x3 stride-1 conv2d against PyTorch, with the error against a
+"""Winograd float32 convolutions (ember/_kernels/cpu/winograd.h): the forward, the input
+gradient (F(2x2, 3x3)) and the weight gradient (F(3x3, 2x2)) of 3x3 stride-1 conv2d against
+PyTorch, with the error against a
 float64 oracle kept within a small factor of PyTorch's own float32 error."""
 import os
 import subprocess
@@ -89,14 +90,14 @@ CASES = [
 
 @pytest.mark.parametrize("N,C,O,H,W,pad", CASES)
 def test_forward_and_gradients_match_torch(forced, N, C, O, H, W, pad):
-    """Output, input gradient (both Winograd) and weight gradient match PyTorch's float32
-    conv2d; the error against float64 stays within 8x PyTorch's."""
+    """Output, input gradient and weight gradient (all three Winograd) match PyTorch's
+    float32 conv2d; the error against float64 stays within 8x PyTorch's."""
     x = RNG.standard_normal((N, C, H, W)).astype(np.float32)
     w = (RNG.standard_normal((O, C, 3, 3)) / np.sqrt(9 * C)).astype(np.float32)
     b = RNG.standard_normal(O).astype(np.float32)
     calls = wg._calls()
     ours, (t32, t64) = _run(x, w, b, pad)
-    assert wg._calls() == calls + 2                  # forward and input gradient
+    assert wg._calls() == calls + 3                  # forward and both gradients
     for k, what in enumerate(("out", "dx", "dw")):
         _check(ours[k], t32[k], t64[k], what)
 
@@ -153,7 +154,7 @@ def test_resnet_stage_shapes_against_float64():
         w = (RNG.standard_normal((C, C, 3, 3)) / np.sqrt(9 * C)).astype(np.float32)
         calls = wg._calls()
         ours, (t32, t64) = _run(x, w, None, 1)
-        assert wg._calls() == calls + 2
+        assert wg._calls() == calls + 3
         for k, what in enumerate(("out", "dx", "dw")):
             _check(ours[k], t32[k], t64[k], f"{C}x{HW}: {what}")
 

@@ -433,6 +433,8 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     """dwout (O, C/groups, kh, kw) = the weight gradient of conv2d for input x and output
     gradient gout (N, O, OH, OW)."""
     _f32_check("conv2d_weight_f32", (x, gout, dwout))
+    if _winograd_weight(x, gout, dwout, sh, sw, ph0, pw0, dh, dw, groups):
+        return
     cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef int64_t O = dwout.shape[0], Cg = dwout.shape[1], kh = dwout.shape[2]
     cdef int64_t kw = dwout.shape[3], OH = gout.shape[2], OW = gout.shape[3], G = groups
@@ -774,4 +776,16 @@ def _winograd_input(gout, w, dx, int sh, int sw, int ph0, int pw0, int dh, int d
                                             dx.shape[3]):
         return False
     _wg.conv3x3_f32(gout, w, None, dx, 2 - ph0, 2 - pw0, True)
+    return True
+
+
+def _winograd_weight(x, gout, dwout, int sh, int sw, int ph0, int pw0, int dh, int dw,
+                     int groups):
+    """Run the weight gradient as Winograd (F(3x3, 2x2) over the output gradient's 2x2
+    tiles) and return True where it applies and pays."""
+    if sh != 1 or sw != 1 or dh != 1 or dw != 1 or groups != 1 or dwout.shape[2] != 3 or \
+            dwout.shape[3] != 3 or not _wg.pays(x.shape[1], gout.shape[1], gout.shape[2],
+                                                gout.shape[3]):
+        return False
+    _wg.conv3x3_weight_f32(x, gout, dwout, ph0, pw0)
     return True

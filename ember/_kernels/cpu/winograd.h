@@ -62,6 +62,28 @@ static void emb_wg_weights(const float* w, int64_t O, int64_t C, int flip, float
         }
 }
 
+
+/* dW[(o*C + c)*9 + i*3 + j] = (G^T Wh G)[i][j] with Wh[a][b] = Wh[((a*4 + b)*C + c)*Op + o]
+ * (the weight gradient's output transform; G^T = [1 .5 .5 0; 0 .5 -.5 0; 0 .5 .5 1]) */
+static void emb_wg_wout(const float* Wh, int64_t C, int64_t O, int64_t Op, float* dW) {
+    static const double GT[3][4] = {{1, 0.5, 0.5, 0}, {0, 0.5, -0.5, 0}, {0, 0.5, 0.5, 1}};
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t c = 0; c < C; c++) {
+            double m[4][4], t[3][4];
+            for (int k = 0; k < 16; k++)
+                m[k / 4][k % 4] = Wh[(k * C + c) * Op + o];
+            for (int i = 0; i < 3; i++)
+                for (int b = 0; b < 4; b++)
+                    t[i][b] = GT[i][0] * m[0][b] + GT[i][1] * m[1][b] + GT[i][2] * m[2][b] +
+                              GT[i][3] * m[3][b];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    dW[(o * C + c) * 9 + i * 3 + j] =
+                        (float)(t[i][0] * GT[j][0] + t[i][1] * GT[j][1] + t[i][2] * GT[j][2] +
+                                t[i][3] * GT[j][3]);
+        }
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
@@ -306,10 +328,225 @@ EMB_WG_T static void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t 
     }
 }
 
+/* ------------------------------------------------------------ weight gradient
+ *
+ *   dW[o, c, i, j] = sum_{n, y, x} g[n, o, y, x] * in[n, c, y + i - pt, x + j - pl]
+ *
+ * per 2x2 tile of g is F(3x3, 2x2), the transpose of the forward's F(2x2, 3x3): with
+ * A = (A^T)^T (4 x 2), dW = G^T [ (A g A^T) (.) (B^T d B) ] G, so the input transform V is
+ * the forward's and the sum over tiles runs in the transformed domain:
+ *   Wh[k][c][o] += sum_t V[k][c][t] * Gh[k][t][o]     (16 GEMMs, K = tiles)
+ * Gh is computed with tiles in the lanes, then transposed so that output channels are in
+ * the lanes (16 per vector; O padded to Op, a multiple of 16, with zeros). */
+
+/* Gh[k*GS + o*Tp + l] = (A g A^T)[k] for `cnt` tiles of one tile row (output-gradient rows
+ * oy, oy + 1 (if < OH), columns ox ..); G offset to the segment's first lane. */
+EMB_WG_T static void emb_wg_gout(const float* gn, int64_t O, int64_t OH, int64_t OW,
+                                 int64_t oy, int64_t ox, int64_t cnt, float* G, int64_t Tp,
+                                 int64_t GS) {
+    const int64_t nq = (cnt + 15) / 16;
+    const __m512i IE = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i IO = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const int two = oy + 1 < OH;
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t q = 0; q < nq; q++) {
+        const int64_t x = ox + 32 * q;
+        const __mmask16 m0 = emb_wg_cols(x, OW), m1 = emb_wg_cols(x + 16, OW);
+        const __mmask16 n0 = two ? m0 : 0, n1 = two ? m1 : 0;
+        const __mmask16 m = emb_wg_mask(cnt - 16 * q);
+        for (int64_t o = 0; o < O; o++) {
+            const float* p = gn + (o * OH + oy) * OW + x;
+            __m512 a0 = _mm512_maskz_loadu_ps(m0, p), b0 = _mm512_maskz_loadu_ps(m1, p + 16);
+            __m512 a1 = _mm512_maskz_loadu_ps(n0, p + OW), b1 = _mm512_maskz_loadu_ps(n1, p + OW + 16);
+            __m512 e0 = _mm512_permutex2var_ps(a0, IE, b0), o0 = _mm512_permutex2var_ps(a0, IO, b0);
+            __m512 e1 = _mm512_permutex2var_ps(a1, IE, b1), o1 = _mm512_permutex2var_ps(a1, IO, b1);
+            /* rows: [r0, r0 + r1, r0 - r1, -r1] */
+            __m512 re[4] = {e0, _mm512_add_ps(e0, e1), _mm512_sub_ps(e0, e1), _mm512_sub_ps(zero, e1)};
+            __m512 ro[4] = {o0, _mm512_add_ps(o0, o1), _mm512_sub_ps(o0, o1), _mm512_sub_ps(zero, o1)};
+            float* d = G + o * Tp + 16 * q;
+            for (int i = 0; i < 4; i++) {
+                float* di = d + (int64_t)(4 * i) * GS;
+                _mm512_mask_storeu_ps(di, m, re[i]);
+                _mm512_mask_storeu_ps(di + GS, m, _mm512_add_ps(re[i], ro[i]));
+                _mm512_mask_storeu_ps(di + 2 * GS, m, _mm512_sub_ps(re[i], ro[i]));
+                _mm512_mask_storeu_ps(di + 3 * GS, m, _mm512_sub_ps(zero, ro[i]));
+            }
+        }
+    }
+}
+
+/* 16 x 16 transpose: rows r[0..15] (16 floats each) -> columns, in place */
+EMB_WG_AI void emb_wg_tr16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 2; j++) {
+            __m512d a = _mm512_castps_pd(t[4 * i + j]), b = _mm512_castps_pd(t[4 * i + j + 2]);
+            r[4 * i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            r[4 * i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    }
+    /* r[4i + {0,1,2,3}] now hold, per 128-bit lane L, rows 4i..4i+3 at columns 4L + {0..3} */
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+            t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xDD);
+        }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+        r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
+        r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD);
+    }
+}
+
+/* GT[k*TS + t*Op + o] = G[k*GS + o*Tp + t] for t < 16*NV, o < Op (zero for o >= O) */
+EMB_WG_T static void emb_wg_transpose(const float* G, int64_t O, int64_t Op, int64_t Tp,
+                                      int64_t GS, int NV, float* GT, int64_t TS) {
+    for (int k = 0; k < 16; k++)
+        for (int64_t o0 = 0; o0 < Op; o0 += 16)
+            for (int v = 0; v < NV; v++) {
+                __m512 r[16];
+                for (int i = 0; i < 16; i++)
+                    r[i] = o0 + i < O ? _mm512_loadu_ps(G + k * GS + (o0 + i) * Tp + 16 * v)
+                                      : _mm512_setzero_ps();
+                emb_wg_tr16(r);
+                for (int i = 0; i < 16; i++)
+                    _mm512_storeu_ps(GT + k * TS + (16 * v + i) * Op + o0, r[i]);
+            }
+}
+
+/* Wh[(k*C + c)*Op + o] += sum_{t < T} V[k*VS + c*Tp + t] * GT[k*TS + t*Op + o] for c in
+ * [c0, c0 + R), o in [o0, o0 + 16*NV) */
+EMB_WG_AI void emb_wg_wtile(const float* Vk, const float* GTk, float* Whk, int64_t Tp,
+                            int64_t Op, int64_t T, const int NV, const int R) {
+    __m512 acc[12][4];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm512_loadu_ps(Whk + r * Op + 16 * v);
+    for (int64_t t = 0; t < T; t++) {
+        __m512 g[4];
+        for (int v = 0; v < NV; v++)
+            g[v] = _mm512_loadu_ps(GTk + t * Op + 16 * v);
+        for (int r = 0; r < R; r++) {
+            __m512 w = _mm512_set1_ps(Vk[r * Tp + t]);
+            for (int v = 0; v < NV; v++)
+                acc[r][v] = _mm512_fmadd_ps(w, g[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++)
+            _mm512_storeu_ps(Whk + r * Op + 16 * v, acc[r][v]);
+}
+
+#define EMB_WG_WTILE_FN(NV)                                                                \
+EMB_WG_T static void emb_wg_wtile_nv##NV(const float* Vk, const float* GTk, float* Whk,  \
+                                         int64_t Tp, int64_t Op, int64_t T, int R) {       \
+    switch (R) {                                                                           \
+    case 1: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 1); break;                           \
+    case 2: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 2); break;                           \
+    case 3: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 3); break;                           \
+    case 4: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 4); break;                           \
+    case 5: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 5); break;                           \
+    case 6: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 6); break;                           \
+    case 7: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 7); break;                           \
+    case 8: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 8); break;                           \
+    case 9: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 9); break;                           \
+    case 10: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 10); break;                         \
+    case 11: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 11); break;                         \
+    default: emb_wg_wtile(Vk, GTk, Whk, Tp, Op, T, NV, 12); break;                         \
+    }                                                                                      \
+}
+EMB_WG_WTILE_FN(1)
+EMB_WG_WTILE_FN(2)
+EMB_WG_WTILE_FN(3)
+EMB_WG_WTILE_FN(4)
+
+/* scratch floats of one thread for the weight gradient's blocks */
+static inline int64_t emb_wg_wscratch(int64_t C, int64_t O, int64_t Tp) {
+    int64_t Op = (O + 15) / 16 * 16;
+    return 16 * emb_wg_kstride(C, Tp) + 16 * emb_wg_kstride(O, Tp) + 16 * (Tp * Op + 16);
+}
+
+/* Block b (as in emb_wg_block) of the weight gradient: Wh (16 * C * Op floats, this
+ * thread's) += the block's products.  S: emb_wg_wscratch(C, O, Tp) floats. */
+EMB_WG_T static void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t W,
+                                   int64_t pt, int64_t pl, const float* g, int64_t O,
+                                   int64_t OH, int64_t OW, int64_t TH, int64_t TW,
+                                   int64_t NTR, int64_t Tp, int64_t rpb, int64_t b, float* Wh,
+                                   float* S) {
+    int64_t r0, r1, k0, cnt;
+    if (TW <= Tp) {
+        r0 = b * rpb;
+        r1 = r0 + rpb < NTR ? r0 + rpb : NTR;
+        k0 = 0;
+        cnt = TW;
+    } else {
+        int64_t nch = (TW + Tp - 1) / Tp;
+        r0 = b / nch;
+        r1 = r0 + 1;
+        k0 = (b % nch) * Tp;
+        cnt = TW - k0 < Tp ? TW - k0 : Tp;
+    }
+    const int64_t Op = (O + 15) / 16 * 16, VS = emb_wg_kstride(C, Tp);
+    const int64_t GS = emb_wg_kstride(O, Tp), TS = Tp * Op + 16;
+    float* V = S;
+    float* G = V + 16 * VS;
+    float* GT = G + 16 * GS;
+    const int64_t T = (r1 - r0) * cnt;
+    const int NV = (int)((T + 15) / 16);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / TH, ty = r % TH;
+        emb_wg_input(x + n * C * H * W, C, H, W, 2 * ty - pt, 2 * k0 - pl, cnt,
+                     V + (r - r0) * cnt, Tp, VS);
+        emb_wg_gout(g + n * O * OH * OW, O, OH, OW, 2 * ty, 2 * k0, cnt, G + (r - r0) * cnt,
+                    Tp, GS);
+    }
+    emb_wg_transpose(G, O, Op, Tp, GS, NV, GT, TS);
+    for (int k = 0; k < 16; k++) {
+        const float* Vk = V + k * VS;
+        const float* GTk = GT + k * TS;
+        float* Whk = Wh + (int64_t)k * C * Op;
+        for (int64_t v0 = 0; v0 < Op / 16; v0 += 4) {
+            int nv = (int)(Op / 16 - v0 < 4 ? Op / 16 - v0 : 4);
+            const int RB = nv <= 2 ? 12 : nv == 3 ? 8 : 6;
+            int64_t ntile = (C + RB - 1) / RB, c0 = 0;
+            for (int64_t tt = 0; tt < ntile; tt++) {
+                int R = (int)((C - c0) / (ntile - tt));
+                if ((C - c0) % (ntile - tt)) R++;
+                const float* vk = Vk + c0 * Tp;
+                const float* gk = GTk + 16 * v0;
+                float* wk = Whk + c0 * Op + 16 * v0;
+                switch (nv) {
+                case 1: emb_wg_wtile_nv1(vk, gk, wk, Tp, Op, T, R); break;
+                case 2: emb_wg_wtile_nv2(vk, gk, wk, Tp, Op, T, R); break;
+                case 3: emb_wg_wtile_nv3(vk, gk, wk, Tp, Op, T, R); break;
+                default: emb_wg_wtile_nv4(vk, gk, wk, Tp, Op, T, R); break;
+                }
+                c0 += R;
+            }
+        }
+    }
+}
+
 #else  /* not x86-64 with GCC/Clang: never taken (emb_wg_simd() is 0) */
 
 static int emb_wg_simd(void) { return 0; }
 static inline int64_t emb_wg_kstride(int64_t ch, int64_t Tp) { return ch * Tp + 16; }
+static inline int64_t emb_wg_wscratch(int64_t C, int64_t O, int64_t Tp) {
+    (void)C; (void)O; (void)Tp;
+    return 0;
+}
+static void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
+                          int64_t pl, const float* g, int64_t O, int64_t OH, int64_t OW,
+                          int64_t TH, int64_t TW, int64_t NTR, int64_t Tp, int64_t rpb,
+                          int64_t b, float* Wh, float* S) {
+    (void)x; (void)C; (void)H; (void)W; (void)pt; (void)pl; (void)g; (void)O; (void)OH;
+    (void)OW; (void)TH; (void)TW; (void)NTR; (void)Tp; (void)rpb; (void)b; (void)Wh; (void)S;
+}
 static void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
                          int64_t pl, const float* U, int64_t O, float* out, int64_t OH,
                          int64_t OW, int64_t TH, int64_t TW, int64_t NTR, int64_t Tp,

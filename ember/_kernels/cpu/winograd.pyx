@@ -4,12 +4,13 @@
 ``conv3x3_f32`` computes ``out[n, o, y, x] = sum_{c,i,j} x[n, c, y+i-pt, x+j-pl] *
 g[o, c, i, j]`` (zero outside ``x``), with ``g = w`` (the forward) or ``g[o, c] =
 w[c, o]`` rotated by 180 degrees (``flip``: the input gradient).  conv.pyx calls it
-where ``pays`` says it beats the direct kernels; ``EMBER_WINOGRAD=0`` (read at import)
+where ``pays`` says it beats the direct kernels, and ``conv3x3_weight_f32`` (the weight
+gradient of the forward, F(3x3, 2x2) over 2x2 tiles of the output gradient); ``EMBER_WINOGRAD=0`` (read at import)
 or ``_set_mode(-1)`` turns it off.
 """
 cimport cython
 cimport numpy as cnp
-from cython.parallel cimport prange, parallel
+from cython.parallel cimport prange, parallel, threadid
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, calloc, free
 from ember._core.elementwise cimport num_threads
@@ -28,6 +29,12 @@ cdef extern from "winograd.h" nogil:
                       int64_t OW, int64_t TH, int64_t TW, int64_t NTR, int64_t Tp,
                       int64_t rpb, int64_t b, const float* bias, int relu, float* V,
                       float* M)
+    int64_t emb_wg_wscratch(int64_t C, int64_t O, int64_t Tp)
+    void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
+                       int64_t pl, const float* g, int64_t O, int64_t OH, int64_t OW,
+                       int64_t TH, int64_t TW, int64_t NTR, int64_t Tp, int64_t rpb,
+                       int64_t b, float* Wh, float* S)
+    void emb_wg_wout(const float* Wh, int64_t C, int64_t O, int64_t Op, float* dW)
 
 cdef int _SIMD = emb_wg_simd()
 cdef int _MODE = 0 if _os.environ.get("EMBER_WINOGRAD", "1") != "0" else -1
@@ -66,6 +73,23 @@ cpdef bint pays(int64_t Ci, int64_t Co, int64_t OH, int64_t OW):
     return Ci >= 16 and Co >= 16 and OH >= 4 and OW >= 4
 
 
+def _blocks(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW):
+    """(TH, TW, NTR, Tp, rpb, nblocks): tiles per column and row of a sample, tile rows in
+    all, lanes per block, tile rows per block (when a row fits a block) and blocks."""
+    cdef int64_t TH = (OH + 1) // 2, TW = (OW + 1) // 2, NTR = N * TH
+    # tiles per block: the block's V and M (16 (C + O) Tp floats) within ~640 KiB of L2
+    cdef int64_t Tp = 64
+    while Tp > 16 and 64 * (C + O) * Tp > 640 * 1024:
+        Tp //= 2
+    cdef int64_t rpb = 1, nblocks
+    if TW <= Tp:
+        rpb = Tp // TW
+        nblocks = (NTR + rpb - 1) // rpb
+    else:
+        nblocks = NTR * ((TW + Tp - 1) // Tp)
+    return TH, TW, NTR, Tp, rpb, nblocks
+
+
 def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False):
     """out (N, Co, OH, OW) = the 3x3 stride-1 correlation of x (N, Ci, H, W) with w
     (Co, Ci, 3, 3), or with w (Ci, Co, 3, 3) rotated by 180 degrees if ``flip``, input
@@ -96,17 +120,8 @@ def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False
     cdef const float* bias = NULL
     if bias_arr is not None:
         bias = <const float*>cnp.PyArray_DATA(bias_arr)
-    cdef int64_t TH = (OH + 1) // 2, TW = (OW + 1) // 2, NTR = N * TH
-    # tiles per block: the block's V and M (16 (C + O) Tp floats) within ~640 KiB of L2
-    cdef int64_t Tp = 64
-    while Tp > 16 and 64 * (C + O) * Tp > 640 * 1024:
-        Tp //= 2
-    cdef int64_t rpb = 1, nblocks
-    if TW <= Tp:
-        rpb = Tp // TW
-        nblocks = (NTR + rpb - 1) // rpb
-    else:
-        nblocks = NTR * ((TW + Tp - 1) // Tp)
+    cdef int64_t TH, TW, NTR, Tp, rpb, nblocks
+    TH, TW, NTR, Tp, rpb, nblocks = _blocks(N, C, O, OH, OW)
     cdef int64_t vlen = 16 * emb_wg_kstride(C, Tp), mlen = 16 * emb_wg_kstride(O, Tp)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
     cdef float* op = <float*>cnp.PyArray_DATA(out)
@@ -123,3 +138,46 @@ def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False
             emb_wg_block(xp, C, H, W, pt, pl, U, O, op, OH, OW, TH, TW, NTR, Tp, rpb, blk,
                          bias, relu, V, M)
         free(V)
+
+
+def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
+    """dw (O, C, 3, 3) = sum over n, y, x of g[n, o, y, x] * x[n, c, y + i - pt, x + j - pl]
+    (zero outside x): the weight gradient of ``conv3x3_f32`` (flip 0) for input x (N, C,
+    H, W) and output gradient g (N, O, OH, OW).  Arrays are C-contiguous float32."""
+    global _CALLS
+    cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef int64_t O = g.shape[1], OH = g.shape[2], OW = g.shape[3]
+    if tuple(dw.shape) != (O, C, 3, 3) or g.shape[0] != N:
+        raise ValueError(f"conv3x3_weight_f32: shapes x {x.shape}, g {g.shape}, dw "
+                         f"{dw.shape} do not match")
+    _CALLS += 1
+    if N == 0 or O == 0 or C == 0 or OH == 0 or OW == 0:
+        dw[...] = 0
+        return
+    cdef int64_t TH, TW, NTR, Tp, rpb, nblocks
+    TH, TW, NTR, Tp, rpb, nblocks = _blocks(N, C, O, OH, OW)
+    cdef int64_t Op = (O + 15) // 16 * 16, whlen = 16 * C * Op
+    cdef int64_t slen = emb_wg_wscratch(C, O, Tp)
+    cdef int nt = 1
+    if nblocks > 1 and N * C * O * OH * OW >= 100000:
+        nt = num_threads()
+        if nt > nblocks:
+            nt = <int>nblocks
+    Wh_arr = _np.zeros((nt, whlen), dtype=_np.float32)
+    cdef float* Wh = <float*>cnp.PyArray_DATA(Wh_arr)
+    cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
+    cdef const float* gp = <const float*>cnp.PyArray_DATA(g)
+    cdef int64_t blk
+    cdef float* S
+    with nogil, parallel(num_threads=nt):
+        S = <float*>calloc(slen, sizeof(float))
+        for blk in prange(nblocks, schedule="static"):
+            emb_wg_wblock(xp, C, H, W, pt, pl, gp, O, OH, OW, TH, TW, NTR, Tp, rpb, blk,
+                          Wh + threadid() * whlen, S)
+        free(S)
+    if nt > 1:
+        Wh_arr = Wh_arr.sum(axis=0, keepdims=True)
+    Wh = <float*>cnp.PyArray_DATA(Wh_arr)
+    cdef float* dwp = <float*>cnp.PyArray_DATA(dw)
+    with nogil:
+        emb_wg_wout(Wh, C, O, Op, dwp)
