@@ -140,6 +140,11 @@ EMB_WG_T static void emb_wg_input(const float* xn, int64_t C, int64_t H, int64_t
         const int64_t rowoff = y0 * W + x0 + 32 * q;
         for (int64_t c = 0; c < C; c++) {
             const float* p = xn + c * H * W + rowoff;
+            /* the next tile row's two new input rows: the planes' rows are far apart (one
+             * plane per channel), which the hardware prefetcher does not follow */
+            for (int i = 4; i < 6; i++)
+                for (int u = 0; u < 3; u++)
+                    _mm_prefetch((const char*)(p + i * W + 16 * u), _MM_HINT_T0);
             __m512 d[4][3];
             for (int i = 0; i < 4; i++)
                 for (int u = 0; u < 3; u++)
@@ -356,6 +361,10 @@ EMB_WG_T static void emb_wg_gout(const float* gn, int64_t O, int64_t OH, int64_t
         const __mmask16 m = emb_wg_mask(cnt - 16 * q);
         for (int64_t o = 0; o < O; o++) {
             const float* p = gn + (o * OH + oy) * OW + x;
+            for (int i = 2; i < 4; i++) {          /* the next tile row's rows */
+                _mm_prefetch((const char*)(p + i * OW), _MM_HINT_T0);
+                _mm_prefetch((const char*)(p + i * OW + 16), _MM_HINT_T0);
+            }
             __m512 a0 = _mm512_maskz_loadu_ps(m0, p), b0 = _mm512_maskz_loadu_ps(m1, p + 16);
             __m512 a1 = _mm512_maskz_loadu_ps(n0, p + OW), b1 = _mm512_maskz_loadu_ps(n1, p + OW + 16);
             __m512 e0 = _mm512_permutex2var_ps(a0, IE, b0), o0 = _mm512_permutex2var_ps(a0, IO, b0);
