@@ -34,10 +34,12 @@
 
 /* U[(k*Ci + ci)*Co + co] = (G g G^T)[k]; forward (flip 0): g = w[co, ci] with Ci = C,
  * Co = O of w (O, C, 3, 3); input gradient (flip 1): g = w[ci, co] rotated by 180
- * degrees, Ci = O, Co = C.  Computed in double, rounded once. */
-static void emb_wg_weights(const float* w, int64_t O, int64_t C, int flip, float* U) {
+ * degrees, Ci = O, Co = C.  Computed in double, rounded once; for w's rows o0 <= o < o1
+ * (threads take disjoint ranges). */
+static void emb_wg_weights(const float* w, int64_t O, int64_t C, int flip, float* U,
+                           int64_t o0, int64_t o1) {
     int64_t Ci = flip ? O : C, Co = flip ? C : O;
-    for (int64_t o = 0; o < O; o++)
+    for (int64_t o = o0; o < o1; o++)
         for (int64_t c = 0; c < C; c++) {
             const float* g = w + (o * C + c) * 9;
             double k[3][3], t[4][3], u[4][4];
@@ -63,15 +65,22 @@ static void emb_wg_weights(const float* w, int64_t O, int64_t C, int flip, float
 }
 
 
-/* dW[(o*C + c)*9 + i*3 + j] = (G^T Wh G)[i][j] with Wh[a][b] = Wh[((a*4 + b)*C + c)*Op + o]
- * (the weight gradient's output transform; G^T = [1 .5 .5 0; 0 .5 -.5 0; 0 .5 .5 1]) */
-static void emb_wg_wout(const float* Wh, int64_t C, int64_t O, int64_t Op, float* dW) {
+/* dW[(o*C + c)*9 + i*3 + j] = (G^T Wh G)[i][j] with Wh[a][b] the sum over the nbuf
+ * buffers b of Wh[b*bstride + ((a*4 + b)*C + c)*Op + o] (the weight gradient's output
+ * transform; G^T = [1 .5 .5 0; 0 .5 -.5 0; 0 .5 .5 1]), for o0 <= o < o1 */
+static void emb_wg_wout(const float* Wh, int nbuf, int64_t bstride, int64_t C, int64_t O,
+                        int64_t Op, float* dW, int64_t o0, int64_t o1) {
     static const double GT[3][4] = {{1, 0.5, 0.5, 0}, {0, 0.5, -0.5, 0}, {0, 0.5, 0.5, 1}};
-    for (int64_t o = 0; o < O; o++)
+    (void)O;
+    for (int64_t o = o0; o < o1; o++)
         for (int64_t c = 0; c < C; c++) {
             double m[4][4], t[3][4];
-            for (int k = 0; k < 16; k++)
-                m[k / 4][k % 4] = Wh[(k * C + c) * Op + o];
+            for (int k = 0; k < 16; k++) {
+                double v = 0.0;
+                for (int b = 0; b < nbuf; b++)
+                    v += Wh[b * bstride + (k * C + c) * Op + o];
+                m[k / 4][k % 4] = v;
+            }
             for (int i = 0; i < 3; i++)
                 for (int b = 0; b < 4; b++)
                     t[i][b] = GT[i][0] * m[0][b] + GT[i][1] * m[1][b] + GT[i][2] * m[2][b] +

@@ -23,7 +23,8 @@ cnp.import_array()
 cdef extern from "winograd.h" nogil:
     int emb_wg_simd()
     int64_t emb_wg_kstride(int64_t ch, int64_t Tp)
-    void emb_wg_weights(const float* w, int64_t O, int64_t C, int flip, float* U)
+    void emb_wg_weights(const float* w, int64_t O, int64_t C, int flip, float* U,
+                        int64_t o0, int64_t o1)
     void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
                       int64_t pl, const float* U, int64_t O, float* out, int64_t OH,
                       int64_t OW, int64_t TH, int64_t TW, int64_t NTR, int64_t Tp,
@@ -34,7 +35,8 @@ cdef extern from "winograd.h" nogil:
                        int64_t pl, const float* g, int64_t O, int64_t OH, int64_t OW,
                        int64_t TH, int64_t TW, int64_t NTR, int64_t Tp, int64_t rpb,
                        int64_t b, float* Wh, float* S)
-    void emb_wg_wout(const float* Wh, int64_t C, int64_t O, int64_t Op, float* dW)
+    void emb_wg_wout(const float* Wh, int nbuf, int64_t bstride, int64_t C, int64_t O,
+                     int64_t Op, float* dW, int64_t o0, int64_t o1)
 
 cdef int _SIMD = emb_wg_simd()
 cdef int _MODE = 0 if _os.environ.get("EMBER_WINOGRAD", "1") != "0" else -1
@@ -111,11 +113,15 @@ def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False
         if relu:
             _np.maximum(out, 0, out=out)
         return
+    cdef int nt = 1
+    if N * C * O * OH * OW >= 100000:
+        nt = num_threads()
     U_arr = _np.empty(16 * C * O, dtype=_np.float32)
     cdef float* U = <float*>cnp.PyArray_DATA(U_arr)
     cdef const float* wp = <const float*>cnp.PyArray_DATA(w)
-    with nogil:
-        emb_wg_weights(wp, wo, wc, flip, U)
+    cdef int part
+    for part in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+        emb_wg_weights(wp, wo, wc, flip, U, part * wo // nt, (part + 1) * wo // nt)
     bias_arr = None if b is None else _np.ascontiguousarray(b, dtype=_np.float32)
     cdef const float* bias = NULL
     if bias_arr is not None:
@@ -125,9 +131,8 @@ def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False
     cdef int64_t vlen = 16 * emb_wg_kstride(C, Tp), mlen = 16 * emb_wg_kstride(O, Tp)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
     cdef float* op = <float*>cnp.PyArray_DATA(out)
-    cdef int nt = 1
-    if nblocks > 1 and N * C * O * OH * OW >= 100000:
-        nt = num_threads()
+    if nblocks < 2:
+        nt = 1
     cdef int64_t blk
     cdef float* V
     cdef float* M
@@ -175,9 +180,7 @@ def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
             emb_wg_wblock(xp, C, H, W, pt, pl, gp, O, OH, OW, TH, TW, NTR, Tp, rpb, blk,
                           Wh + threadid() * whlen, S)
         free(S)
-    if nt > 1:
-        Wh_arr = Wh_arr.sum(axis=0, keepdims=True)
-    Wh = <float*>cnp.PyArray_DATA(Wh_arr)
     cdef float* dwp = <float*>cnp.PyArray_DATA(dw)
-    with nogil:
-        emb_wg_wout(Wh, C, O, Op, dwp)
+    cdef int part, nbuf = nt
+    for part in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+        emb_wg_wout(Wh, nbuf, whlen, C, O, Op, dwp, part * O // nbuf, (part + 1) * O // nbuf)
