@@ -305,6 +305,194 @@ EMB_WG_T static void emb_wg_output(const float* M, int64_t O, int64_t Tp, int64_
     }
 }
 
+/* ---------------------------------------------------------- packed tile rows
+ * A tile row of TW <= 16 tiles fills TW lanes; G = 16 / TW consecutive tile rows of a
+ * block share one vector (tile row j of the group in lanes j*TW ..), so that the
+ * transforms of small images (ResNet's 16- and 8-wide stages: TW 8 and 4) use every lane.
+ * The 2TW + 2 input columns of tile row j are loaded into positions 2jTW .. of a 32-float
+ * window (two vectors) by merge-masked loads, once at column offset 0 (for the even/odd
+ * columns e, o) and once at offset 2 (es, os), so the even/odd permutes of the one-row
+ * form apply unchanged. */
+
+/* lanes of half h (positions 16h .. 16h + 15) of a window that belong to tile row j
+ * (positions 2jTW .. 2jTW + 2TW - 1) and whose column x0 + position - 2jTW + sh is in
+ * [0, W) */
+EMB_WG_AI __mmask16 emb_wg_gmask(int64_t j, int64_t TW, int h, int64_t x0, int64_t sh,
+                                 int64_t W) {
+    int64_t lo = 2 * j * TW - 16 * h, hi = lo + 2 * TW;       /* lanes of tile row j */
+    int64_t c0 = -(x0 + sh) + 2 * j * TW - 16 * h;           /* lane of column 0 */
+    int64_t c1 = c0 + W;                                      /* lane of column W */
+    if (lo < c0) lo = c0;
+    if (hi > c1) hi = c1;
+    if (lo < 0) lo = 0;
+    if (hi > 16) hi = 16;
+    if (hi <= lo)
+        return 0;
+    return (__mmask16)(emb_wg_mask(hi) & ~emb_wg_mask(lo));
+}
+
+/* Input transform of G tile rows of TW tiles (G * TW <= 16): tile row j reads rows
+ * y0[j] .. y0[j] + 3, columns x0 .. of sample plane set xs[j] (C, H, W) -> lanes j*TW + k
+ * of V[k*VS + c*Tp] (V offset to the group's first lane). */
+EMB_WG_T static void emb_wg_input_g(const float* const* xs, const int64_t* y0, int G,
+                                    int64_t TW, int64_t C, int64_t H, int64_t W, int64_t x0,
+                                    float* V, int64_t Tp, int64_t VS) {
+    const __m512i IE = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i IO = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __mmask16 mk[16][4][2][2];          /* [j][row i][shift 0/2][half] */
+    int64_t off[16][4];                 /* [j][row i]: float offset of the row's column x0 */
+    for (int j = 0; j < G; j++)
+        for (int i = 0; i < 4; i++) {
+            int64_t y = y0[j] + i;
+            int ok = y >= 0 && y < H;
+            off[j][i] = y * W + x0 - 2 * j * TW;
+            for (int s = 0; s < 2; s++)
+                for (int h = 0; h < 2; h++)
+                    mk[j][i][s][h] = ok ? emb_wg_gmask(j, TW, h, x0, 2 * s, W) : 0;
+        }
+    const __mmask16 m = emb_wg_mask(G * TW);
+    for (int64_t c = 0; c < C; c++) {
+        __m512 d[4][2][2];
+        for (int i = 0; i < 4; i++)
+            for (int s = 0; s < 2; s++)
+                for (int h = 0; h < 2; h++)
+                    d[i][s][h] = _mm512_setzero_ps();
+        for (int j = 0; j < G; j++) {
+            const float* p = xs[j] + c * H * W;
+            /* the next tile row's two new rows (see emb_wg_input) */
+            _mm_prefetch((const char*)(p + off[j][3] + 2 * W), _MM_HINT_T0);
+            _mm_prefetch((const char*)(p + off[j][3] + W + 2 * j * TW), _MM_HINT_T0);
+            for (int i = 0; i < 4; i++)
+                for (int s = 0; s < 2; s++)
+                    for (int h = 0; h < 2; h++)
+                        if (mk[j][i][s][h])
+                            d[i][s][h] = _mm512_mask_loadu_ps(d[i][s][h], mk[j][i][s][h],
+                                                              p + off[j][i] + 2 * s + 16 * h);
+        }
+        __m512 t[4][2][2];
+        for (int s = 0; s < 2; s++)
+            for (int h = 0; h < 2; h++) {
+                t[0][s][h] = _mm512_sub_ps(d[0][s][h], d[2][s][h]);
+                t[1][s][h] = _mm512_add_ps(d[1][s][h], d[2][s][h]);
+                t[2][s][h] = _mm512_sub_ps(d[2][s][h], d[1][s][h]);
+                t[3][s][h] = _mm512_sub_ps(d[1][s][h], d[3][s][h]);
+            }
+        float* v = V + c * Tp;
+        for (int i = 0; i < 4; i++) {
+            __m512 e = _mm512_permutex2var_ps(t[i][0][0], IE, t[i][0][1]);
+            __m512 o = _mm512_permutex2var_ps(t[i][0][0], IO, t[i][0][1]);
+            __m512 es = _mm512_permutex2var_ps(t[i][1][0], IE, t[i][1][1]);
+            __m512 os = _mm512_permutex2var_ps(t[i][1][0], IO, t[i][1][1]);
+            float* vi = v + (int64_t)(4 * i) * VS;
+            _mm512_mask_storeu_ps(vi, m, _mm512_sub_ps(e, es));
+            _mm512_mask_storeu_ps(vi + VS, m, _mm512_add_ps(o, es));
+            _mm512_mask_storeu_ps(vi + 2 * VS, m, _mm512_sub_ps(es, o));
+            _mm512_mask_storeu_ps(vi + 3 * VS, m, _mm512_sub_ps(o, os));
+        }
+    }
+}
+
+/* Output transform of G tile rows of TW tiles: tile row j writes rows oy[j], oy[j] + 1 (if
+ * < OH) of sample outputs os_[j] (O, OH, OW), columns 0 .. 2TW - 1 (those < OW). */
+EMB_WG_T static void emb_wg_output_g(const float* M, int64_t O, int64_t Tp, float* const* os_,
+                                     const int64_t* oy, int G, int64_t TW, int64_t OH,
+                                     int64_t OW, const float* bias, int relu) {
+    const __m512i ILO = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i IHI = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    const int64_t MS = emb_wg_kstride(O, Tp);
+    const __m512 zero = _mm512_setzero_ps();
+    __mmask16 mk[16][2][2];             /* [j][row 0/1][half] */
+    int64_t off[16];
+    for (int j = 0; j < G; j++) {
+        off[j] = oy[j] * OW - 2 * j * TW;
+        for (int h = 0; h < 2; h++) {
+            __mmask16 mm = emb_wg_gmask(j, TW, h, 0, 0, OW);
+            mk[j][0][h] = mm;
+            mk[j][1][h] = oy[j] + 1 < OH ? mm : 0;
+        }
+    }
+    for (int64_t o = 0; o < O; o++) {
+        const float* mo = M + o * Tp;
+        const __m512 bv = _mm512_set1_ps(bias ? bias[o] : 0.0f);
+        __m512 m[16];
+        for (int k = 0; k < 16; k++)
+            m[k] = _mm512_loadu_ps(mo + (int64_t)k * MS);
+        __m512 s[4], dd[4];
+        for (int j = 0; j < 4; j++) {
+            s[j] = _mm512_add_ps(_mm512_add_ps(m[j], m[4 + j]), m[8 + j]);
+            dd[j] = _mm512_sub_ps(_mm512_sub_ps(m[4 + j], m[8 + j]), m[12 + j]);
+        }
+        __m512 y00 = _mm512_add_ps(_mm512_add_ps(s[0], s[1]), _mm512_add_ps(s[2], bv));
+        __m512 y01 = _mm512_sub_ps(_mm512_sub_ps(s[1], s[2]), _mm512_sub_ps(s[3], bv));
+        __m512 y10 = _mm512_add_ps(_mm512_add_ps(dd[0], dd[1]), _mm512_add_ps(dd[2], bv));
+        __m512 y11 = _mm512_sub_ps(_mm512_sub_ps(dd[1], dd[2]), _mm512_sub_ps(dd[3], bv));
+        if (relu) {
+            y00 = _mm512_max_ps(zero, y00);
+            y01 = _mm512_max_ps(zero, y01);
+            y10 = _mm512_max_ps(zero, y10);
+            y11 = _mm512_max_ps(zero, y11);
+        }
+        __m512 w[2][2] = {{_mm512_permutex2var_ps(y00, ILO, y01),
+                           _mm512_permutex2var_ps(y00, IHI, y01)},
+                          {_mm512_permutex2var_ps(y10, ILO, y11),
+                           _mm512_permutex2var_ps(y10, IHI, y11)}};
+        for (int j = 0; j < G; j++) {
+            float* p = os_[j] + o * OH * OW + off[j];
+            for (int r = 0; r < 2; r++)
+                for (int h = 0; h < 2; h++)
+                    if (mk[j][r][h])
+                        _mm512_mask_storeu_ps(p + r * OW + 16 * h, mk[j][r][h], w[r][h]);
+        }
+    }
+}
+
+/* Output-gradient transform (A g A^T) of G tile rows of TW tiles: tile row j reads rows
+ * oy[j], oy[j] + 1 (if < OH) of gs[j] (O, OH, OW) -> lanes j*TW + k of G_[k*GS + o*Tp]. */
+EMB_WG_T static void emb_wg_gout_g(const float* const* gs, const int64_t* oy, int G,
+                                   int64_t TW, int64_t O, int64_t OH, int64_t OW, float* G_,
+                                   int64_t Tp, int64_t GS) {
+    const __m512i IE = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i IO = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512 zero = _mm512_setzero_ps();
+    __mmask16 mk[16][2][2];
+    int64_t off[16];
+    for (int j = 0; j < G; j++) {
+        off[j] = oy[j] * OW - 2 * j * TW;
+        for (int h = 0; h < 2; h++) {
+            __mmask16 mm = emb_wg_gmask(j, TW, h, 0, 0, OW);
+            mk[j][0][h] = mm;
+            mk[j][1][h] = oy[j] + 1 < OH ? mm : 0;
+        }
+    }
+    const __mmask16 m = emb_wg_mask(G * TW);
+    for (int64_t o = 0; o < O; o++) {
+        __m512 a[2][2] = {{zero, zero}, {zero, zero}};
+        for (int j = 0; j < G; j++) {
+            const float* p = gs[j] + o * OH * OW + off[j];
+            _mm_prefetch((const char*)(p + 2 * OW + 2 * j * TW), _MM_HINT_T0);
+            _mm_prefetch((const char*)(p + 3 * OW + 2 * j * TW), _MM_HINT_T0);
+            for (int r = 0; r < 2; r++)
+                for (int h = 0; h < 2; h++)
+                    if (mk[j][r][h])
+                        a[r][h] = _mm512_mask_loadu_ps(a[r][h], mk[j][r][h], p + r * OW + 16 * h);
+        }
+        __m512 e0 = _mm512_permutex2var_ps(a[0][0], IE, a[0][1]);
+        __m512 o0 = _mm512_permutex2var_ps(a[0][0], IO, a[0][1]);
+        __m512 e1 = _mm512_permutex2var_ps(a[1][0], IE, a[1][1]);
+        __m512 o1 = _mm512_permutex2var_ps(a[1][0], IO, a[1][1]);
+        __m512 re[4] = {e0, _mm512_add_ps(e0, e1), _mm512_sub_ps(e0, e1), _mm512_sub_ps(zero, e1)};
+        __m512 ro[4] = {o0, _mm512_add_ps(o0, o1), _mm512_sub_ps(o0, o1), _mm512_sub_ps(zero, o1)};
+        float* d = G_ + o * Tp;
+        for (int i = 0; i < 4; i++) {
+            float* di = d + (int64_t)(4 * i) * GS;
+            _mm512_mask_storeu_ps(di, m, re[i]);
+            _mm512_mask_storeu_ps(di + GS, m, _mm512_add_ps(re[i], ro[i]));
+            _mm512_mask_storeu_ps(di + 2 * GS, m, _mm512_sub_ps(re[i], ro[i]));
+            _mm512_mask_storeu_ps(di + 3 * GS, m, _mm512_sub_ps(zero, ro[i]));
+        }
+    }
+}
+
 /* Block b of the convolution of x (N, C, H, W) -> out (N, O, OH, OW): TH x TW tiles per
  * sample, NTR = N * TH tile rows; rpb tile rows per block when TW <= Tp, else TW is cut
  * into ceil(TW / Tp) pieces.  V: 16 * emb_wg_kstride(C, Tp) floats, M: 16 *
@@ -329,6 +517,34 @@ EMB_WG_T static void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t 
     }
     int64_t lanes = (r1 - r0) * cnt;
     int NV = (int)((lanes + 15) / 16);
+    if (TW <= 8) {                   /* G tile rows per vector */
+        const int64_t G = 16 / TW;
+        for (int64_t g0 = r0; g0 < r1; g0 += G) {
+            int ng = (int)(r1 - g0 < G ? r1 - g0 : G);
+            const float* xs[16];
+            int64_t y0[16];
+            for (int j = 0; j < ng; j++) {
+                int64_t n = (g0 + j) / TH, ty = (g0 + j) % TH;
+                xs[j] = x + n * C * H * W;
+                y0[j] = 2 * ty - pt;
+            }
+            emb_wg_input_g(xs, y0, ng, TW, C, H, W, -pl, V + (g0 - r0) * TW, Tp,
+                           emb_wg_kstride(C, Tp));
+        }
+        emb_wg_gemm(V, U, M, C, O, Tp, NV);
+        for (int64_t g0 = r0; g0 < r1; g0 += G) {
+            int ng = (int)(r1 - g0 < G ? r1 - g0 : G);
+            float* os_[16];
+            int64_t oy[16];
+            for (int j = 0; j < ng; j++) {
+                int64_t n = (g0 + j) / TH, ty = (g0 + j) % TH;
+                os_[j] = out + n * O * OH * OW;
+                oy[j] = 2 * ty;
+            }
+            emb_wg_output_g(M + (g0 - r0) * TW, O, Tp, os_, oy, ng, TW, OH, OW, bias, relu);
+        }
+        return;
+    }
     for (int64_t r = r0; r < r1; r++) {
         int64_t n = r / TH, ty = r % TH;
         emb_wg_input(x + n * C * H * W, C, H, W, 2 * ty - pt, 2 * k0 - pl, cnt,
@@ -516,12 +732,31 @@ EMB_WG_T static void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t
     float* GT = G + 16 * GS;
     const int64_t T = (r1 - r0) * cnt;
     const int NV = (int)((T + 15) / 16);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t n = r / TH, ty = r % TH;
-        emb_wg_input(x + n * C * H * W, C, H, W, 2 * ty - pt, 2 * k0 - pl, cnt,
-                     V + (r - r0) * cnt, Tp, VS);
-        emb_wg_gout(g + n * O * OH * OW, O, OH, OW, 2 * ty, 2 * k0, cnt, G + (r - r0) * cnt,
-                    Tp, GS);
+    if (TW <= 8) {                   /* G tile rows per vector */
+        const int64_t NG = 16 / TW;
+        for (int64_t g0 = r0; g0 < r1; g0 += NG) {
+            int ng = (int)(r1 - g0 < NG ? r1 - g0 : NG);
+            const float* xs[16];
+            const float* gs[16];
+            int64_t y0[16], oy[16];
+            for (int j = 0; j < ng; j++) {
+                int64_t n = (g0 + j) / TH, ty = (g0 + j) % TH;
+                xs[j] = x + n * C * H * W;
+                gs[j] = g + n * O * OH * OW;
+                y0[j] = 2 * ty - pt;
+                oy[j] = 2 * ty;
+            }
+            emb_wg_input_g(xs, y0, ng, TW, C, H, W, -pl, V + (g0 - r0) * TW, Tp, VS);
+            emb_wg_gout_g(gs, oy, ng, TW, O, OH, OW, G + (g0 - r0) * TW, Tp, GS);
+        }
+    } else {
+        for (int64_t r = r0; r < r1; r++) {
+            int64_t n = r / TH, ty = r % TH;
+            emb_wg_input(x + n * C * H * W, C, H, W, 2 * ty - pt, 2 * k0 - pl, cnt,
+                         V + (r - r0) * cnt, Tp, VS);
+            emb_wg_gout(g + n * O * OH * OW, O, OH, OW, 2 * ty, 2 * k0, cnt,
+                        G + (r - r0) * cnt, Tp, GS);
+        }
     }
     emb_wg_transpose(G, O, Op, Tp, GS, NV, GT, TS);
     for (int k = 0; k < 16; k++) {
