@@ -120,8 +120,6 @@ def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False
     cdef float* U = <float*>cnp.PyArray_DATA(U_arr)
     cdef const float* wp = <const float*>cnp.PyArray_DATA(w)
     cdef int part
-    for part in prange(nt, nogil=True, num_threads=nt, schedule="static"):
-        emb_wg_weights(wp, wo, wc, flip, U, part * wo // nt, (part + 1) * wo // nt)
     bias_arr = None if b is None else _np.ascontiguousarray(b, dtype=_np.float32)
     cdef const float* bias = NULL
     if bias_arr is not None:
@@ -139,9 +137,13 @@ def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False
     cdef int64_t blk
     cdef float* V
     cdef float* M
+    # one parallel region (each fork/join costs a wake-up of the other thread, a whole
+    # time slice on a loaded machine): the weight transform in slices, a barrier, the blocks
     with nogil, parallel(num_threads=nt):
         V = <float*>calloc(vlen + mlen, sizeof(float))
         M = V + vlen
+        for part in prange(nt, schedule="static"):
+            emb_wg_weights(wp, wo, wc, flip, U, part * wo // nt, (part + 1) * wo // nt)
         for blk in prange(nblocks, schedule="static"):
             emb_wg_block(xp, C, H, W, pt, pl, U, O, op, OH, OW, TH, TW, NTR, Tp, rpb, blk,
                          bias, relu, V, M)
@@ -180,13 +182,15 @@ def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
     cdef const float* gp = <const float*>cnp.PyArray_DATA(g)
     cdef int64_t blk
     cdef float* S
+    cdef float* dwp = <float*>cnp.PyArray_DATA(dw)
+    cdef int part, nbuf = nt
+    # one parallel region: the blocks, a barrier, the output transform in slices
     with nogil, parallel(num_threads=nt):
         S = <float*>calloc(slen, sizeof(float))
         for blk in prange(nblocks, schedule="static"):
             emb_wg_wblock(xp, C, H, W, pt, pl, gp, O, OH, OW, TH, TW, NTR, Tp, rpb, blk,
                           Wh + threadid() * whlen, S)
         free(S)
-    cdef float* dwp = <float*>cnp.PyArray_DATA(dw)
-    cdef int part, nbuf = nt
-    for part in prange(nt, nogil=True, num_threads=nt, schedule="static"):
-        emb_wg_wout(Wh, nbuf, whlen, C, O, Op, dwp, part * O // nbuf, (part + 1) * O // nbuf)
+        for part in prange(nbuf, schedule="static"):
+            emb_wg_wout(Wh, nbuf, whlen, C, O, Op, dwp, part * O // nbuf,
+                        (part + 1) * O // nbuf)
