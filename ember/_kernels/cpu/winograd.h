@@ -68,7 +68,7 @@ static void emb_wg_weights(const float* w, int64_t O, int64_t C, int flip, float
 /* dW[(o*C + c)*9 + i*3 + j] = (G^T Wh G)[i][j] with Wh[a][b] the sum over the nbuf
  * buffers b of Wh[b*bstride + ((a*4 + b)*C + c)*Op + o] (the weight gradient's output
  * transform; G^T = [1 .5 .5 0; 0 .5 -.5 0; 0 .5 .5 1]), for o0 <= o < o1 */
-static void emb_wg_wout(const float* Wh, int nbuf, int64_t bstride, int64_t C, int64_t O,
+static void emb_wg_wout(const double* Wh, int nbuf, int64_t bstride, int64_t C, int64_t O,
                         int64_t Op, float* dW, int64_t o0, int64_t o1) {
     static const double GT[3][4] = {{1, 0.5, 0.5, 0}, {0, 0.5, -0.5, 0}, {0, 0.5, 0.5, 1}};
     (void)O;
@@ -702,16 +702,19 @@ EMB_WG_WTILE_FN(4)
 /* scratch floats of one thread for the weight gradient's blocks */
 static inline int64_t emb_wg_wscratch(int64_t C, int64_t O, int64_t Tp) {
     int64_t Op = (O + 15) / 16 * 16;
-    return 16 * emb_wg_kstride(C, Tp) + 16 * emb_wg_kstride(O, Tp) + 16 * (Tp * Op + 16);
+    return 16 * emb_wg_kstride(C, Tp) + 16 * emb_wg_kstride(O, Tp) + 16 * (Tp * Op + 16) +
+           16 * C * Op;
 }
 
-/* Block b (as in emb_wg_block) of the weight gradient: Wh (16 * C * Op floats, this
- * thread's) += the block's products.  S: emb_wg_wscratch(C, O, Tp) floats. */
+/* Block b (as in emb_wg_block) of the weight gradient: the block's products are summed
+ * in float into this thread's partial sums (in S, zero at the start), which `flush` adds
+ * into Wh (16 * C * Op doubles, this thread's) and zeroes: flushed every few blocks, a
+ * long sum keeps the error of the direct kernels.  S: emb_wg_wscratch(C, O, Tp) floats. */
 EMB_WG_T static void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t W,
                                    int64_t pt, int64_t pl, const float* g, int64_t O,
                                    int64_t OH, int64_t OW, int64_t TH, int64_t TW,
-                                   int64_t NTR, int64_t Tp, int64_t rpb, int64_t b, float* Wh,
-                                   float* S) {
+                                   int64_t NTR, int64_t Tp, int64_t rpb, int64_t b,
+                                   double* Wh, float* S, int flush) {
     int64_t r0, r1, k0, cnt;
     if (TW <= Tp) {
         r0 = b * rpb;
@@ -730,6 +733,7 @@ EMB_WG_T static void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t
     float* V = S;
     float* G = V + 16 * VS;
     float* GT = G + 16 * GS;
+    float* Wb = GT + 16 * TS;                 /* the block's sums, 16 * C * Op floats */
     const int64_t T = (r1 - r0) * cnt;
     const int NV = (int)((T + 15) / 16);
     if (TW <= 8) {                   /* G tile rows per vector */
@@ -762,7 +766,7 @@ EMB_WG_T static void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t
     for (int k = 0; k < 16; k++) {
         const float* Vk = V + k * VS;
         const float* GTk = GT + k * TS;
-        float* Whk = Wh + (int64_t)k * C * Op;
+        float* Whk = Wb + (int64_t)k * C * Op;
         for (int64_t v0 = 0; v0 < Op / 16; v0 += 4) {
             int nv = (int)(Op / 16 - v0 < 4 ? Op / 16 - v0 : 4);
             const int RB = nv <= 2 ? 12 : nv == 3 ? 8 : 6;
@@ -783,6 +787,16 @@ EMB_WG_T static void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t
             }
         }
     }
+    if (!flush)
+        return;
+    for (int64_t i = 0; i < 16 * C * Op; i += 16) {
+        __m512 f = _mm512_loadu_ps(Wb + i);
+        _mm512_storeu_ps(Wb + i, _mm512_setzero_ps());
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+        _mm512_storeu_pd(Wh + i, _mm512_add_pd(_mm512_loadu_pd(Wh + i), lo));
+        _mm512_storeu_pd(Wh + i + 8, _mm512_add_pd(_mm512_loadu_pd(Wh + i + 8), hi));
+    }
 }
 
 #else  /* not x86-64 with GCC/Clang: never taken (emb_wg_simd() is 0) */
@@ -796,9 +810,10 @@ static inline int64_t emb_wg_wscratch(int64_t C, int64_t O, int64_t Tp) {
 static void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
                           int64_t pl, const float* g, int64_t O, int64_t OH, int64_t OW,
                           int64_t TH, int64_t TW, int64_t NTR, int64_t Tp, int64_t rpb,
-                          int64_t b, float* Wh, float* S) {
+                          int64_t b, double* Wh, float* S, int flush) {
     (void)x; (void)C; (void)H; (void)W; (void)pt; (void)pl; (void)g; (void)O; (void)OH;
     (void)OW; (void)TH; (void)TW; (void)NTR; (void)Tp; (void)rpb; (void)b; (void)Wh; (void)S;
+    (void)flush;
 }
 static void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
                          int64_t pl, const float* U, int64_t O, float* out, int64_t OH,

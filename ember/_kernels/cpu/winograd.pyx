@@ -34,8 +34,8 @@ cdef extern from "winograd.h" nogil:
     void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
                        int64_t pl, const float* g, int64_t O, int64_t OH, int64_t OW,
                        int64_t TH, int64_t TW, int64_t NTR, int64_t Tp, int64_t rpb,
-                       int64_t b, float* Wh, float* S)
-    void emb_wg_wout(const float* Wh, int nbuf, int64_t bstride, int64_t C, int64_t O,
+                       int64_t b, double* Wh, float* S, int flush)
+    void emb_wg_wout(const double* Wh, int nbuf, int64_t bstride, int64_t C, int64_t O,
                      int64_t Op, float* dW, int64_t o0, int64_t o1)
 
 cdef int _SIMD = emb_wg_simd()
@@ -176,20 +176,24 @@ def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
         nt = num_threads()
         if nt > nblocks:
             nt = <int>nblocks
-    Wh_arr = _np.zeros((nt, whlen), dtype=_np.float32)
-    cdef float* Wh = <float*>cnp.PyArray_DATA(Wh_arr)
+    Wh_arr = _np.zeros((nt, whlen), dtype=_np.float64)
+    cdef double* Wh = <double*>cnp.PyArray_DATA(Wh_arr)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
     cdef const float* gp = <const float*>cnp.PyArray_DATA(g)
-    cdef int64_t blk
+    cdef int64_t blk, b0, b1
     cdef float* S
     cdef float* dwp = <float*>cnp.PyArray_DATA(dw)
     cdef int part, nbuf = nt
-    # one parallel region: the blocks, a barrier, the output transform in slices
+    # one parallel region: the blocks (a contiguous run per thread, its float partial sums
+    # added into double every 8 blocks and at its end), a barrier, the output transform
     with nogil, parallel(num_threads=nt):
         S = <float*>calloc(slen, sizeof(float))
-        for blk in prange(nblocks, schedule="static"):
-            emb_wg_wblock(xp, C, H, W, pt, pl, gp, O, OH, OW, TH, TW, NTR, Tp, rpb, blk,
-                          Wh + threadid() * whlen, S)
+        for part in prange(nbuf, schedule="static"):
+            b0 = part * nblocks // nbuf
+            b1 = (part + 1) * nblocks // nbuf
+            for blk in range(b0, b1):
+                emb_wg_wblock(xp, C, H, W, pt, pl, gp, O, OH, OW, TH, TW, NTR, Tp, rpb, blk,
+                              Wh + part * whlen, S, (blk - b0) % 8 == 7 or blk == b1 - 1)
         free(S)
         for part in prange(nbuf, schedule="static"):
             emb_wg_wout(Wh, nbuf, whlen, C, O, Op, dwp, part * O // nbuf,
