@@ -186,22 +186,29 @@ EMB_WG_T static void emb_wg_input(const float* xn, int64_t C, int64_t H, int64_t
 EMB_WG_AI void emb_wg_tile(const float* Vk, const float* Uk, float* Mk, int64_t C, int64_t O,
                            int64_t Tp, const int NV, const int R) {
     __m512 acc[12][4];
+    _Pragma("GCC unroll 16")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 16")
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm512_setzero_ps();
     for (int64_t c = 0; c < C; c++) {
         __m512 x[4];
         const float* vs = Vk + c * Tp;
         const float* us = Uk + c * O;
+        _Pragma("GCC unroll 16")
         for (int v = 0; v < NV; v++)
             x[v] = _mm512_loadu_ps(vs + 16 * v);
+        _Pragma("GCC unroll 16")
         for (int r = 0; r < R; r++) {
             __m512 w = _mm512_set1_ps(us[r]);
+            _Pragma("GCC unroll 16")
             for (int v = 0; v < NV; v++)
                 acc[r][v] = _mm512_fmadd_ps(w, x[v], acc[r][v]);
         }
     }
+    _Pragma("GCC unroll 16")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 16")
         for (int v = 0; v < NV; v++)
             _mm512_storeu_ps(Mk + r * Tp + 16 * v, acc[r][v]);
 }
@@ -658,20 +665,27 @@ EMB_WG_T static void emb_wg_transpose(const float* G, int64_t O, int64_t Op, int
 EMB_WG_AI void emb_wg_wtile(const float* Vk, const float* GTk, float* Whk, int64_t Tp,
                             int64_t Op, int64_t T, const int NV, const int R) {
     __m512 acc[12][4];
+    _Pragma("GCC unroll 16")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 16")
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm512_loadu_ps(Whk + r * Op + 16 * v);
     for (int64_t t = 0; t < T; t++) {
         __m512 g[4];
+        _Pragma("GCC unroll 16")
         for (int v = 0; v < NV; v++)
             g[v] = _mm512_loadu_ps(GTk + t * Op + 16 * v);
+        _Pragma("GCC unroll 16")
         for (int r = 0; r < R; r++) {
             __m512 w = _mm512_set1_ps(Vk[r * Tp + t]);
+            _Pragma("GCC unroll 16")
             for (int v = 0; v < NV; v++)
                 acc[r][v] = _mm512_fmadd_ps(w, g[v], acc[r][v]);
         }
     }
+    _Pragma("GCC unroll 16")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 16")
         for (int v = 0; v < NV; v++)
             _mm512_storeu_ps(Whk + r * Op + 16 * v, acc[r][v]);
 }

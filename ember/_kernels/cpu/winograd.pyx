@@ -126,8 +126,8 @@ def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False
         bias = <const float*>cnp.PyArray_DATA(bias_arr)
     cdef int64_t TH, TW, NTR, Tp, rpb, nblocks
     # 16 tiles per block: V and M of a block stay in L1 (ResNet-20's layers, one core,
-    # batch 64: 2.5-2.6 ms instead of 2.8 ms at 64 tiles for 16 channels, 1.9-2.1 instead
-    # of 2.2 for 32, the same for 64)
+    # batch 64, C harness: 2.2-2.3 ms instead of 2.5 ms at 64 tiles for 16 channels,
+    # 1.6-1.8 instead of 1.8 for 32, the same for 64)
     TH, TW, NTR, Tp, rpb, nblocks = _blocks(N, C, O, OH, OW, 16)
     cdef int64_t vlen = 16 * emb_wg_kstride(C, Tp), mlen = 16 * emb_wg_kstride(O, Tp)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
@@ -167,7 +167,7 @@ def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
     cdef int64_t TH, TW, NTR, Tp, rpb, nblocks
     # 64 tiles per block: the accumulators of Wh are loaded and stored once per block
     # (16 tiles per block: 3.3-3.7 ms instead of 3.3 for 16 channels, 2.4 instead of 1.85
-    # for 64)
+    # for 64; 32 tiles: 2.0 instead of 1.9 for 64)
     TH, TW, NTR, Tp, rpb, nblocks = _blocks(N, C, O, OH, OW, 64)
     cdef int64_t Op = (O + 15) // 16 * 16, whlen = 16 * C * Op
     cdef int64_t slen = emb_wg_wscratch(C, O, Tp)
