@@ -14,15 +14,18 @@
  *
  * 16 multiply-adds per tile and channel pair instead of the direct form's 36.
  *
- * Work goes in blocks of at most Tp tiles (Tp a multiple of 16, at most 64) held in the
- * vector lanes: a block is several whole tile rows (n, ty) when a row has at most Tp
- * tiles, else a Tp-wide piece of one row.  Per block (emb_wg_block):
- *   - input transform: V[(k*C + c)*Tp + lane] (the rows' transform over the whole row,
- *     then even/odd permutes for the columns: 16 tiles per vector);
+ * Work goes in blocks of at most Tp tiles (Tp a multiple of 16, at most 64; winograd.pyx
+ * picks 16 for the forward, 64 for the weight gradient) held in the vector lanes: a block
+ * is several whole tile rows (n, ty) when a row has at most Tp tiles, else a Tp-wide piece
+ * of one row.  Per block (emb_wg_block):
+ *   - input transform: V[k*VS + c*Tp + lane] (VS = C*Tp + 16: the 16 components of a
+ *     channel in different L1 sets); masked loads straight from the input (the zeros of
+ *     the padding), the rows' transform, then even/odd permutes for the columns: 16 tiles
+ *     per vector, G = 16 / TW tile rows sharing a vector when a row has TW <= 8 tiles;
  *   - 16 GEMMs M[k] (O x lanes) = U[k]^T (O x C) V[k] (C x lanes), broadcasting U and
- *     keeping up to 6 x 64 outputs in 24 zmm accumulators;
+ *     keeping up to 6 x 64 or 12 x 16 outputs in zmm accumulators;
  *   - output transform (+ bias, ReLU) written straight into the NCHW output.
- * The block's V and M stay in the core's L2 (16 * (C + O) * Tp floats).
+ * The weight gradient (emb_wg_wblock, below) shares the input transform.
  *
  * The functions carry a target attribute and are only called when emb_wg_simd() says
  * the CPU has AVX-512F; elsewhere the convolution does not take this path. */
