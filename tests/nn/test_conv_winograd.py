@@ -149,7 +149,7 @@ def test_resnet_stage_shapes_against_float64():
     """The ResNet-20 3x3 stride-1 layers (batch 4; the cost rule picks Winograd): error
     against float64 within 8x PyTorch's float32 error."""
     for C, HW in ((16, 32), (32, 16), (64, 8)):
-        assert wg.pays(C, C, HW, HW)
+        assert wg.pays(C, C, HW, HW) and wg.pays(C, C, HW, HW, True)
         x = RNG.standard_normal((4, C, HW, HW)).astype(np.float32)
         w = (RNG.standard_normal((C, C, 3, 3)) / np.sqrt(9 * C)).astype(np.float32)
         calls = wg._calls()
@@ -160,10 +160,15 @@ def test_resnet_stage_shapes_against_float64():
 
 
 def test_cost_rule():
-    """Not for few channels (ResNet's stem, 3 -> 16) or tiny outputs."""
+    """Not for few channels (ResNet's stem, 3 -> 16) or tiny outputs; the weight gradient
+    needs 16 channels each side and not too many in all."""
+    assert wg.pays(8, 8, 32, 32) and wg.pays(256, 256, 8, 8)
     assert not wg.pays(3, 16, 32, 32)
     assert not wg.pays(16, 3, 32, 32)
     assert not wg.pays(64, 64, 2, 2)
+    assert wg.pays(16, 16, 32, 32, True) and wg.pays(64, 64, 8, 8, True)
+    assert not wg.pays(16, 8, 32, 32, True)
+    assert not wg.pays(256, 256, 8, 8, True)
 
 
 def test_other_convolutions_do_not_take_it(forced):

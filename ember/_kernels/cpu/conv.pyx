@@ -785,7 +785,7 @@ def _winograd_weight(x, gout, dwout, int sh, int sw, int ph0, int pw0, int dh, i
     tiles) and return True where it applies and pays."""
     if sh != 1 or sw != 1 or dh != 1 or dw != 1 or groups != 1 or dwout.shape[2] != 3 or \
             dwout.shape[3] != 3 or not _wg.pays(x.shape[1], gout.shape[1], gout.shape[2],
-                                                gout.shape[3]):
+                                                gout.shape[3], True):
         return False
     _wg.conv3x3_weight_f32(x, gout, dwout, ph0, pw0)
     return True

@@ -62,17 +62,26 @@ def _calls():
     return _CALLS
 
 
-cpdef bint pays(int64_t Ci, int64_t Co, int64_t OH, int64_t OW):
+cpdef bint pays(int64_t Ci, int64_t Co, int64_t OH, int64_t OW, bint weight=False):
     """Whether a 3x3 stride-1 convolution with Ci input and Co output channels and an
-    OH x OW output runs faster as Winograd F(2x2, 3x3) than as the direct kernels.  The
+    OH x OW output runs faster as Winograd than as the direct kernels: its forward (or
+    input gradient) with ``weight`` False, its weight gradient with ``weight`` True.  The
     transforms cost per channel what the direct form spends on a few output channels, so
-    both channel counts must be large enough (measured on ResNet-20's layers; see
-    benchmarks/README.md)."""
+    both channel counts must be large enough.  Measured on one core, batch 64 (Winograd /
+    direct time; benchmarks/README.md): forward and input gradient 0.65-0.79x at 8-16
+    channels and 32x32, 0.35-0.5x at 64-128 channels and 4x4-8x8, 0.74-0.91x at 256
+    channels and 8x8, but 1.1x for 3 -> 16 channels (ResNet's stem); the weight gradient
+    0.91x at 16 -> 16 and 32x32 but 1.0-1.3x at 8-16 channels with either below 16, and
+    1.02x at 256 -> 256 channels and 8x8."""
     if not _SIMD or _MODE < 0:
         return False
     if _MODE > 0:
         return True
-    return Ci >= 16 and Co >= 16 and OH >= 4 and OW >= 4
+    if OH < 4 or OW < 4:
+        return False
+    if weight:
+        return Ci >= 16 and Co >= 16 and Ci + Co <= 384
+    return Ci >= 8 and Co >= 8
 
 
 def _blocks(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW, int64_t Tp):
