@@ -88,8 +88,9 @@ CASES = [
 ]
 
 
+@pytest.mark.usefixtures("forced")
 @pytest.mark.parametrize("N,C,O,H,W,pad", CASES)
-def test_forward_and_gradients_match_torch(forced, N, C, O, H, W, pad):
+def test_forward_and_gradients_match_torch(N, C, O, H, W, pad):
     """Output, input gradient and weight gradient (all three Winograd) match PyTorch's
     float32 conv2d; the error against float64 stays within 8x PyTorch's."""
     x = RNG.standard_normal((N, C, H, W)).astype(np.float32)
@@ -102,8 +103,9 @@ def test_forward_and_gradients_match_torch(forced, N, C, O, H, W, pad):
         _check(ours[k], t32[k], t64[k], what)
 
 
+@pytest.mark.usefixtures("forced")
 @pytest.mark.parametrize("label", ["transposed", "step2", "negative_stride"])
-def test_strided_inputs(forced, label):
+def test_strided_inputs(label):
     """Non-contiguous and negative-stride inputs give PyTorch's result."""
     base = RNG.standard_normal((2, 16, 7, 10)).astype(np.float32)
     x = dict(layouts(base))[label]
@@ -113,7 +115,8 @@ def test_strided_inputs(forced, label):
         _check(ours[k], t32[k], t64[k], what)
 
 
-def test_asymmetric_padding_and_conv_transpose(forced):
+@pytest.mark.usefixtures("forced")
+def test_asymmetric_padding_and_conv_transpose():
     """padding='same' with an even split and conv_transpose2d (whose forward is the input
     gradient's kernel) at stride 1."""
     x = RNG.standard_normal((2, 16, 9, 7)).astype(np.float32)
@@ -131,7 +134,8 @@ def test_asymmetric_padding_and_conv_transpose(forced):
         _check(ye, yt, y64, f"conv_transpose2d padding {pad}")
 
 
-def test_fused_relu_and_nan(forced):
+@pytest.mark.usefixtures("forced")
+def test_fused_relu_and_nan():
     """conv2d + ReLU in one op (bias and ReLU in the output transform); NaN stays NaN."""
     x = RNG.standard_normal((2, 16, 8, 9)).astype(np.float32)
     x[0, 3, 2, 2] = np.nan
@@ -171,7 +175,8 @@ def test_cost_rule():
     assert not wg.pays(256, 256, 8, 8, True)
 
 
-def test_other_convolutions_do_not_take_it(forced):
+@pytest.mark.usefixtures("forced")
+def test_other_convolutions_do_not_take_it():
     """Stride 2, dilation 2, groups 2, 5x5 and float64 run the other kernels."""
     x = RNG.standard_normal((1, 4, 9, 9)).astype(np.float32)
     calls = wg._calls()
