@@ -49,7 +49,7 @@ def _check(got, t32, t64, what):
     return e_ours, e_torch
 
 
-def _run(x, w, b, pad, upstream=True):
+def _run(x, w, b, pad):
     """(ember out, dx, dw), (torch float32 ...), (torch float64 ...) of conv2d(x, w, b,
     padding=pad) with a random upstream gradient.  x may be any NumPy layout."""
     xe = ember.asarray(x)
