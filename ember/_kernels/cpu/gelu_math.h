@@ -267,6 +267,28 @@ em_gelu_v4(const float *restrict g, const float *restrict x, float *restrict out
            ptrdiff_t n) {
     const em_gelu_tabs T = em_gelu_load_tabs();
     ptrdiff_t i = 0;
+    /* two vectors a step: their independent chains interleave (one vector's chain of
+     * about 35 dependent operations is longer than the out-of-order window hides) */
+    for (; i + 32 <= n; i += 32) {
+        __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+        __m512 sa0 = em_gelu_sa16(v0), sa1 = em_gelu_sa16(v1);
+        if ((em_gelu_ok16(sa0) & em_gelu_ok16(sa1)) == 0xffff) {
+            __m512 y0, y1;
+            if (g) {
+                y0 = _mm512_mul_ps(_mm512_loadu_ps(g + i), em_gelu_grad16(&T, v0, sa0));
+                y1 = _mm512_mul_ps(_mm512_loadu_ps(g + i + 16), em_gelu_grad16(&T, v1, sa1));
+            } else {
+                y0 = em_gelu16(&T, v0, sa0);
+                y1 = em_gelu16(&T, v1, sa1);
+            }
+            _mm512_storeu_ps(out + i, y0);
+            _mm512_storeu_ps(out + i + 16, y1);
+        } else {
+            em_gelu_block16(&T, g ? g + i : NULL, x + i, out + i, v0, (__mmask16)0xffff);
+            em_gelu_block16(&T, g ? g + i + 16 : NULL, x + i + 16, out + i + 16, v1,
+                            (__mmask16)0xffff);
+        }
+    }
     for (; i + 16 <= n; i += 16)
         em_gelu_block16(&T, g ? g + i : NULL, x + i, out + i, _mm512_loadu_ps(x + i),
                         (__mmask16)0xffff);
