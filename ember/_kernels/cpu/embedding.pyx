@@ -254,7 +254,25 @@ cdef extern from *:
     EM_BINARY(em_hardtanh_bwd_f64, double, (v <= p0 || v >= p1) ? 0.0 : gv)
     EM_BINARY(em_silu_bwd_f32, float, gv * em_sigmoidf(v) * (1.0f + v * (1.0f - em_sigmoidf(v))))
     EM_BINARY(em_silu_bwd_f64, double, gv * em_sigmoid(v) * (1.0 + v * (1.0 - em_sigmoid(v))))
-    EM_BINARY(em_gelu_bwd_f32_auto, float, gv * em_gelu_grad_f(v))
+    /* in blocks of EM_VBLOCK: the table formula (vectorised, with gathers) where the
+       whole block passes EM_GELU_OK, em_gelu_grad_f per element elsewhere */
+    EM_CLONES static void em_gelu_bwd_f32_auto(const float* restrict g, const float* restrict x,
+                                               float* restrict out, Py_ssize_t n,
+                                               const double* restrict p) {
+        (void)p;
+        for (Py_ssize_t i0 = 0; i0 < n; i0 += EM_VBLOCK) {
+            Py_ssize_t m = n - i0 < EM_VBLOCK ? n - i0 : EM_VBLOCK;
+            int bad = 0;
+            for (Py_ssize_t i = 0; i < m; i++) bad |= !EM_GELU_OK(x[i0 + i]);
+            if (!bad) {
+                for (Py_ssize_t i = 0; i < m; i++)
+                    out[i0 + i] = g[i0 + i] * em_gelu_grad_tabf(x[i0 + i]);
+            } else {
+                for (Py_ssize_t i = 0; i < m; i++)
+                    out[i0 + i] = g[i0 + i] * em_gelu_grad_f(x[i0 + i]);
+            }
+        }
+    }
     static void em_gelu_bwd_f32(const float* g, const float* x, float* out, Py_ssize_t n,
                                 const double* p) {
     #ifdef EMV_X86

@@ -81,6 +81,7 @@ static const float em_gelu_exp_lo[16] __attribute__((aligned(64))) = {
     1.711427089e-08f, -3.047683350e-08f, 5.233334210e-09f, 6.107591766e-09f,
     -1.471960509e-08f, -5.258795177e-09f, -6.128259677e-09f, 5.140609272e-09f};
 
+#define EM_GELU_LIM_BITS 0x41480000u                /* the bits of 12.5f */
 #define EM_GELU_LIM 12.5f                       /* the table path: x >= -12.5 (+inf too) */
 #define EM_GELU_OK(x) ((x) >= -EM_GELU_LIM)
 #define EM_GELU_RS2PI 0.39894228040143267794    /* 1 / sqrt(2 pi) */
@@ -95,8 +96,9 @@ static inline uint32_t em_gelu_f2i(float f) { uint32_t i; memcpy(&i, &f, 4); ret
 
 /* t = Phi(-|x|) and, with pe, E = exp(-x^2 / 2); -12.5 <= x < inf */
 static inline float em_gelu_t(float x, float *pe) {
-    float sa = em_gelu_i2f(em_gelu_f2i(x) | 0x80000000u);                /* -a */
-    sa = sa < -EM_GELU_LIM ? -EM_GELU_LIM : sa;
+    uint32_t ab = em_gelu_f2i(x) & 0x7fffffffu;              /* -min(|x|, 12.5): */
+    ab = ab < EM_GELU_LIM_BITS ? ab : EM_GELU_LIM_BITS;       /* an integer min */
+    float sa = em_gelu_i2f(ab | 0x80000000u);
     uint32_t i = (em_gelu_f2i(1.0f - sa) >> 21) & 15u;
     float h = sa * sa, l = fmaf(sa, sa, -h);
     float tt = fmaf(h, -0.5f * EM_GELU_L2E16 / 16.0f, EM_GELU_SHIFT / 16.0f);
@@ -135,8 +137,8 @@ static inline float em_gelu_grad_wide(float x) {
 
 /* -12.5 <= x < inf: x t (x < 0, -0.0 included) or x - min(x, 12.5) t */
 static inline float em_gelu_tabf(float x) {
-    float s = em_gelu_i2f(em_gelu_f2i(x) | 0x80000000u);
-    s = s < -EM_GELU_LIM ? -EM_GELU_LIM : s;
+    uint32_t ab = em_gelu_f2i(x) & 0x7fffffffu;
+    float s = em_gelu_i2f((ab < EM_GELU_LIM_BITS ? ab : EM_GELU_LIM_BITS) | 0x80000000u);
     float base = (em_gelu_f2i(x) >> 31) ? -0.0f : x;
     return fmaf(s, em_gelu_t(x, NULL), base);
 }
