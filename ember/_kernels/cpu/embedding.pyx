@@ -207,12 +207,13 @@ cdef extern from *:
         em_silu_f32_auto(x, out, n, p);
     }
     EM_UNARY(em_silu_f64, double, v * em_sigmoid(v))
-    /* exact GELU: gelu_math.h's AVX-512 kernel where em_vmath_isa() says AVX-512, the
+    /* exact GELU: gelu_math.h's AVX-512 or AVX2 kernel as em_vmath_isa() says, the
        same formula per element elsewhere (blocks with x < -12.5 or NaN: float64) */
     EM_UNARY_FAST(em_gelu_f32_auto, EM_GELU_OK(v), em_gelu_tabf(v), em_gelu_f(v))
     static void em_gelu_f32(const float* x, float* out, Py_ssize_t n, const double* p) {
     #ifdef EMV_X86
         if (em_vmath_isa() == 2) { em_gelu_v4(NULL, x, out, n); return; }
+        if (em_vmath_isa() == 1) { em_gelu_v3(NULL, x, out, n); return; }
     #endif
         em_gelu_f32_auto(x, out, n, p);
     }
@@ -277,6 +278,7 @@ cdef extern from *:
                                 const double* p) {
     #ifdef EMV_X86
         if (em_vmath_isa() == 2) { em_gelu_v4(g, x, out, n); return; }
+        if (em_vmath_isa() == 1) { em_gelu_v3(g, x, out, n); return; }
     #endif
         em_gelu_bwd_f32_auto(g, x, out, n, p);
     }

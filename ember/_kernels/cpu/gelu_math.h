@@ -20,8 +20,9 @@
  *    fmaf(-a, A, fmaf(-a, B, x or -0.0)): about 0.6 ulp for x < 0, 1.5 at most above.
  * On AVX-512 the tables sit in registers and each coefficient is one vpermt2ps
  * (em_gelu_v4 / em_gelu_bwd_v4: 16 lanes, 21 multiply / FMA-class operations and 9
- * permutes per vector); elsewhere the same formula runs per element (GCC vectorises the
- * loop with gathers where it can).  x < -12.5 (the result goes subnormal from -13.1), +inf
+ * permutes per vector); em_gelu_v3 is the same on AVX2 (a 16-entry table: two vpermps
+ * and a blend); elsewhere the same formula runs per element (GCC vectorises it with
+ * gathers).  x < -12.5 (the result goes subnormal from -13.1), +inf
  * and NaN take em_gelu_wide / em_gelu_grad_wide, in float64. */
 #ifndef EMBER_GELU_MATH_H
 #define EMBER_GELU_MATH_H
@@ -299,6 +300,95 @@ em_gelu_v4(const float *restrict g, const float *restrict x, float *restrict out
         em_gelu_block16(&T, g ? g + i : NULL, x + i, out + i,
                         _mm512_maskz_loadu_ps(mk, x + i), mk);
     }
+}
+
+/* ---- the same on AVX2 (8 lanes): a 16-entry table is two vpermps and a blend on the
+ * index's bit 3; 2^k through the exponent bits; lanes left over go per element */
+#define EM_GELU_V3 static inline __attribute__((target("arch=x86-64-v3"), always_inline))
+
+EM_GELU_V3 __m256 em_gelu_pick8(const float *t, __m256i i, __m256 hi_half) {
+    __m256 lo = _mm256_permutevar8x32_ps(_mm256_load_ps(t), i);
+    __m256 hi = _mm256_permutevar8x32_ps(_mm256_load_ps(t + 8), i);
+    return _mm256_blendv_ps(lo, hi, hi_half);
+}
+
+/* em_gelu_t on 8 lanes; sa = -|x| >= -12.5 */
+EM_GELU_V3 __m256 em_gelu_t8(__m256 sa, __m256 *pe) {
+    __m256i i = _mm256_srli_epi32(_mm256_castps_si256(
+        _mm256_sub_ps(_mm256_set1_ps(1.0f), sa)), 21);
+    __m256 ih = _mm256_castsi256_ps(_mm256_slli_epi32(i, 28));       /* bit 3 of i */
+    __m256 h = _mm256_mul_ps(sa, sa);
+    __m256 l = _mm256_fmsub_ps(sa, sa, h);
+    __m256 tt = _mm256_fmadd_ps(h, _mm256_set1_ps(-0.5f * EM_GELU_L2E16 / 16.0f),
+                                _mm256_set1_ps(EM_GELU_SHIFT / 16.0f));
+    __m256 n16 = _mm256_sub_ps(tt, _mm256_set1_ps(EM_GELU_SHIFT / 16.0f));
+    __m256 r = _mm256_fnmsub_ps(n16, _mm256_set1_ps(32.0f * EM_GELU_LN2HI), h);
+    r = _mm256_fnmadd_ps(n16, _mm256_set1_ps(32.0f * EM_GELU_LN2LO), r);
+    r = _mm256_sub_ps(r, l);
+    __m256i ti = _mm256_castps_si256(tt);
+    __m256 jh = _mm256_castsi256_ps(_mm256_slli_epi32(ti, 28));      /* bit 3 of j */
+    __m256 q = _mm256_fmadd_ps(_mm256_mul_ps(r, r),
+                               _mm256_fmadd_ps(r, _mm256_set1_ps(1.0f / 24.0f),
+                                               _mm256_set1_ps(0.25f)), r);
+    __m256 q2 = _mm256_fmadd_ps(q, _mm256_set1_ps(0.5f), em_gelu_pick8(em_gelu_exp_lo, ti, jh));
+    __m256i k23 = _mm256_and_si256(_mm256_slli_epi32(ti, 19),
+                                   _mm256_set1_epi32((int)0xff800000u));
+    __m256 hk = _mm256_castsi256_ps(_mm256_add_epi32(
+        _mm256_castps_si256(em_gelu_pick8(em_gelu_exp_hi, ti, jh)), k23));
+    __m256 u = _mm256_add_ps(em_gelu_pick8(em_gelu_tab_m, i, ih), sa);
+    __m256 c0 = em_gelu_pick8(em_gelu_tab_c0, i, ih);
+    __m256 s = _mm256_fmadd_ps(em_gelu_pick8(em_gelu_tab_s6, i, ih), u,
+                               em_gelu_pick8(em_gelu_tab_s5, i, ih));
+    s = _mm256_fmadd_ps(s, u, em_gelu_pick8(em_gelu_tab_s4, i, ih));
+    s = _mm256_fmadd_ps(s, u, em_gelu_pick8(em_gelu_tab_s3, i, ih));
+    s = _mm256_fmadd_ps(s, u, em_gelu_pick8(em_gelu_tab_s2, i, ih));
+    s = _mm256_fmadd_ps(s, u, em_gelu_pick8(em_gelu_tab_s1, i, ih));
+    __m256 w = _mm256_mul_ps(u, s);
+    __m256 v = _mm256_fmadd_ps(c0, q2, _mm256_fmadd_ps(w, q2, w));
+    if (pe)
+        *pe = _mm256_fmadd_ps(hk, q2, hk);
+    return _mm256_fmadd_ps(hk, c0, _mm256_mul_ps(hk, v));
+}
+
+/* gelu(x), or g gelu'(x), of 8 lanes with |x| <= 12.5 */
+EM_GELU_V3 __m256 em_gelu8(const float *restrict g, __m256 x, __m256 sa) {
+    if (!g)
+        return _mm256_fmadd_ps(sa, em_gelu_t8(sa, NULL),
+                               _mm256_max_ps(_mm256_set1_ps(-0.0f), x));
+    __m256 e, t = em_gelu_t8(sa, &e);
+    __m256 phi = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(1.0f), t), t, x);
+    __m256 xc = _mm256_blendv_ps(_mm256_sub_ps(_mm256_setzero_ps(), sa), sa, x);
+    return _mm256_mul_ps(_mm256_loadu_ps(g), _mm256_fmadd_ps(
+        _mm256_mul_ps(xc, _mm256_set1_ps((float)EM_GELU_RS2PI)), e, phi));
+}
+
+EM_GELU_V3 __m256 em_gelu_sa8(__m256 x) {
+    return _mm256_or_ps(x, _mm256_set1_ps(-0.0f));
+}
+EM_GELU_V3 int em_gelu_ok8(__m256 sa) {
+    return _mm256_movemask_ps(_mm256_cmp_ps(sa, _mm256_set1_ps(-EM_GELU_LIM), _CMP_GE_OQ));
+}
+
+/* out = gelu(x) (g == NULL) or g gelu'(x), AVX2 + FMA */
+__attribute__((target("arch=x86-64-v3"), unused)) static void
+em_gelu_v3(const float *restrict g, const float *restrict x, float *restrict out,
+           ptrdiff_t n) {
+    ptrdiff_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+        __m256 sa0 = em_gelu_sa8(v0), sa1 = em_gelu_sa8(v1);
+        if ((em_gelu_ok8(sa0) & em_gelu_ok8(sa1)) == 0xff) {
+            __m256 y0 = em_gelu8(g ? g + i : NULL, v0, sa0);
+            __m256 y1 = em_gelu8(g ? g + i + 8 : NULL, v1, sa1);
+            _mm256_storeu_ps(out + i, y0);
+            _mm256_storeu_ps(out + i + 8, y1);
+        } else {
+            for (ptrdiff_t j = i; j < i + 16; j++)
+                out[j] = g ? g[j] * em_gelu_grad_f(x[j]) : em_gelu_f(x[j]);
+        }
+    }
+    for (; i < n; i++)
+        out[i] = g ? g[i] * em_gelu_grad_f(x[i]) : em_gelu_f(x[i]);
 }
 #endif
 
