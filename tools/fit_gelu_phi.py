@@ -62,9 +62,8 @@ def fit(lo, hi, m, c0, deg=DEG):
     d = d[d + m >= 0.0]
     r = R(m + np.asarray(d))
     y = (r - np.float64(c0))
-    coef = np.zeros(deg + 1)
     fixed = []
-    for fix in range(deg + 2):
+    for _ in range(deg + 2):
         nfree = deg + 1 - len(fixed)
         if nfree == 0:
             break
