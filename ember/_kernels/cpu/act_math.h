@@ -1,20 +1,14 @@
-/* float32 erf, erfc, sigmoid, softplus and the two GELUs for the activation kernels
+/* float32 erf, sigmoid, softplus and the tanh GELU (the exact one: gelu_math.h) for the activation kernels
  * (embedding.pyx): branch-free, so their loops vectorise, on top of em_math.h's expf;
  * at the end, a hand-vectorised AVX-512 sigmoid / SiLU kernel (em_sigmoid_v4) that
  * embedding.pyx runs where em_vmath_isa() says AVX-512.
  *
  * erf: |x| < 0.921875: x + x Q(x^2), Q a degree-5 fit of erf(sqrt z)/sqrt z - 1;
  * above, 1 - exp(P(|x|)), P a degree-6 fit of log erfc on [0.921875, 4] weighted by erfc
- * (erf is 1.0f beyond 3.92).  erfc(v), v >= 0 (for GELU on the negative side, where
- * 1 + erf(x) would cancel): (1 - v) - v Q(v^2) below 0.921875, exp(P1(v)) to 4 and
- * exp(P2(v)) to 10.5, P1, P2 degree-7 and -6 fits of log erfc for absolute error.
- * Beyond 0.92 erfc's relative error is that of a float32 near log erfc (up to -113):
- * 0.5 ulp of it, i.e. about 1e-7 |log erfc|, the price of one exp of a float32; so
- * GELU is within 2.5 ulp for x >= -1.3 (2.41 measured over every float32 in [-1.3, -0.5],
- * where erfc's 1 - ... cancels; 2 elsewhere) and within ~1e-7 x^2 relative error below (PyTorch's
- * 1 + erf form loses everything there: 1 + erf(x) cancels).  The coefficients are
- * least-squares-then-Lawson (near minimax) fits made for ember, rounded to float32;
- * tests/test_float32_math.py measures the errors over every float32 in ranges.
+ * (erf is 1.0f beyond 3.92).  The coefficients are least-squares-then-Lawson (near
+ * minimax) fits made for ember, rounded to float32; tests/test_float32_math.py measures
+ * the errors over every float32 in ranges.  The exact GELU and its derivative:
+ * gelu_math.h (included here).
  *
  * Where the loops are built with FMA (the AVX2 / AVX-512 clones of embedding.pyx),
  * the Horner steps contract to fused multiply-adds.
@@ -26,6 +20,7 @@
 #define EMBER_ACT_MATH_H
 #include "em_math.h"
 #include "em_vmath.h"
+#include "gelu_math.h"
 
 #define EM_ERF_SPLIT 0.921875f
 
@@ -48,29 +43,6 @@ static inline float em_erfc_log_mid(float v) {
     return p * v - 2.099201374e-04f;
 }
 
-/* log erfc(v), v in [0.921875, 4], fitted for absolute error (so erfc = exp of it keeps
- * a relative error; the erf one above is weighted by erfc), in t = v - 2.5 */
-static inline float em_erfc_log_mid_rel(float v) {
-    float t = v - 2.5f;
-    float p = -1.383625658e-05f * t + 8.494705253e-05f;
-    p = p * t - 4.182659031e-04f;
-    p = p * t + 2.154099289e-03f;
-    p = p * t - 1.086038630e-02f;
-    p = p * t - 9.438884258e-01f;
-    p = p * t - 5.352680206e+00f;
-    return p * t - 7.806815624e+00f;
-}
-
-/* log erfc(v), v in [4, 10.5] */
-static inline float em_erfc_log_tail(float v) {
-    float p = 1.043463726e-06f * v - 5.484555368e-05f;
-    p = p * v + 1.239142148e-03f;
-    p = p * v - 1.583513990e-02f;
-    p = p * v - 8.716051579e-01f;
-    p = p * v - 7.567641139e-01f;
-    return p * v - 2.669300139e-01f;
-}
-
 static inline float em_erff(float x) {
     float ax = em_copysign_bits(x, 1.0f);
     float small = ax + ax * em_erf_q(ax * ax);
@@ -78,46 +50,6 @@ static inline float em_erff(float x) {
     float big = 1.0f - emv_exp_fast(em_erfc_log_mid(v));   /* argument in [-17, -1.6] */
     return em_copysign_bits(em_fsel(ax < EM_ERF_SPLIT, small, big), x);   /* keeps -0.0 */
 }
-
-/* erfc(v + e) for v >= 0 or NaN, e a correction (below) that counts only under the split,
- * where de is e erfc'(v) negated; +inf gives 0 (the _fast one: v <= 8.8, NaN excluded) */
-#define EM_ERFC_POS(name, EXP) \
-static inline float name(float v, float de) { \
-    float small = (1.0f - v) - (v * em_erf_q(v * v) + de); \
-    float vm = em_fsel(v > 4.0f, 4.0f, v); \
-    float vt = em_fsel(v > 10.5f, 10.5f, em_fsel(v < 4.0f, 4.0f, v)); \
-    float l = em_fsel(v < 4.0f, em_erfc_log_mid_rel(vm), em_erfc_log_tail(vt)); \
-    l = em_fsel(v > 10.5f, -200.0f, l);                 /* exp underflows to 0 */ \
-    return em_fsel(v < EM_ERF_SPLIT, small, EXP(l)); \
-}
-EM_ERFC_POS(em_erfc_pos, em_expf)
-EM_ERFC_POS(em_erfc_pos_fast, emv_exp_fast)
-
-/* 2 Phi(x) = erfc(-x / sqrt 2), the standard normal CDF doubled.  v = |x| / sqrt 2 rounds
- * (0.5 ulp of v) and erfc near v = 0.5-0.92, i.e. x in [-1.3, -0.7], magnifies that
- * rounding about 2x (erfc is 0.2-0.5 there, its slope -0.5 to -0.9): up to 3.3 ulp of
- * GELU before.  e is the rounding, v + e = |x| / sqrt 2 to about 2^-48 (fmaf: a fused
- * multiply-add in the AVX2 / AVX-512 clones), and erfc(v + e) = erfc(v) - e d(v) with
- * d = (2 / sqrt pi) exp(-v^2) from its Taylor polynomial (0.7% at v = 0.92, below 0.01 ulp
- * of the correction); past the split erfc's own relative bound holds (see above). */
-#define EM_RSQRT2_HI 0.70710678118654752440f
-#define EM_RSQRT2_LO 1.2101617e-08f             /* 1/sqrt 2 - EM_RSQRT2_HI */
-#define EM_TWO_PHI(name, ERFC) \
-static inline float name(float x) { \
-    float ax = em_copysign_bits(x, 1.0f); \
-    float v = ax * EM_RSQRT2_HI; \
-    float e = fmaf(ax, EM_RSQRT2_HI, -v) + ax * EM_RSQRT2_LO; \
-    float z = v * v; \
-    float d = ((((4.7015798e-02f * z - 1.8806319e-01f) * z + 5.6418958e-01f) * z \
-                - 1.1283792f) * z + 1.1283792f); \
-    float c = ERFC(v, em_fsel(v < EM_ERF_SPLIT, e * d, 0.0f)); \
-    return em_fsel(x < 0.0f, c, 2.0f - c); \
-}
-EM_TWO_PHI(em_two_phif, em_erfc_pos)
-
-/* |x| <= 12.5: erfc's exp argument (log erfc(8.84), about -81) stays above -87 */
-#define EM_GELU_FAST_OK(x) (em_copysign_bits((x), 1.0f) <= 12.5f)
-EM_TWO_PHI(em_two_phif_fast, em_erfc_pos_fast)
 
 static inline float em_sigmoid_core(float x, float e) {
     /* e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below (one division).

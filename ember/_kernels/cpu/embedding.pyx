@@ -137,8 +137,9 @@ cdef extern from *:
     #endif
 
     /* em_expf, em_expm1f, em_logf, em_tanhf: the shared branch-free float32 math;
-       em_erff, em_two_phif (GELU's 2 Phi), em_sigmoidf, em_gelu_tanhf and their *_fast
-       versions: act_math.h; emv_exp_fast, emv_log_fast, em_vtanh_f32: em_vmath.h */
+       em_erff, em_sigmoidf, em_gelu_tanhf and their *_fast versions: act_math.h; the
+       exact GELU em_gelu_f / em_gelu_grad_f / em_gelu_v4: gelu_math.h; emv_exp_fast,
+       emv_log_fast, em_vtanh_f32: em_vmath.h */
     #include "act_math.h"
 
     static inline double em_sigmoid(double x) {
@@ -206,8 +207,16 @@ cdef extern from *:
         em_silu_f32_auto(x, out, n, p);
     }
     EM_UNARY(em_silu_f64, double, v * em_sigmoid(v))
-    EM_UNARY_FAST(em_gelu_f32, EM_GELU_FAST_OK(v), 0.5f * v * em_two_phif_fast(v),
-                  0.5f * v * em_two_phif(v))
+    /* exact GELU: gelu_math.h's AVX-512 or AVX2 kernel as em_vmath_isa() says, the
+       same formula per element elsewhere (blocks with x < -12.5 or NaN: float64) */
+    EM_UNARY_FAST(em_gelu_f32_auto, EM_GELU_OK(v), em_gelu_tabf(v), em_gelu_f(v))
+    static void em_gelu_f32(const float* x, float* out, Py_ssize_t n, const double* p) {
+    #ifdef EMV_X86
+        if (em_vmath_isa() == 2) { em_gelu_v4(NULL, x, out, n); return; }
+        if (em_vmath_isa() == 1) { em_gelu_v3(NULL, x, out, n); return; }
+    #endif
+        em_gelu_f32_auto(x, out, n, p);
+    }
     EM_UNARY_FAST(em_gelu_tanh_f32, EM_GELU_TANH_FAST_OK(v), em_gelu_tanhf_fast(v),
                   em_gelu_tanhf(v))
     EM_UNARY(em_gelu_tanh_f64, double, v * em_sigmoid(2.0 * EM_GELU_K_D
@@ -246,8 +255,33 @@ cdef extern from *:
     EM_BINARY(em_hardtanh_bwd_f64, double, (v <= p0 || v >= p1) ? 0.0 : gv)
     EM_BINARY(em_silu_bwd_f32, float, gv * em_sigmoidf(v) * (1.0f + v * (1.0f - em_sigmoidf(v))))
     EM_BINARY(em_silu_bwd_f64, double, gv * em_sigmoid(v) * (1.0 + v * (1.0 - em_sigmoid(v))))
-    EM_BINARY(em_gelu_bwd_f32, float, gv * (0.5f * em_two_phif(v)
-              + v * (float)EM_RS2PI * em_expf(-0.5f * v * v)))
+    /* in blocks of EM_VBLOCK: the table formula (vectorised, with gathers) where the
+       whole block passes EM_GELU_OK, em_gelu_grad_f per element elsewhere */
+    EM_CLONES static void em_gelu_bwd_f32_auto(const float* restrict g, const float* restrict x,
+                                               float* restrict out, Py_ssize_t n,
+                                               const double* restrict p) {
+        (void)p;
+        for (Py_ssize_t i0 = 0; i0 < n; i0 += EM_VBLOCK) {
+            Py_ssize_t m = n - i0 < EM_VBLOCK ? n - i0 : EM_VBLOCK;
+            int bad = 0;
+            for (Py_ssize_t i = 0; i < m; i++) bad |= !EM_GELU_OK(x[i0 + i]);
+            if (!bad) {
+                for (Py_ssize_t i = 0; i < m; i++)
+                    out[i0 + i] = g[i0 + i] * em_gelu_grad_tabf(x[i0 + i]);
+            } else {
+                for (Py_ssize_t i = 0; i < m; i++)
+                    out[i0 + i] = g[i0 + i] * em_gelu_grad_f(x[i0 + i]);
+            }
+        }
+    }
+    static void em_gelu_bwd_f32(const float* g, const float* x, float* out, Py_ssize_t n,
+                                const double* p) {
+    #ifdef EMV_X86
+        if (em_vmath_isa() == 2) { em_gelu_v4(g, x, out, n); return; }
+        if (em_vmath_isa() == 1) { em_gelu_v3(g, x, out, n); return; }
+    #endif
+        em_gelu_bwd_f32_auto(g, x, out, n, p);
+    }
     EM_BINARY(em_gelu_tanh_bwd_f32, float, gv * em_gelu_tanh_gradf(v))
     EM_BINARY(em_gelu_tanh_bwd_f64, double, gv * em_gelu_tanh_grad(v))
     EM_BINARY(em_gelu_bwd_f64, double, gv * (0.5 * erfc(-v * EM_R2)
