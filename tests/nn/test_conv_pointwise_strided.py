@@ -74,13 +74,12 @@ def test_same_as_the_direct_kernels():
     w = rng.standard_normal((5, 8, 1, 1)).astype(np.float32)
     runs = []
     for on in (True, False):
-        old = cv._pointwise_strided
-        if not on:
-            cv._pointwise_strided = lambda *a: False
+        cv.POINTWISE_STRIDED = on
         try:
+            assert cv._pointwise_strided(x, w.shape, (2, 2), (0, 0, 0, 0), (1, 1), 1) == on
             got, _ = _both(x, w, None, (2, 2), np.float32)
         finally:
-            cv._pointwise_strided = old
+            cv.POINTWISE_STRIDED = True
         runs.append(got)
     for a, b in zip(*runs):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

@@ -104,10 +104,14 @@ def _crop(y, hw):
 # input gradient: dx = 0, dx[n, :, ::sh, ::sw] = w^T (C, O) @ g[n] (O, L);
 # weight gradient: dw = sum_n g[n] (O, L) @ x[n, :, ::sh, ::sw]^T (L, C).
 
+# False: those convolutions take the general path (A/B measurements, tests)
+POINTWISE_STRIDED = True
+
+
 def _pointwise_strided(xv, wshape, stride, pad, dil, groups):
     """True for the 1x1 / stride > 1 / unpadded / undilated / one-group convolution of
     the 4-d float array xv (the subsample + GEMM form applies)."""
-    return (groups == 1 and wshape[2] == 1 and wshape[3] == 1 and stride != (1, 1)
+    return (POINTWISE_STRIDED and groups == 1 and wshape[2] == 1 and wshape[3] == 1 and stride != (1, 1)
             and not any(pad) and dil == (1, 1) and xv.dtype in _FLOATS)
 
 
