@@ -116,10 +116,9 @@ def _pointwise_strided(xv, wshape, stride, pad, dil, groups):
 
 
 def _subsample(xv, stride, OH, OW):
-    """x[:, :, ::sh, ::sw] cut to OH x OW, as a C-contiguous (N, C, OH * OW) array."""
-    N, C = xv.shape[:2]
-    sub = xv[:, :, :(OH - 1) * stride[0] + 1:stride[0], :(OW - 1) * stride[1] + 1:stride[1]]
-    return np.ascontiguousarray(sub).reshape(N, C, OH * OW)
+    """x[:, :, ::sh, ::sw] cut to OH x OW, as a C-contiguous (N, C, OH * OW) array (the
+    im2col of a 1x1 kernel: on ember's threads)."""
+    return _columns(xv, 1, 1, stride, (0, 0, 0, 0), (1, 1), OH, OW)
 
 
 # ------------------------------------------------------------------ the three ops
@@ -194,11 +193,11 @@ def _conv_transpose(x, w, b, out_hw, stride, pad, dil, groups):
     out = empty_raw((N, C, H, W) if x.ndim == 4 else (N, C, W), xv.dtype)
     ov = _as4d(numpy_view(out))
     if _pointwise_strided(xv, wv.shape, stride, pad, dil, groups):
-        part = np.empty((N, C, OH * OW), xv.dtype)
-        _gemm(wv.reshape(O, C).T, xv.reshape(N, O, OH * OW), part)
-        ov[...] = 0
-        ov[:, :, :(OH - 1) * stride[0] + 1:stride[0],
-           :(OW - 1) * stride[1] + 1:stride[1]] = part.reshape(N, C, OH, OW)
+        L = OH * OW
+        part = np.empty((N, C, L), xv.dtype)
+        _gemm(wv.reshape(O, C).T, xv.reshape(N, O, L), part)
+        # zeroes each plane and scatters the strided pixels, on ember's threads
+        _ck.col2im(part, ov, 1, 1, stride[0], stride[1], 0, 0, 1, 1, OH, OW, C * L, L)
         if b is not None:
             _add_bias(ov, b)
         return out
