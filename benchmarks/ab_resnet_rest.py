@@ -1,15 +1,18 @@
-"""ResNet-20's 1x1 stride-2 shortcut convolutions as subsample + GEMM
-(``ember.nn.functional.conv.POINTWISE_STRIDED``) off ("before") and on ("after"),
-interleaved in one process (medians).
+"""ResNet-20 outside its 3x3 stride-1 convolutions, this branch's changes off ("before") and
+on ("after"), interleaved in one process (medians):
+
+* the 1x1 stride-2 shortcut convolutions as subsample + GEMM
+  (``ember.nn.functional.conv.POINTWISE_STRIDED``);
+* batch norm's float32 statistics on the AVX-512 loop (``norm._set_bn_avx512``).
 
 ``layers``: the two shortcut layers (batch 64), forward (``_conv``), input gradient
-(``_conv_transpose``) and weight gradient (``_conv_weight``), one-thread CPU time
-(``time.thread_time``).
+(``_conv_transpose``) and weight gradient (``_conv_weight``), and batch norm's training
+forward at the three stage shapes; one-thread CPU time (``time.thread_time``).
 ``step``: ``bench_train.py``'s ResNet-20 step (batch 64, SGD momentum), PyTorch alongside;
 wall time at two threads, or with ``--cpu`` CPU time at one thread.
 
-    python benchmarks/ab_shortcut.py layers [repetitions]
-    python benchmarks/ab_shortcut.py step [repetitions] [--cpu]
+    python benchmarks/ab_resnet_rest.py layers [repetitions]
+    python benchmarks/ab_resnet_rest.py step [repetitions] [--cpu]
 """
 import os
 import sys
@@ -22,6 +25,8 @@ import numpy as np  # noqa: E402
 import harness  # noqa: E402
 import ember  # noqa: E402
 from ember.nn.functional import conv as cv  # noqa: E402
+from ember.nn.functional import normalization as nm  # noqa: E402
+from ember._kernels.cpu import norm as nk  # noqa: E402
 
 # (name, C, O, H): the 1x1 stride-2 shortcuts
 LAYERS = (("s2 short 16->32 1x1 /2", 16, 32, 32), ("s3 short 32->64 1x1 /2", 32, 64, 16))
@@ -45,6 +50,7 @@ def _interleaved(fns, clock, number, repeat):
 
 def _mode(on):
     cv.POINTWISE_STRIDED = on
+    nk._set_bn_avx512(on)
 
 
 def layers(repeat):
@@ -66,6 +72,15 @@ def layers(repeat):
                                for k in ("before", "after")}, time.thread_time, 5, repeat)
             print(f"| {name} | {op} | {ms['before']:.3f} | {ms['after']:.3f} | "
                   f"{ms['after'] / ms['before']:.2f}x |")
+    for shape in ((64, 16, 32, 32), (64, 32, 16, 16), (64, 64, 8, 8)):
+        x = ember.asarray(rng.standard_normal(shape).astype(np.float32))
+        C = shape[1]
+        w, b, st = ember.ones(C), ember.zeros(C), nm._new_stats(3, C, x)
+        f = lambda: nk.batch_norm_train_forward(x, w, b, 1e-5, st)  # noqa: E731
+        ms = _interleaved({k: (lambda k=k, f=f: (_mode(k == "after"), f()))
+                           for k in ("before", "after")}, time.thread_time, 5, repeat)
+        print(f"| batch norm {shape} | train fwd | {ms['before']:.3f} | {ms['after']:.3f} | "
+              f"{ms['after'] / ms['before']:.2f}x |")
     _mode(True)
     ember.set_num_threads(2)
 
