@@ -116,3 +116,35 @@ def test_other_geometries_do_not_take_it():
     assert not cv._pointwise_strided(x, (4, 4, 3, 3), (2, 2), (0, 0, 0, 0), (1, 1), 1)
     assert not cv._pointwise_strided(x, (4, 4, 1, 1), (2, 2), (1, 1, 1, 1), (1, 1), 1)
     assert not cv._pointwise_strided(x, (4, 2, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 2)
+
+
+
+def test_empty_batch():
+    x = np.zeros((0, 3, 6, 6), np.float32)
+    w = np.ones((4, 3, 1, 1), np.float32)
+    got, ref = _both(x, w, None, (2, 2), np.float32)
+    for gv, rv in zip(got, ref):
+        assert gv.shape == rv.shape
+        np.testing.assert_array_equal(gv, rv)
+
+
+
+def test_no_input_channels():
+    """Zero input channels: a zero (N, O, OH, OW) output and empty gradients, as the
+    general path gives (PyTorch returns an (N, 0, OH, OW) output here, so it is no
+    oracle)."""
+    runs = []
+    for on in (True, False):
+        cv.POINTWISE_STRIDED = on
+        try:
+            x = ember.asarray(np.ones((2, 0, 6, 6), np.float32), requires_grad=True)
+            w = ember.asarray(np.ones((4, 0, 1, 1), np.float32), requires_grad=True)
+            y = F.conv2d(x, w, stride=2)
+            y.sum().backward()
+            runs.append((y.numpy(), x.grad.numpy(), w.grad.numpy()))
+        finally:
+            cv.POINTWISE_STRIDED = True
+    for a, b in zip(*runs):
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+    assert runs[0][0].shape == (2, 4, 3, 3) and not runs[0][0].any()
