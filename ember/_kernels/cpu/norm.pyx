@@ -384,6 +384,35 @@ def layer_norm_backward(ndarray g not None, ndarray x not None, object weight, n
 
 # ================================================================ batch norm
 
+cdef extern from "bn_simd.h" nogil:
+    int emb_bn_has_avx512()
+    void emb_bn_meanvar_f32(const float* x, Py_ssize_t n, double* mean, double* var,
+                            int avx512)
+
+cdef int _BN_AVX512 = emb_bn_has_avx512()
+
+
+def _set_bn_avx512(bint on):
+    """Batch norm's float32 statistics on the AVX-512 loop (where the CPU has it) or on
+    nn_simd.h's AVX2 loop (A/B measurements, tests).  Returns whether the loop is used."""
+    global _BN_AVX512
+    _BN_AVX512 = emb_bn_has_avx512() if on else 0
+    return bool(_BN_AVX512)
+
+
+cdef inline void _bn_row_stats(const real* x, Py_ssize_t n, double* mean,
+                               double* var) noexcept nogil:
+    """Mean and (biased) variance of one (sample, channel) run: two passes, float64
+    totals (float32: bn_simd.h's four-chain AVX-512 loop where the CPU has it)."""
+    cdef double m
+    if real is float:
+        emb_bn_meanvar_f32(x, n, mean, var, _BN_AVX512)
+    else:
+        m = vsum(x, n) / n if n else 0.0
+        mean[0] = m
+        var[0] = vsqdev(x, m, n) / n if n else 0.0
+
+
 cdef void _bn_stats(const real* x, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, double* mean,
                     double* var, double* tmp) noexcept nogil:
     """Per-channel mean and biased variance of x (N, C, S); tmp: 2 * N * C doubles."""
@@ -418,10 +447,10 @@ cdef void _bn_stats(const real* x, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, dou
     nt = _nt(N * C * S, N * C)
     if nt > 1:
         for i in prange(N * C, num_threads=nt, schedule="static"):
-            _row_stats(x + i * S, S, &tmp[i], &tmp[N * C + i])
+            _bn_row_stats(x + i * S, S, &tmp[i], &tmp[N * C + i])
     else:
         for i in range(N * C):
-            _row_stats(x + i * S, S, &tmp[i], &tmp[N * C + i])
+            _bn_row_stats(x + i * S, S, &tmp[i], &tmp[N * C + i])
     for n in range(N):
         for c in range(C):
             mean[c] += tmp[n * C + c]

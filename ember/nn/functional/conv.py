@@ -96,6 +96,31 @@ def _crop(y, hw):
     return y[:, :, :hw[0], :hw[1]]
 
 
+# ------------------------------------------------------------------ 1x1 strided kernels
+# A 1x1 kernel with stride > 1, no padding, no dilation, one group (ResNet's downsampling
+# shortcuts) reads one input pixel of every stride x stride block: the direct kernels copy
+# the whole input into stride phases to use one of them.  As a subsample + GEMM instead:
+# forward  out[n] = w (O, C) @ x[n, :, ::sh, ::sw] (C, L);
+# input gradient: dx = 0, dx[n, :, ::sh, ::sw] = w^T (C, O) @ g[n] (O, L);
+# weight gradient: dw = sum_n g[n] (O, L) @ x[n, :, ::sh, ::sw]^T (L, C).
+
+# False: those convolutions take the general path (A/B measurements, tests)
+POINTWISE_STRIDED = True
+
+
+def _pointwise_strided(xv, wshape, stride, pad, dil, groups):
+    """True for the 1x1 / stride > 1 / unpadded / undilated / one-group convolution of
+    the 4-d float array xv (the subsample + GEMM form applies)."""
+    return (POINTWISE_STRIDED and groups == 1 and wshape[2] == 1 and wshape[3] == 1 and stride != (1, 1)
+            and not any(pad) and dil == (1, 1) and xv.dtype in _FLOATS)
+
+
+def _subsample(xv, stride, OH, OW):
+    """x[:, :, ::sh, ::sw] cut to OH x OW, as a C-contiguous (N, C, OH * OW) array (the
+    im2col of a 1x1 kernel: on ember's threads)."""
+    return _columns(xv, 1, 1, stride, (0, 0, 0, 0), (1, 1), OH, OW)
+
+
 # ------------------------------------------------------------------ the three ops
 
 def _conv_rule(g, res, x, w, b, stride, pad, dil, groups):
@@ -120,6 +145,11 @@ def _conv(x, w, b, stride, pad, dil, groups):
     OW = _out_len(W, pad[2], pad[3], dil[1], kw, stride[1])
     out = empty_raw((N, O, OH, OW) if x.ndim == 4 else (N, O, OW), xv.dtype)
     ov = numpy_view(out)
+    if _pointwise_strided(xv, wv.shape, stride, pad, dil, groups):
+        _gemm(wv.reshape(O, C), _subsample(xv, stride, OH, OW), ov.reshape(N, O, OH * OW))
+        if b is not None:
+            _add_bias(ov, b)
+        return out
     if _FAST and xv.dtype == _F32:
         _ck.conv2d_forward_f32(xv, wv, None if b is None else _cview(b),
                                ov.reshape(N, O, OH, OW), stride[0], stride[1], pad[0], pad[1],
@@ -162,6 +192,15 @@ def _conv_transpose(x, w, b, out_hw, stride, pad, dil, groups):
     H, W = (1, out_hw[0]) if len(out_hw) == 1 else out_hw
     out = empty_raw((N, C, H, W) if x.ndim == 4 else (N, C, W), xv.dtype)
     ov = _as4d(numpy_view(out))
+    if _pointwise_strided(xv, wv.shape, stride, pad, dil, groups):
+        L = OH * OW
+        part = np.empty((N, C, L), xv.dtype)
+        _gemm(wv.reshape(O, C).T, xv.reshape(N, O, L), part)
+        # zeroes each plane and scatters the strided pixels, on ember's threads
+        _ck.col2im(part, ov, 1, 1, stride[0], stride[1], 0, 0, 1, 1, OH, OW, C * L, L)
+        if b is not None:
+            _add_bias(ov, b)
+        return out
     if _FAST and xv.dtype == _F32:
         _ck.conv2d_input_f32(xv, wv, ov, stride[0], stride[1], pad[0], pad[1], pad[2], pad[3],
                              dil[0], dil[1], groups)
@@ -209,6 +248,13 @@ def _conv_weight(x, g, wshape, stride, pad, dil, groups):
     N, O, OH, OW = gv.shape
     kh, kw = (1, wshape[2]) if len(wshape) == 3 else wshape[2:]
     out = empty_raw(tuple(wshape), xv.dtype)
+    if _pointwise_strided(xv, (1, 1) + (kh, kw), stride, pad, dil, groups) and N:
+        dst = numpy_view(out).reshape(O, wshape[1])
+        sub = _subsample(xv, stride, OH, OW)
+        part = _gemm(gv.reshape(N, O, OH * OW), sub.transpose(0, 2, 1),
+                     np.empty((N, O, wshape[1]), xv.dtype))
+        np.sum(part, axis=0, out=dst)
+        return out
     if _FAST and xv.dtype == _F32:
         _ck.conv2d_weight_f32(xv, gv, numpy_view(out).reshape(wshape[0], wshape[1], kh, kw),
                               stride[0], stride[1], pad[0], pad[1], pad[2], pad[3], dil[0],
