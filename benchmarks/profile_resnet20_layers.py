@@ -185,7 +185,7 @@ class _KernelTimers:
     def install(self):
         from ember._kernels.cpu import gemm, conv as ck
 
-        def gemm_flops(a, b, out):
+        def gemm_flops(a, b, out, *alpha):
             batch = out.size // max(out.shape[-1] * out.shape[-2], 1)
             return 2.0 * batch * out.shape[-2] * out.shape[-1] * a.shape[-1]
 

@@ -140,14 +140,17 @@ EM_FG_TARGET static void em_fg_pack_b(ptrdiff_t K, ptrdiff_t nc, const float *b,
         c##i##a = _mm512_fmadd_ps(a_, b0, c##i##a); \
         c##i##b = _mm512_fmadd_ps(a_, b1, c##i##b); } } while (0)
 #define EM_FG_ST(i) do { if ((i) < MR) { \
-        _mm512_mask_storeu_ps(c + (i) * ldc, m0, c##i##a); \
-        _mm512_mask_storeu_ps(c + (i) * ldc + 16, m1, c##i##b); } } while (0)
+        _mm512_mask_storeu_ps(c + (i) * ldc, m0, _mm512_mul_ps(c##i##a, al)); \
+        _mm512_mask_storeu_ps(c + (i) * ldc + 16, m1, _mm512_mul_ps(c##i##b, al)); } } while (0)
 
-/* an MR x 32 tile (MR a constant after inlining) of C = A @ B over all K: row p of B at
- * b + p * sbk (columns masked by m0 / m1 for the two halves) */
+/* an MR x 32 tile (MR a constant after inlining) of C = alpha * (A @ B) over all K: row p
+ * of B at b + p * sbk (columns masked by m0 / m1 for the two halves); each sum is rounded
+ * to float32, then multiplied by alpha (so alpha = 1 stores the sums exactly) */
 EM_FG_TARGET static inline __attribute__((always_inline)) void em_fg_tile(
         const int MR, ptrdiff_t K, const float *a, ptrdiff_t sam, ptrdiff_t sak,
-        const float *b, ptrdiff_t sbk, __mmask16 m0, __mmask16 m1, float *c, ptrdiff_t ldc) {
+        const float *b, ptrdiff_t sbk, __mmask16 m0, __mmask16 m1, float *c, ptrdiff_t ldc,
+        float alpha) {
+    const __m512 al = _mm512_set1_ps(alpha);
     __m512 c0a = _mm512_setzero_ps(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a,
            c3a = c0a, c3b = c0a, c4a = c0a, c4b = c0a, c5a = c0a, c5b = c0a, c6a = c0a,
            c6b = c0a, c7a = c0a, c7b = c0a, c8a = c0a, c8b = c0a, c9a = c0a, c9b = c0a,
@@ -168,8 +171,8 @@ EM_FG_TARGET static inline __attribute__((always_inline)) void em_fg_tile(
 #define EM_FG_TILE_FN(R) \
     EM_FG_TARGET static void em_fg_tile##R(ptrdiff_t K, const float *a, ptrdiff_t sam, \
             ptrdiff_t sak, const float *b, ptrdiff_t sbk, __mmask16 m0, __mmask16 m1, \
-            float *c, ptrdiff_t ldc) { \
-        em_fg_tile(R, K, a, sam, sak, b, sbk, m0, m1, c, ldc); \
+            float *c, ptrdiff_t ldc, float alpha) { \
+        em_fg_tile(R, K, a, sam, sak, b, sbk, m0, m1, c, ldc, alpha); \
     }
 EM_FG_TILE_FN(1) EM_FG_TILE_FN(2) EM_FG_TILE_FN(3) EM_FG_TILE_FN(4) EM_FG_TILE_FN(5)
 EM_FG_TILE_FN(6) EM_FG_TILE_FN(7) EM_FG_TILE_FN(8) EM_FG_TILE_FN(9) EM_FG_TILE_FN(10)
@@ -177,15 +180,16 @@ EM_FG_TILE_FN(11) EM_FG_TILE_FN(12)
 #undef EM_FG_TILE_FN
 
 typedef void (*em_fg_tile_t)(ptrdiff_t, const float *, ptrdiff_t, ptrdiff_t, const float *,
-                             ptrdiff_t, __mmask16, __mmask16, float *, ptrdiff_t);
+                             ptrdiff_t, __mmask16, __mmask16, float *, ptrdiff_t, float);
 
-/* C (M x N, row stride ldc, unit column stride) = A (M x K, strides sam, sak) @ B (K x N,
- * strides sbk, sbn); strides in elements, any sign.  M, N >= 0; K = 0 stores zeros.
+/* C (M x N, row stride ldc, unit column stride) = alpha * (A (M x K, strides sam, sak) @
+ * B (K x N, strides sbk, sbn)); strides in elements, any sign.  M, N >= 0; K = 0 stores zeros.
  * Returns -1 (C untouched: the caller runs another GEMM) when B needs packing beyond
  * EM_FG_MAX_PACK elements or there is no memory for it, else 0. */
 EM_FG_TARGET static int em_f32_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float *A,
                                     ptrdiff_t sam, ptrdiff_t sak, const float *B,
-                                    ptrdiff_t sbk, ptrdiff_t sbn, float *C, ptrdiff_t ldc) {
+                                    ptrdiff_t sbk, ptrdiff_t sbn, float *C, ptrdiff_t ldc,
+                                    float alpha) {
     static const em_fg_tile_t tiles[EM_FG_MR + 1] = {
         NULL, em_fg_tile1, em_fg_tile2, em_fg_tile3, em_fg_tile4, em_fg_tile5, em_fg_tile6,
         em_fg_tile7, em_fg_tile8, em_fg_tile9, em_fg_tile10, em_fg_tile11, em_fg_tile12};
@@ -212,7 +216,7 @@ EM_FG_TARGET static int em_f32_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
         const float *bp = packed ? bsrc + (jr / EM_FG_NR) * K * EM_FG_NR : bsrc + jr;
         for (ptrdiff_t ir = 0; ir < M; ir += EM_FG_MR) {
             ptrdiff_t mr = M - ir < EM_FG_MR ? M - ir : EM_FG_MR;
-            tiles[mr](K, A + ir * sam, sam, sak, bp, bk, m0, m1, C + ir * ldc + jr, ldc);
+            tiles[mr](K, A + ir * sam, sam, sak, bp, bk, m0, m1, C + ir * ldc + jr, ldc, alpha);
         }
     }
     return 0;
@@ -224,9 +228,9 @@ static int em_f32_gemm_supported(void) { return 0; }
 
 static int em_f32_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float *A, ptrdiff_t sam,
                        ptrdiff_t sak, const float *B, ptrdiff_t sbk, ptrdiff_t sbn, float *C,
-                       ptrdiff_t ldc) {
+                       ptrdiff_t ldc, float alpha) {
     (void)M; (void)N; (void)K; (void)A; (void)sam; (void)sak; (void)B; (void)sbk;
-    (void)sbn; (void)C; (void)ldc;
+    (void)sbn; (void)C; (void)ldc; (void)alpha;
     return -1;
 }
 #endif

@@ -63,7 +63,7 @@ cdef extern from "f32_gemm.h" nogil:
     int em_f32_gemm_supported()
     int em_f32_gemm(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const float* A, Py_ssize_t sam,
                     Py_ssize_t sak, const float* B, Py_ssize_t sbk, Py_ssize_t sbn, float* C,
-                    Py_ssize_t ldc)
+                    Py_ssize_t ldc, float alpha)
 
 cdef extern from *:
     """
@@ -236,20 +236,20 @@ cdef inline bint _blas_layout(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t s0, P
 
 cdef inline void _call(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k,
                        const char* a, int64_t lda, const char* b, int64_t ldb,
-                       char* c, int64_t ldc) noexcept nogil:
+                       char* c, int64_t ldc, double alpha) noexcept nogil:
     if dt == 0:
         if _ilp64:
-            _sgemm64(ROW_MAJOR, ta, tb, m, n, k, 1.0, <const float*>a, lda, <const float*>b,
-                     ldb, 0.0, <float*>c, ldc)
+            _sgemm64(ROW_MAJOR, ta, tb, m, n, k, <float>alpha, <const float*>a, lda,
+                     <const float*>b, ldb, 0.0, <float*>c, ldc)
         else:
-            _sgemm32(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0, <const float*>a,
+            _sgemm32(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, <float>alpha, <const float*>a,
                      <int>lda, <const float*>b, <int>ldb, 0.0, <float*>c, <int>ldc)
     else:
         if _ilp64:
-            _dgemm64(ROW_MAJOR, ta, tb, m, n, k, 1.0, <const double*>a, lda, <const double*>b,
-                     ldb, 0.0, <double*>c, ldc)
+            _dgemm64(ROW_MAJOR, ta, tb, m, n, k, alpha, <const double*>a, lda,
+                     <const double*>b, ldb, 0.0, <double*>c, ldc)
         else:
-            _dgemm32(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0, <const double*>a,
+            _dgemm32(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, alpha, <const double*>a,
                      <int>lda, <const double*>b, <int>ldb, 0.0, <double*>c, <int>ldc)
 
 
@@ -290,7 +290,7 @@ cdef inline Py_ssize_t _batch_offsets(Py_ssize_t bi, Py_ssize_t nb, const Py_ssi
 cdef void _block(int dt, Py_ssize_t item, Py_ssize_t t, Py_ssize_t nsplit, bint split_rows,
                  Py_ssize_t nb, const Py_ssize_t* bshape, const Py_ssize_t* sa,
                  const Py_ssize_t* sb, const Py_ssize_t* sc, Mat A, Mat B, Mat C,
-                 int64_t M, int64_t N, int64_t K) noexcept nogil:
+                 int64_t M, int64_t N, int64_t K, double alpha) noexcept nogil:
     """Block t: batch entry t // nsplit, panel t % nsplit of its rows (or columns)."""
     cdef Py_ssize_t bi = t // nsplit, part = t - bi * nsplit
     cdef Py_ssize_t oa, ob, oc
@@ -318,13 +318,13 @@ cdef void _block(int dt, Py_ssize_t item, Py_ssize_t t, Py_ssize_t nsplit, bint 
         if em_f32_gemm(m, n, K, <const float*>pa, A.ld if A.trans == NO_TRANS else 1,
                        1 if A.trans == NO_TRANS else A.ld, <const float*>pb,
                        B.ld if B.trans == NO_TRANS else 1, 1 if B.trans == NO_TRANS else B.ld,
-                       <float*>pc, C.ld) == 0:
+                       <float*>pc, C.ld, <float>alpha) == 0:
             return
-    _call(dt, A.trans, B.trans, m, n, K, pa, A.ld, pb, B.ld, pc, C.ld)
+    _call(dt, A.trans, B.trans, m, n, K, pa, A.ld, pb, B.ld, pc, C.ld, alpha)
 
 
-cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
-    """The product through BLAS, or False when this path cannot take it."""
+cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0) except -1:
+    """alpha times the product through BLAS, or False when this path cannot take it."""
     cdef int nda = a.ndim, ndb = b.ndim, ndc = c.ndim
     cdef int nb = ndc - 2, d
     cdef Py_ssize_t item = c.itemsize
@@ -370,11 +370,11 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
             if nt > 1 and total > 1:
                 for t in prange(total, schedule="static", num_threads=nt):
                     _block(dt, item, t, nsplit, split_rows, nb, bshape, sa, sb, sc, A, B, C,
-                           M, N, K)
+                           M, N, K, alpha)
             else:
                 for t in range(total):
                     _block(dt, item, t, nsplit, split_rows, nb, bshape, sa, sb, sc, A, B, C,
-                           M, N, K)
+                           M, N, K, alpha)
     finally:
         _leave()
     return True
@@ -425,8 +425,10 @@ def blas_threads_held():
     return _active > 0
 
 
-def matmul(a, b, out):
-    """``numpy.matmul(a, b, out=out)`` with the work on ember's threads.
+def matmul(a, b, out, alpha=1.0):
+    """``numpy.matmul(a, b, out=out)`` with the work on ember's threads; with ``alpha``,
+    ``out = alpha * (a @ b)`` (each product element rounded, then multiplied by alpha:
+    the same numbers as a separate multiplication, without its pass over ``out``).
 
     ``a`` (..., M, K), ``b`` (..., K, N) and ``out`` (..., M, N) are NumPy arrays;
     batch axes broadcast as in ``numpy.matmul``.  Returns ``out``.
@@ -436,8 +438,11 @@ def matmul(a, b, out):
     >>> a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
     >>> gemm.matmul(a, b, np.empty((2, 4), np.float32))[0].tolist()
     [3.0, 3.0, 3.0, 3.0]
+    >>> gemm.matmul(a, b, np.empty((2, 4), np.float32), alpha=0.5)[0].tolist()
+    [1.5, 1.5, 1.5, 1.5]
     """
     cdef cnp.ndarray na, nb_, nc
+    cdef double al = alpha
     if _available and type(a) is np.ndarray and type(b) is np.ndarray \
             and type(out) is np.ndarray:
         na, nb_, nc = a, b, out
@@ -447,22 +452,26 @@ def matmul(a, b, out):
             if (tn == cnp.NPY_FLOAT32 or tn == cnp.NPY_FLOAT64) and na.dtype.num == tn \
                     and nb_.dtype.num == tn and _shapes_ok(na, nb_, nc) \
                     and not _overlaps(na, nb_, nc):
-                if _run(na, nb_, nc):
+                if _run(na, nb_, nc, al):
                     return out
                 if _run_constant_axis(na, nb_, nc):
-                    return out
+                    return _scaled(out, al)
                 # operands BLAS cannot address (a stride-0 gradient from sum(), say):
                 # contiguous copies cost far less than the product and keep the work
                 # on ember's threads
-                if _run_copied(na, nb_, nc):
+                if _run_copied(na, nb_, nc, al):
                     return out
             elif (tn == cnp.NPY_FLOAT32 or tn == cnp.NPY_FLOAT64) and na.dtype.num == tn \
                     and nb_.dtype.num == tn and _shapes_ok(na, nb_, nc):
                 # out overlaps an operand: the product goes to a fresh array first
                 wide = np.empty(out.shape, out.dtype)
-                if _run(na, nb_, wide) or _run_copied(na, nb_, wide):
+                if _run(na, nb_, wide, al) or _run_copied(na, nb_, wide, al):
                     out[...] = wide
                     return out
+    if al != 1.0:
+        # the rarer paths below compute the product, then scale it (after rounding to the
+        # result's dtype, as a separate multiplication would)
+        return _scaled(matmul(a, b, out), al)
     if is_half_dtype(out.dtype) and a.dtype == out.dtype and b.dtype == out.dtype:
         if _bf16_on and out.dtype.name == "bfloat16" and _bf16_product(a, b, out):
             return out
@@ -481,6 +490,14 @@ def matmul(a, b, out):
         return out
     with one_blas_thread:       # complex, integer, empty or > 16 batch axes
         return np.matmul(a, b, out=out)
+
+
+cdef object _scaled(object out, double alpha):
+    """out *= alpha in place (nothing when alpha is 1); returns out."""
+    if alpha != 1.0:
+        np.multiply(out, out.dtype.type(alpha) if out.dtype.kind in "fc" else alpha, out=out,
+                    casting="unsafe")
+    return out
 
 
 @cython.wraparound(True)
@@ -535,14 +552,14 @@ cdef bint _constant_axis(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, Py_ssize_t
     return True
 
 
-cdef bint _run_copied(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c) except -1:
+cdef bint _run_copied(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0) except -1:
     """_run on C-contiguous copies of the operands (and a fresh result if c's
     layout is not addressable either), or False when even that cannot run."""
     cdef cnp.ndarray ca = np.ascontiguousarray(a), cb = np.ascontiguousarray(b)
     cdef cnp.ndarray cc = c if c.flags.c_contiguous else np.empty((<object>c).shape, c.dtype)
     if ca is a and cb is b and cc is c:
         return False                         # nothing to change: _run already said no
-    if not _run(ca, cb, cc):
+    if not _run(ca, cb, cc, alpha):
         return False
     if cc is not c:
         c[...] = cc

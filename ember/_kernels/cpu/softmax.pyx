@@ -224,11 +224,12 @@ cdef void _sm_fwd(const real* x, real* y, Py_ssize_t outer, Py_ssize_t C, Py_ssi
             free(buf)
 
 
-def softmax_forward(ndarray x not None, int axis, bint log_softmax):
-    """softmax (or log_softmax) of a C-contiguous float array along `axis` (>= 0)."""
+def softmax_forward(ndarray x not None, int axis, bint log_softmax, bint inplace=False):
+    """softmax (or log_softmax) of a C-contiguous float array along `axis` (>= 0); with
+    `inplace`, written over x (which is returned)."""
     cdef Py_ssize_t outer, C, inner
     _check_float(x, "log_softmax" if log_softmax else "softmax")
-    cdef ndarray y = new_empty(x.tcode, x.ndim, x.shape)
+    cdef ndarray y = x if inplace else new_empty(x.tcode, x.ndim, x.shape)
     if x.size == 0:
         return y
     _split(x, axis, &outer, &C, &inner)
@@ -309,9 +310,11 @@ cdef void _sm_bwd(const real* g, const real* y, real* gx, Py_ssize_t outer, Py_s
             free(buf)
 
 
-def softmax_backward(ndarray g not None, ndarray y not None, int axis, bint log_softmax):
+def softmax_backward(ndarray g not None, ndarray y not None, int axis, bint log_softmax,
+                     bint inplace=False):
     """Input gradient of softmax (log_softmax) from its output y and the output's gradient g
-    (both C-contiguous, same shape and dtype)."""
+    (both C-contiguous, same shape and dtype); with `inplace`, written over g (which is
+    returned)."""
     cdef Py_ssize_t outer, C, inner
     opname = "log_softmax backward" if log_softmax else "softmax backward"
     _check_float(y, opname)
@@ -319,7 +322,7 @@ def softmax_backward(ndarray g not None, ndarray y not None, int axis, bint log_
     if g.tcode != y.tcode or g.size != y.size:
         raise ValueError(f"{opname}: internal error: gradient {g.dtype}{g.shape} does not match "
                          f"output {y.dtype}{y.shape}")
-    cdef ndarray gx = new_empty(y.tcode, y.ndim, y.shape)
+    cdef ndarray gx = g if inplace else new_empty(y.tcode, y.ndim, y.shape)
     if y.size == 0:
         return gx
     _split(y, axis, &outer, &C, &inner)

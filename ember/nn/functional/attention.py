@@ -99,15 +99,16 @@ def _attend(q, k, v, bias, dropout_p, scale, need_weights=False):
 
 def _np_attention(q, k, v, bias, scale, out):
     """NumPy q (..., L, D), k (..., S, D), v (..., S, Dv) -> p (ember, (..., L, S));
-    softmax(q k^T * scale + bias) @ v is written into `out` (a NumPy array/view)."""
+    softmax(q k^T * scale + bias) @ v is written into `out` (a NumPy array/view).
+    The scale is applied by the GEMM as it stores the scores, and the softmax runs in
+    place over them: no pass and no array beyond the scores themselves."""
     from ember._kernels.cpu import softmax as _k
     s = empty_raw(tuple(out.shape[:-2]) + (q.shape[-2], k.shape[-2]), q.dtype)
     sn = numpy_view(s)
-    _gemm(q, k.swapaxes(-1, -2), sn)
-    np.multiply(sn, scale, out=sn)
+    _gemm(q, k.swapaxes(-1, -2), sn, scale)
     if bias is not None:
         np.add(sn, numpy_view(bias), out=sn)
-    p = _k.softmax_forward(s, sn.ndim - 1, False)
+    p = _k.softmax_forward(s, sn.ndim - 1, False, True)
     _gemm(numpy_view(p), v, out)
     return p
 
@@ -115,7 +116,8 @@ def _np_attention(q, k, v, bias, scale, out):
 def _np_attention_grad(go, g_p, p, q, k, v, scale, dq, dk, dv):
     """First-order backward of `_np_attention` (go: gradient of the output, g_p: of p;
     either may be None).  Writes dq, dk, dv (NumPy arrays/views); returns the gradient
-    of the scores before scaling (the bias gradient), an ember array."""
+    of the scores before scaling (the bias gradient), an ember array.  The softmax
+    backward runs in place over dp, and the GEMMs apply the scale as they store."""
     from ember._kernels.cpu import softmax as _k
     pn = numpy_view(p)
     dp = empty_raw(tuple(p.shape), p.dtype)
@@ -128,12 +130,10 @@ def _np_attention_grad(go, g_p, p, q, k, v, scale, dq, dk, dv):
         _gemm(go, v.swapaxes(-1, -2), dpn)
     if g_p is not None:
         np.add(dpn, g_p, out=dpn)
-    ds = _k.softmax_backward(dp, p, pn.ndim - 1, False)
+    ds = _k.softmax_backward(dp, p, pn.ndim - 1, False, True)
     dsn = numpy_view(ds)
-    _gemm(dsn, k, dq)
-    np.multiply(dq, scale, out=dq)
-    _gemm(dsn.swapaxes(-1, -2), q, dk)
-    np.multiply(dk, scale, out=dk)
+    _gemm(dsn, k, dq, scale)
+    _gemm(dsn.swapaxes(-1, -2), q, dk, scale)
     return ds
 
 
