@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from ember._core.array import ndarray
+from ember._core.array import _is_grad_enabled as _grad_on
 from ember._core.dtypes import default_float_dtype
 from ember._api._util import numpy_view, empty_raw, as_array
 from ember.autograd.registry import defop
@@ -30,9 +31,17 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
+_EMBER = None
+
+
 def _E():
-    import ember
-    return ember
+    """The ember namespace, imported on first use and kept (an import statement per
+    call costs about half a microsecond of every activation)."""
+    global _EMBER
+    if _EMBER is None:
+        import ember
+        _EMBER = ember
+    return _EMBER
 
 
 _KERNELS = None
@@ -118,6 +127,17 @@ def _relu_backward(g, r):
 
 
 def _relu_grad(g, res, input):
+    if not _grad_on() and type(g) is ndarray:
+        # backward not recorded: ReLU's backward kernel straight away (what the
+        # _relu_backward op runs on these arrays, without its dispatch and checks)
+        dt = res.dtype
+        if g.dtype == dt and (dt == np.float32 or dt == np.float64) and g.shape == res.shape \
+                and g.is_contiguous() and res.is_contiguous() and not res.is_cuda \
+                and not g.is_cuda:
+            out = empty_raw(res.shape, dt)
+            _K().relu_backward(numpy_view(g).reshape(-1), numpy_view(res).reshape(-1),
+                               numpy_view(out).reshape(-1))
+            return (out,)
     return (_relu_backward(g, res),)
 
 

@@ -6,17 +6,28 @@
 [[3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0]]
 """
 
+import numpy as np
+
 from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw, shape_str
 from ember.autograd.registry import defop
 from ember._kernels.cpu.gemm import matmul as _gemm
 from ember._core.dtypes import dtype_kind
 from ember._core.nn_args import linear_error as _linear_error
+from ember._core.array import _is_grad_enabled as _grad_on
+from ember._core.dtypes import _code as _dtype_code
+from ember._kernels.cpu.reduce import reduce as _reduce
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 __all__ = ["linear", "bilinear"]
 
 
 def _linear_grad(g, res, input, weight, bias=None):
+    if input.ndim == 2 and not _grad_on():
+        out = _linear_grad_host(g, input, weight, bias)
+        if out is not None:
+            return out
     gi = gw = gb = None
     if input.ndim == 2:
         g2, x2 = g, input
@@ -30,6 +41,28 @@ def _linear_grad(g, res, input, weight, bias=None):
         gw = g2.T @ x2
     if bias is not None and bias.requires_grad:
         gb = g2.sum(axis=0)
+    return gi, gw, gb
+
+
+def _linear_grad_host(g, input, weight, bias):
+    """The three gradients of a 2-d host float32/float64 linear layer straight from the
+    kernels (the GEMMs and the column sum that ``@`` and ``sum(axis=0)`` run, so the
+    numbers are the same) when the backward is not itself recorded; None otherwise."""
+    dt = input.dtype
+    if g.dtype != dt or weight.dtype != dt or (dt != _F32 and dt != _F64) or g.ndim != 2 \
+            or input.is_cuda or g.is_cuda or weight.is_cuda \
+            or (bias is not None and bias.is_cuda):
+        return None
+    gv = numpy_view(g)
+    gi = gw = gb = None
+    if input.requires_grad:
+        gi = empty_raw((gv.shape[0], weight.shape[1]), dt)
+        _gemm(gv, numpy_view(weight), numpy_view(gi))
+    if weight.requires_grad:
+        gw = empty_raw(weight.shape, dt)
+        _gemm(gv.T, numpy_view(input), numpy_view(gw))
+    if bias is not None and bias.requires_grad:
+        gb = _reduce(g, 0, (0,), _dtype_code(dt))
     return gi, gw, gb
 
 

@@ -5,7 +5,9 @@
 >>> nn.Sequential(nn.Linear(2, 2), nn.GELU())(ember.ones((1, 2))).shape
 (1, 2)
 """
+from ember._core.array import ndarray
 from ember.nn.modules.module import Module
+from ember.nn.functional.activation import _relu
 from ember.nn.functional.activation import (
     relu, relu6, leaky_relu, gelu, silu, sigmoid, tanh, elu, selu, celu, softplus, hardtanh,
     mish, hardsigmoid, hardswish, logsigmoid, softsign, tanhshrink, threshold, prelu, glu)
@@ -35,6 +37,8 @@ class ReLU(_Inplace):
     """
 
     def forward(self, input):
+        if type(input) is ndarray and not self.inplace:
+            return _relu(input)         # what relu() runs, without its argument checks
         return relu(input, self.inplace)
 
 
