@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-import harness  # noqa: E402
+import ab_common  # noqa: E402
 import ember  # noqa: E402
 from ember.nn.functional import conv as cv  # noqa: E402
 from ember.nn.functional import normalization as nm  # noqa: E402
@@ -30,22 +30,6 @@ from ember._kernels.cpu import norm as nk  # noqa: E402
 
 # (name, C, O, H): the 1x1 stride-2 shortcuts
 LAYERS = (("s2 short 16->32 1x1 /2", 16, 32, 32), ("s3 short 32->64 1x1 /2", 32, 64, 16))
-
-
-def _interleaved(fns, clock, number, repeat):
-    """{name: median ms} of the callables, timed round-robin."""
-    names = list(fns)
-    for k in names:
-        for _ in range(2):
-            fns[k]()
-    samples = {k: [] for k in names}
-    for r in range(repeat):
-        for k in names[r % len(names):] + names[:r % len(names)]:
-            t0 = clock()
-            for _ in range(number):
-                fns[k]()
-            samples[k].append((clock() - t0) / number * 1e3)
-    return {k: float(np.median(v)) for k, v in samples.items()}
 
 
 def _mode(on):
@@ -68,7 +52,7 @@ def layers(repeat):
                "dx": lambda: cv._conv_transpose(g, w, None, (H, H), *geo),
                "dw": lambda: cv._conv_weight(x, g, (O, C, 1, 1), *geo)}
         for op, f in ops.items():
-            ms = _interleaved({k: (lambda k=k, f=f: (_mode(k == "after"), f()))
+            ms = ab_common.round_robin({k: (lambda k=k, f=f: (_mode(k == "after"), f()))
                                for k in ("before", "after")}, time.thread_time, 5, repeat)
             print(f"| {name} | {op} | {ms['before']:.3f} | {ms['after']:.3f} | "
                   f"{ms['after'] / ms['before']:.2f}x |")
@@ -77,7 +61,7 @@ def layers(repeat):
         C = shape[1]
         w, b, st = ember.ones(C), ember.zeros(C), nm._new_stats(3, C, x)
         f = lambda: nk.batch_norm_train_forward(x, w, b, 1e-5, st)  # noqa: E731
-        ms = _interleaved({k: (lambda k=k, f=f: (_mode(k == "after"), f()))
+        ms = ab_common.round_robin({k: (lambda k=k, f=f: (_mode(k == "after"), f()))
                            for k in ("before", "after")}, time.thread_time, 5, repeat)
         print(f"| batch norm {shape} | train fwd | {ms['before']:.3f} | {ms['after']:.3f} | "
               f"{ms['after'] / ms['before']:.2f}x |")
@@ -86,30 +70,8 @@ def layers(repeat):
 
 
 def step(repeat, cpu):
-    import bench_train as bt
-    threads = 1 if cpu else 2
-    harness.torch.set_num_threads(threads)
-    ember.set_num_threads(threads)
-    clock = time.process_time if cpu else time.perf_counter
-    ns = bt._namespaces("resnet20", 64)
-    code = compile(bt.STEP, "<step>", "exec")
-    envs = {"torch": dict(ns["torch"]), "before": dict(ns["ember"]),
-            "after": dict(ns["ember"])}
-
-    def run(kind):
-        if kind != "torch":
-            _mode(kind == "after")
-        exec(code, envs[kind])
-
-    try:
-        ms = _interleaved({k: (lambda k=k: run(k)) for k in envs}, clock, 1, repeat)
-    finally:
-        _mode(True)
-    print(f"ResNet-20 step, batch 64, {'CPU time, 1 thread' if cpu else 'wall, 2 threads'}; "
-          f"load average {os.getloadavg()[0]:.1f}; medians of {repeat}, ms: "
-          + ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
-          + f"; after/before {ms['after'] / ms['before']:.3f}, after/torch "
-          f"{ms['after'] / ms['torch']:.3f}, before/torch {ms['before'] / ms['torch']:.3f}")
+    ms = ab_common.step_ab("resnet20", 64, _mode, repeat, wall=not cpu)
+    print("ResNet-20 step, batch 64, " + ab_common.describe(ms, not cpu, digits=2))
 
 
 def main(argv):

@@ -13,8 +13,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
 
+import ab_common  # noqa: E402
 import harness  # noqa: E402
 import bench_train as bt  # noqa: E402
 import ember  # noqa: E402
@@ -49,24 +49,15 @@ def main(argv):
         pstats.Stats(pr).sort_stats("tottime").print_stats(40)
         return
 
-    def run(kind, number=3):
-        env = envs[kind]
+    def run(kind):
         if kind != "torch":
             gemm._set_f32_kernel(gemm.f32_kernel(), macs[0] if kind == "macs" else default_macs)
-        t0 = clock()
-        for _ in range(number):
-            exec(code, env)
-        return (clock() - t0) / number * 1e3
+        exec(code, envs[kind])
 
-    kinds = list(envs)
-    for k in kinds:
-        run(k)
-    s = {k: [] for k in kinds}
-    for r in range(reps):
-        for k in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
-            s[k].append(run(k))
+    s = ab_common.round_robin({k: (lambda k=k: run(k)) for k in envs}, clock, 3, reps,
+                              warmup=1)
     gemm._set_f32_kernel(gemm.f32_kernel(), default_macs)
-    m = {k: float(np.median(v)) for k, v in s.items()}
+    m = s
     print(f"{'wall, 2 threads' if wall else 'CPU time, 1 thread'}; load average "
           f"{os.getloadavg()[0]:.1f}; ms per step: "
           + ", ".join(f"{k} {v:.3f}" for k, v in m.items())

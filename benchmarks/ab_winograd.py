@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-import harness  # noqa: E402
+import ab_common  # noqa: E402
 import ember  # noqa: E402
 from ember._kernels.cpu import winograd as wg  # noqa: E402
 
@@ -32,22 +32,6 @@ LAYERS = (
     ("s2 32->32", 32, 32, 16, 5),
     ("s3 64->64", 64, 64, 8, 5),
 )
-
-
-def _interleaved(fns, clock, number, repeat):
-    """{name: median ms} of the callables (each preceded by its mode switch)."""
-    names = list(fns)
-    for k in names:
-        for _ in range(2):
-            fns[k]()
-    samples = {k: [] for k in names}
-    for r in range(repeat):
-        for k in names[r % len(names):] + names[:r % len(names)]:
-            t0 = clock()
-            for _ in range(number):
-                fns[k]()
-            samples[k].append((clock() - t0) / number * 1e3)
-    return {k: float(np.median(v)) for k, v in samples.items()}
 
 
 def _mode(on):
@@ -83,7 +67,7 @@ def layers(repeat):
                 "dx off": lambda: (_mode(False), cv._conv_transpose(g, w, None, (H, H), *geo)),
                 "dw on": lambda: (_mode(True), cv._conv_weight(x, g, (O, C, 3, 3), *geo)),
             }
-            ms = _interleaved(fns, clock, 2, repeat)
+            ms = ab_common.round_robin(fns, clock, 2, repeat)
             _mode(True)
             flop = 2.0 * 9 * C * O * batch * H * H
             cells = [f"{name} (x{count})", label]
@@ -101,30 +85,8 @@ def layers(repeat):
 
 
 def step(repeat, cpu):
-    import bench_train as bt
-    threads = 1 if cpu else 2
-    harness.torch.set_num_threads(threads)
-    ember.set_num_threads(threads)
-    clock = time.process_time if cpu else time.perf_counter
-    ns = bt._namespaces("resnet20", 64)
-    code = compile(bt.STEP, "<step>", "exec")
-    envs = {"torch": dict(ns["torch"]), "before": dict(ns["ember"]),
-            "after": dict(ns["ember"])}
-
-    def run(kind):
-        if kind != "torch":
-            _mode(kind == "after")
-        exec(code, envs[kind])
-
-    try:
-        ms = _interleaved({k: (lambda k=k: run(k)) for k in envs}, clock, 1, repeat)
-    finally:
-        _mode(True)
-    print(f"ResNet-20 step, batch 64, {'CPU time, 1 thread' if cpu else 'wall, 2 threads'}; "
-          f"load average {os.getloadavg()[0]:.1f}; medians of {repeat}, ms: "
-          + ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
-          + f"; after/before {ms['after'] / ms['before']:.3f}, after/torch "
-          f"{ms['after'] / ms['torch']:.3f}, before/torch {ms['before'] / ms['torch']:.3f}")
+    ms = ab_common.step_ab("resnet20", 64, _mode, repeat, wall=not cpu)
+    print("ResNet-20 step, batch 64, " + ab_common.describe(ms, not cpu, digits=2))
 
 
 def main(argv):
