@@ -26,6 +26,20 @@ if os.environ.get("EMBER_CUDA_EMULATION") == "1":
     cuda_emu.install()
 
 
+@pytest.fixture(params=["kernel", "blas"])
+def f32_gemm_path(request):
+    """Route every float32 product through one path: ember's AVX-512 kernel
+    (ember/_kernels/cpu/f32_gemm.h; skipped without AVX-512F) or OpenBLAS, with the
+    kernel's size limits lifted so that the whole product takes the path under test."""
+    from ember._kernels.cpu import gemm
+    on, limit = gemm.f32_kernel(), gemm._f32_limit()
+    if request.param == "kernel" and not on:
+        pytest.skip("no AVX-512F float32 kernel on this CPU")
+    gemm._set_f32_kernel(request.param == "kernel", 1 << 62, 0)
+    yield request.param
+    gemm._set_f32_kernel(on, *limit)
+
+
 @pytest.fixture(autouse=True)
 def _default_dtype_float32():
     """Every test starts (and ends) with ember's default float dtype, float32."""

@@ -10,17 +10,6 @@ import pytest
 from ember._kernels.cpu import gemm
 
 
-@pytest.fixture(params=["kernel", "blas"])
-def path(request):
-    """float32 products on ember's kernel (skipped without AVX-512F) or on OpenBLAS."""
-    on, limit = gemm.f32_kernel(), gemm._f32_limit()
-    if request.param == "kernel" and not on:
-        pytest.skip("no AVX-512F float32 kernel on this CPU")
-    gemm._set_f32_kernel(request.param == "kernel", 1 << 62, 0)
-    yield request.param
-    gemm._set_f32_kernel(on, *limit)
-
-
 def _same_as_scaled(a, b, alpha, out=None):
     shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
     dt = np.result_type(a.dtype, b.dtype)
@@ -38,7 +27,8 @@ def _same_as_scaled(a, b, alpha, out=None):
 @pytest.mark.parametrize("alpha", [0.125, -3.0, 1.0, 0.0])
 @pytest.mark.parametrize("shape", [((64, 32), (32, 64)), ((5, 40), (40, 33)),
                                    ((4, 3, 17, 20), (4, 3, 20, 18)), ((1, 1), (1, 1))])
-def test_alpha_float32(path, alpha, shape):
+@pytest.mark.usefixtures("f32_gemm_path")
+def test_alpha_float32(alpha, shape):
     rng = np.random.default_rng(0)
     a = rng.standard_normal(shape[0], dtype=np.float32)
     b = rng.standard_normal(shape[1], dtype=np.float32)
@@ -48,7 +38,8 @@ def test_alpha_float32(path, alpha, shape):
                     b.swapaxes(-1, -2).copy().swapaxes(-1, -2), alpha)
 
 
-def test_alpha_float32_attention_views(path):
+@pytest.mark.usefixtures("f32_gemm_path")
+def test_alpha_float32_attention_views():
     """The multi-head attention layout: q, k as strided head views of one packed array."""
     rng = np.random.default_rng(1)
     qkv = rng.standard_normal((3, 20, 3, 2, 24), dtype=np.float32)

@@ -13,17 +13,6 @@ from ember._kernels.cpu import gemm
 from helpers import matrix_layout
 
 
-@pytest.fixture(params=["kernel", "sgemm"])
-def path(request):
-    """Run the test on either path; the kernel's case is skipped without AVX-512F."""
-    on, limit = gemm.f32_kernel(), gemm._f32_limit()
-    if request.param == "kernel" and not on:
-        pytest.skip("no AVX-512F float32 kernel on this CPU")
-    gemm._set_f32_kernel(request.param == "kernel", 1 << 62, 0)
-    yield request.param
-    gemm._set_f32_kernel(on, *limit)
-
-
 def _check(a, b, out=None):
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     exact = np.matmul(a64, b64)
@@ -48,20 +37,23 @@ SHAPES = [(1, 1, 1), (1, 7, 1), (5, 1, 3), (3, 5, 7), (12, 32, 16), (13, 33, 17)
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
-def test_shapes(path, m, n, k):
+@pytest.mark.usefixtures("f32_gemm_path")
+def test_shapes(m, n, k):
     rng = np.random.default_rng(m * 10007 + n * 101 + k)
     _check(_rand(rng, (m, k)), _rand(rng, (k, n)))
 
 
 @pytest.mark.parametrize("la", ["c", "f", "strided", "step2", "neg"])
 @pytest.mark.parametrize("lb", ["c", "f", "strided", "step2", "neg"])
-def test_layouts(path, la, lb):
+@pytest.mark.usefixtures("f32_gemm_path")
+def test_layouts(la, lb):
     rng = np.random.default_rng(3)
     a, b = _rand(rng, (19, 45)), _rand(rng, (45, 37))
     _check(matrix_layout(a, la), matrix_layout(b, lb))
 
 
-def test_mlp_shapes(path):
+@pytest.mark.usefixtures("f32_gemm_path")
+def test_mlp_shapes():
     """The products of a 64-256-256-10 MLP step at batch 64: x @ W^T, g @ W, g^T @ x."""
     rng = np.random.default_rng(4)
     for fin, fout in ((64, 256), (256, 256), (256, 10)):
@@ -71,7 +63,8 @@ def test_mlp_shapes(path):
         _check(g.T, x)
 
 
-def test_out_strided_rows(path):
+@pytest.mark.usefixtures("f32_gemm_path")
+def test_out_strided_rows():
     rng = np.random.default_rng(5)
     a, b = _rand(rng, (14, 9), ), _rand(rng, (9, 35))
     big = np.full((14, 50), 7.0, np.float32)
@@ -81,13 +74,15 @@ def test_out_strided_rows(path):
 
 @pytest.mark.parametrize("sa,sb", [((3, 13, 20), (3, 20, 33)), ((4, 1, 6, 8), (5, 8, 2)),
                                    ((7, 5), (2, 3, 5, 40)), ((2, 0, 3, 4), (4, 5))])
-def test_batched(path, sa, sb):
+@pytest.mark.usefixtures("f32_gemm_path")
+def test_batched(sa, sb):
     rng = np.random.default_rng(6)
     _check(_rand(rng, sa), _rand(rng, sb))
 
 
 @pytest.mark.parametrize("m,n,k", [(0, 4, 3), (4, 0, 3), (0, 0, 0), (3, 4, 0), (1, 1, 0)])
-def test_empty_and_k0(path, m, n, k):
+@pytest.mark.usefixtures("f32_gemm_path")
+def test_empty_and_k0(m, n, k):
     a, b = np.ones((m, k), np.float32), np.ones((k, n), np.float32)
     out = np.full((m, n), np.nan, np.float32)
     got = gemm.matmul(a, b, out)
@@ -95,7 +90,8 @@ def test_empty_and_k0(path, m, n, k):
     np.testing.assert_array_equal(got, np.zeros((m, n), np.float32))
 
 
-def test_nan_inf(path):
+@pytest.mark.usefixtures("f32_gemm_path")
+def test_nan_inf():
     rng = np.random.default_rng(7)
     a, b = _rand(rng, (13, 21)), _rand(rng, (21, 34))
     a[2, 5] = np.nan
@@ -126,7 +122,8 @@ def test_limit_routes_by_size():
         gemm._set_f32_kernel(on, *limit)
 
 
-def test_large_packed_b_declined(path):
+@pytest.mark.usefixtures("f32_gemm_path")
+def test_large_packed_b_declined():
     """A transposed B beyond the kernel's packing limit (1M elements) goes to OpenBLAS."""
     rng = np.random.default_rng(9)
     a, b = _rand(rng, (2, 2100)), _rand(rng, (520, 2100)).T
