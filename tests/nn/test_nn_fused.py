@@ -19,11 +19,12 @@ RNG = np.random.default_rng(2025)
 
 @pytest.fixture(autouse=True)
 def _fusion_on():
-    """The Sequential fusion is off by default; these tests check it switched on."""
-    before = container.fuse_enabled
-    container.fuse_enabled = True
+    """These tests check the Sequential fusion switched on, the convolution's too (off by
+    default)."""
+    before = container.fuse_enabled, container.fuse_conv_enabled
+    container.fuse_enabled = container.fuse_conv_enabled = True
     yield
-    container.fuse_enabled = before
+    container.fuse_enabled, container.fuse_conv_enabled = before
 
 
 def _tol(dtype):

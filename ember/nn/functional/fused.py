@@ -43,6 +43,7 @@ from ember._kernels.cpu import fused as _fk
 from ember._kernels.cpu.gemm import matmul as _gemm
 from ember.nn.functional import conv as _cv
 from ember.nn.functional.activation import _relu_backward
+from ember.nn.functional.linear import _host_gemm_grads
 
 __all__ = ["linear_relu", "conv2d_relu"]
 
@@ -62,8 +63,7 @@ def _contig(a):
 def _masked_grad(g, y, shape3, need_bias, sum_axes):
     """(g where y > 0, its sum over `sum_axes` or None) for the ReLU output y."""
     if _grad_on() or g.dtype != y.dtype or g.shape != y.shape or shape3[2] == 1:
-        # (rows, features), a linear layer's output: ReLU's vectorised backward kernel and
-        # ember's sum beat the one-pass kernel's per-feature double accumulators there
+        # a recorded backward (create_graph) or other arguments: the differentiable ops
         gm = _relu_backward(g, y)
         return gm, (gm.sum(axis=sum_axes) if need_bias else None)
     g = _contig(g)
@@ -79,6 +79,14 @@ def _masked_grad(g, y, shape3, need_bias, sum_axes):
 
 def _linear_relu_grad(g, y, input, weight, bias=None):
     need_b = bias is not None and bias.requires_grad
+    if not _grad_on() and g.dtype == y.dtype and g.shape == y.shape and not g.is_cuda:
+        # backward not recorded: ReLU's mask and the bias gradient (the column sums of the
+        # masked gradient) in one pass over g, then the two GEMMs, straight from the kernels
+        r = _fk.rows_relu_grad_bias(_contig(g), y, need_b)
+        if r is not None:
+            gm, gb = r
+            gi, gw = _host_gemm_grads(gm, input, weight)
+            return gi, gw, gb
     O = y.shape[-1]
     rows = y.size // O if O else 0
     gm, gb = _masked_grad(g, y, (rows, O, 1), need_b, tuple(range(y.ndim - 1)))
@@ -92,8 +100,22 @@ def _linear_relu_grad(g, y, input, weight, bias=None):
     return gi, gw, gb
 
 
-@defop("nn.functional.fused.linear_relu", grad=_linear_relu_grad, save_args=True,
+@defop("nn.functional.fused._linear_relu", grad=_linear_relu_grad, save_args=True,
        save_result=True)
+def _linear_relu(input, weight, bias):
+    """The op behind ``linear_relu``, on arguments ``fusable_linear`` accepted."""
+    xs, O = input.shape, weight.shape[0]
+    out = empty_raw(xs[:-1] + (O,), input.dtype)
+    if len(xs) == 2:
+        _gemm(numpy_view(input), numpy_view(weight).T, numpy_view(out))
+    else:
+        M = input.size // xs[-1] if xs[-1] else int(np.prod(xs[:-1]))
+        _gemm(numpy_view(input).reshape(M, xs[-1]), numpy_view(weight).T,
+              numpy_view(out).reshape(M, O))
+    _fk.rows_bias_relu(out, None if bias is None else _contig(bias))
+    return out
+
+
 def linear_relu(input, weight, bias=None):
     """``relu(input @ weight.T + bias)`` in one op: input (..., in_features) float32 or
     float64 on the CPU (contiguous when more than 2-d), weight (out_features, in_features), bias (out_features,) or
@@ -110,13 +132,7 @@ def linear_relu(input, weight, bias=None):
                          f"{tuple(input.shape)} {input.dtype}, weight {tuple(weight.shape)} "
                          f"{weight.dtype}" + ("" if bias is None else
                                               f", bias {tuple(bias.shape)} {bias.dtype}"))
-    xs, O = input.shape, weight.shape[0]
-    M = input.size // xs[-1] if xs[-1] else int(np.prod(xs[:-1]))
-    out = empty_raw(xs[:-1] + (O,), input.dtype)
-    ov = numpy_view(out).reshape(M, O)
-    _gemm(numpy_view(input).reshape(M, xs[-1]), numpy_view(weight).T, ov)
-    _fk.bias_relu(ov.reshape(M, O, 1), None if bias is None else numpy_view(_contig(bias)))
-    return out
+    return _linear_relu(input, weight, bias)
 
 
 def fusable_linear(input, weight, bias):

@@ -53,17 +53,33 @@ def _linear_grad_host(g, input, weight, bias):
             or input.is_cuda or g.is_cuda or weight.is_cuda \
             or (bias is not None and bias.is_cuda):
         return None
-    gv = numpy_view(g)
-    gi = gw = gb = None
-    if input.requires_grad:
-        gi = empty_raw((gv.shape[0], weight.shape[1]), dt)
-        _gemm(gv, numpy_view(weight), numpy_view(gi))
-    if weight.requires_grad:
-        gw = empty_raw(weight.shape, dt)
-        _gemm(gv.T, numpy_view(input), numpy_view(gw))
+    gi, gw = _host_gemm_grads(g, input, weight)
+    gb = None
     if bias is not None and bias.requires_grad:
         gb = _reduce(g, 0, (0,), _dtype_code(dt))
     return gi, gw, gb
+
+
+def _host_gemm_grads(g, input, weight):
+    """(input's gradient, weight's gradient) of a host linear layer, each None unless its
+    array requires grad, from the GEMM kernel into fresh arrays: ``g @ weight`` and
+    ``g.T @ input`` over the rows.  g (..., out) and input (..., in) of one float dtype,
+    both C-contiguous when more than 2-d."""
+    dt = input.dtype
+    gv, xv = numpy_view(g), numpy_view(input)
+    if g.ndim != 2:
+        rows = int(np.prod(g.shape[:-1]))
+        gv = gv.reshape(rows, g.shape[-1])
+        xv = xv.reshape(rows, input.shape[-1])
+    gi = gw = None
+    if input.requires_grad:
+        gi = empty_raw(input.shape, dt)
+        giv = numpy_view(gi)
+        _gemm(gv, numpy_view(weight), giv if g.ndim == 2 else giv.reshape(xv.shape))
+    if weight.requires_grad:
+        gw = empty_raw(weight.shape, dt)
+        _gemm(gv.T, xv, numpy_view(gw))
+    return gi, gw
 
 
 @defop("nn.functional.linear", grad=_linear_grad, save_args=True)

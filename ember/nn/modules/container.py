@@ -149,11 +149,16 @@ class Sequential(Module):
         return v
 
     def forward(self, input):
-        # a Linear or Conv2d followed by a ReLU runs as one fused op on the CPU (see
-        # ember.nn.functional.fused); the pre-activation never leaves this loop.
+        # a Linear (or, with fuse_conv_enabled, a Conv2d) followed by a ReLU runs as one
+        # fused op on the CPU (see ember.nn.functional.fused); the pre-activation never
+        # leaves this loop.
         # A ReLU followed by a MaxPool2d runs after it (max pooling commutes with the
         # ReLU, values and gradients alike: see swap_relu_pool), on a quarter of the data
         relu_t, fusers = _FUSERS or _load_fusers()
+        if not fuse_enabled:
+            fusers = _NO_FUSERS
+        elif not fuse_conv_enabled:
+            fusers = _LINEAR_FUSER
         prev = None
         relu = None                     # a ReLU waiting to see whether a MaxPool2d follows
         for module in self._modules.values():
@@ -174,7 +179,7 @@ class Sequential(Module):
                         continue
                 input = prev(input)
                 prev = None
-            if fuse_enabled and type(module) in fusers and _plain(module):
+            if type(module) in fusers and _plain(module):
                 prev = module
                 continue
             if swap_relu_pool and type(module) is relu_t and not module.inplace \
@@ -189,10 +194,14 @@ class Sequential(Module):
         return input
 
 
-# Sequential's layer + ReLU fusion: off by default.  Measured at load average ~5 it made
-# the MLP step 5-11% slower and LeNet-5's 2% (the fused path's Python-level checks cost
-# more than the pass and the node it saves at these sizes); True turns it on.
-fuse_enabled = False
+# Sequential's Linear + ReLU fusion: on by default (False turns it off).  With the
+# vectorised bias + ReLU pass and the one-pass mask + bias gradient it made the MLP step
+# faster (benchmarks/README.md, "MLP step, issue #25 (branch mlp3)").
+fuse_enabled = True
+# Conv2d + ReLU fusion in a Sequential (when fuse_enabled is also True): off by default,
+# it has not been shown to make LeNet-5's step faster (where the ReLU instead runs after
+# the max pooling, on a quarter of the data: swap_relu_pool).
+fuse_conv_enabled = False
 # Sequential's ReLU -> MaxPool2d reordering: on by default; False runs the modules in
 # their written order.  Why ``MaxPool2d(ReLU(x))`` may run as ``ReLU(MaxPool2d(x))``
 # inside a Sequential (ReLU not inplace, neither module with hooks or a replaced forward,
@@ -205,6 +214,8 @@ fuse_enabled = False
 # quarter of the data (2x2 pooling), forward and backward.
 swap_relu_pool = True
 _FUSERS = None
+_NO_FUSERS = {}
+_LINEAR_FUSER = {}
 _MAXPOOL2D = [None]
 
 fused = None            # ember.nn.functional.fused, imported on first use
@@ -222,7 +233,7 @@ def _fused_linear(m, x):
     w, b = p["weight"], p["bias"]
     if not fused.fusable_linear(x, w, b):
         return None
-    return fused.linear_relu(x, w, b)
+    return fused._linear_relu(x, w, b)
 
 
 def _fused_conv2d(m, x):
@@ -257,6 +268,7 @@ def _load_fusers():
     from ember.nn.modules.pooling import MaxPool2d
     _LINEAR[0] = Linear
     _MAXPOOL2D[0] = MaxPool2d
+    _LINEAR_FUSER[Linear] = _fused_linear
     _FUSERS = (ReLU, {Linear: _fused_linear, Conv2d: _fused_conv2d})
     return _FUSERS
 
