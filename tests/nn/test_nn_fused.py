@@ -81,6 +81,107 @@ def test_kernels_nan_and_errors():
         fk.relu_grad_bias(g, np.zeros((1, 1, 2), np.float32), gx, None)
 
 
+def _special_values(shape, dtype):
+    """Normal values with NaN, infinities and signed zeros sprinkled in."""
+    a = RNG.standard_normal(shape).astype(dtype)
+    flat = a.reshape(-1)
+    for k, v in enumerate((np.nan, np.inf, -np.inf, 0.0, -0.0)):
+        flat[k * 7 % max(flat.size, 1):][:1] = v
+    return a
+
+
+@pytest.fixture(params=[0, 1, 2], ids=["baseline", "avx2", "avx512"])
+def isa(request):
+    """Each loop variant of fused_simd.h this CPU has (a lower one where it lacks it)."""
+    name = fk._select_isa(request.param)
+    yield name
+    fk._select_isa(2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, C", [(1, 1), (3, 7), (5, 16), (4, 17), (65, 40), (2, 300),
+                                     (0, 5), (3, 0)])
+def test_row_kernels_every_variant_against_numpy(isa, dtype, rows, C):
+    """rows_bias_relu / rows_relu_grad_bias (a linear layer's (rows, C) output, on ember
+    arrays): NumPy's maximum forward (NaN kept), g where y > 0 or NaN backward, the
+    column sums in float64; every variant gives the same bits."""
+    y0 = _special_values((rows, C), dtype)
+    b = RNG.standard_normal(C).astype(dtype)
+    for bias in (b, None):
+        y = ember.asarray(y0.copy())
+        fk.rows_bias_relu(y, None if bias is None else ember.asarray(bias))
+        ref = np.maximum(y0 + (0 if bias is None else bias), 0)
+        np.testing.assert_array_equal(np.asarray(y), ref)
+    g = _special_values((rows, C), dtype)[::-1].copy()
+    g[np.isinf(g)] = 1.5                                  # keep the sums finite
+    want = np.where((ref > 0) | np.isnan(ref), g, 0)
+    gx, gb = fk.rows_relu_grad_bias(ember.asarray(g), ember.asarray(ref), True)
+    np.testing.assert_array_equal(np.asarray(gx), want)
+    np.testing.assert_allclose(np.asarray(gb), want.astype(np.float64).sum(axis=0),
+                               rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
+    assert np.asarray(gb).dtype == dtype
+    gx2, gb2 = fk.rows_relu_grad_bias(ember.asarray(g), ember.asarray(ref), False)
+    assert gb2 is None
+    np.testing.assert_array_equal(np.asarray(gx2), want)
+    fk._select_isa(0)
+    _, gb0 = fk.rows_relu_grad_bias(ember.asarray(g), ember.asarray(ref), True)
+    np.testing.assert_array_equal(np.asarray(gb), np.asarray(gb0))      # the same bits
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(2, 3, 1), (3, 4, 15), (2, 5, 16), (2, 3, 47)])
+def test_channel_kernels_every_variant_against_numpy(isa, dtype, shape):
+    y0 = _special_values(shape, dtype)
+    b = RNG.standard_normal(shape[1]).astype(dtype)
+    ref = np.maximum(y0 + b[:, None], 0)
+    y = y0.copy()
+    fk.bias_relu(y, b)
+    np.testing.assert_array_equal(y, ref)
+    g = RNG.standard_normal(shape).astype(dtype)
+    gx, gb = np.empty_like(g), np.empty(shape[1], dtype)
+    fk.relu_grad_bias(g, ref, gx, gb)
+    want = np.where((ref > 0) | np.isnan(ref), g, 0)
+    np.testing.assert_array_equal(gx, want)
+    np.testing.assert_allclose(gb, want.sum(axis=(0, 2)), rtol=1e-5, atol=1e-5)
+
+
+def test_row_kernels_threads_give_the_same_bits():
+    """Above the parallel threshold the columns are split over threads; each column's sum
+    keeps its row order, so one and two threads agree bit for bit."""
+    g = RNG.standard_normal((300, 200)).astype(np.float32)
+    y = np.maximum(RNG.standard_normal((300, 200)).astype(np.float32), 0)
+    before = ember.get_num_threads()
+    try:
+        out = []
+        for nt in (1, 2):
+            ember.set_num_threads(nt)
+            gx, gb = fk.rows_relu_grad_bias(ember.asarray(g), ember.asarray(y), True)
+            out.append((np.asarray(gx), np.asarray(gb)))
+            yy = ember.asarray(g.copy())
+            fk.rows_bias_relu(yy, ember.asarray(g[0].copy()))
+            np.testing.assert_array_equal(np.asarray(yy), np.maximum(g + g[0], 0))
+    finally:
+        ember.set_num_threads(before)
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def test_row_kernels_refuse_or_decline_other_arrays():
+    y = ember.zeros((4, 3))
+    with pytest.raises(ValueError, match="rows_bias_relu"):
+        fk.rows_bias_relu(y, ember.zeros(2))
+    with pytest.raises(ValueError, match="rows_bias_relu"):
+        fk.rows_bias_relu(y, ember.zeros(3, dtype=np.float64))
+    with pytest.raises(ValueError, match="rows_bias_relu"):
+        fk.rows_bias_relu(ember.zeros((4, 6))[:, ::2], None)
+    with pytest.raises(ValueError, match="rows_bias_relu"):
+        fk.rows_bias_relu(ember.zeros((4, 3), dtype=np.int32), None)
+    # the backward declines (None: the caller's general path) what it cannot take
+    assert fk.rows_relu_grad_bias(ember.zeros((3, 4)).T, y, True) is None
+    assert fk.rows_relu_grad_bias(ember.zeros((4, 3), dtype=np.float64), y, True) is None
+    assert fk.rows_relu_grad_bias(ember.zeros((4, 2)), y, False) is None
+
+
 # ---------------------------------------------------------------- linear_relu
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
