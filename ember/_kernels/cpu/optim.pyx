@@ -82,6 +82,7 @@ cdef extern from "optim_simd.h" nogil:
     void emb_adagrad_f64(double* param, const double* grad, double* state_sum, Py_ssize_t n,
                          const emb_adagrad_options* options, double clr)
     int emb_optim_select(int level)
+    void emb_cdiv_f32_run(const float* x, float* out, Py_ssize_t n, float c)
 
 cdef int _variant = emb_optim_select(2)
 _VARIANTS = ("portable", "avx2-fma", "avx512")
@@ -93,6 +94,19 @@ def _select_kernels(level=2):
     global _variant
     _variant = emb_optim_select(level)
     return kernel_variant()
+
+
+def _cdiv_f32(const float[::1] x not None, float c, float[::1] out not None):
+    """out = x / c as the float32 Adam loops of the chosen variant compute it without a
+    division (optim_simd.h's emb_cdiv_f32; tests compare it with the division)."""
+    if out.shape[0] != x.shape[0]:
+        raise ValueError("_cdiv_f32: x and out must have one length")
+    if x.shape[0] == 0:
+        return
+    cdef const float* xp = &x[0]
+    cdef float* op = &out[0]
+    with nogil:
+        emb_cdiv_f32_run(xp, op, x.shape[0], c)
 
 
 def kernel_variant():

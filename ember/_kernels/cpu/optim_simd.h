@@ -132,13 +132,44 @@ ATTR static void NAME(T* param, const T* grad, T* momentum_buffer, ptrdiff_t n, 
 /* ----------------------------------------------------------------- Adam */
 /* step_size = lr / bias_correction1 and bias_correction2_sqrt =
  * sqrt(bias_correction2), with bias_correction<k> = 1 - beta<k>**step, come
- * from the parameter's own step count. */
-#define EMB_DEFINE_ADAM_BODY(NAME, T, FMAFN, SQRTFN)                                     \
+ * from the parameter's own step count.
+ *
+ * sqrt(v) / bias_correction2_sqrt (torch divides the float32 sqrt by the float32
+ * constant c): the divider, which the sqrt and the second division also use, bounds
+ * this loop (on Zen 4 the MLP benchmark's 85k float32 parameters took 33 us with three
+ * divider operations per vector, 24 with two: benchmarks/README.md, "MLP step, issue
+ * #25 (branch mlp3)").  So with fused multiply-adds, float32 and c in [2^-30, 1], the
+ * quotient is s * y with y = RN(1 / c) (one division per call) and two Markstein
+ * corrections q += (s - c q) y: after the first q is within one ulp of s / c, and then
+ * (Markstein's theorem: y within half an ulp of 1 / c, q within one ulp, the residual
+ * s - c q exact in an FMA) the second gives RN(s / c), the bits of the division.  c in
+ * [2^-30, 1] and s = sqrt(v) <= 2^64 keep every step clear of overflow and underflow;
+ * s = inf and +-0 take s * y (the residual would be NaN; -0.0 keeps its sign).  tests/optim/test_adam_cdiv.py
+ * checks every float32 significand of s against the division for the c of the first
+ * 17,000 steps at beta2 = 0.999 and others.  float64 and the portable build divide. */
+EMB_INLINE float emb_cdiv_f32(float s, float c, float y) {
+    float q = s * y;
+    q = fmaf(fmaf(-q, c, s), y, q);
+    q = fmaf(fmaf(-q, c, s), y, q);
+    return (s == (float)INFINITY || s == 0.0f) ? s * y : q;    /* inf, and -0.0's sign */
+}
+
+/* out = emb_cdiv_f32(x, c, RN(1 / c)) elementwise, compiled as the Adam loops are (tests) */
+#define EMB_DEFINE_CDIV_RUN(NAME, ATTR)                                                  \
+ATTR static void NAME(const float* restrict x, float* restrict out, ptrdiff_t n,        \
+                      float c) {                                                        \
+    const float y = 1.0f / c;                                                           \
+    for (ptrdiff_t i = 0; i < n; i++)                                                   \
+        out[i] = emb_cdiv_f32(x[i], c, y);                                              \
+}
+
+#define EMB_DEFINE_ADAM_BODY(NAME, T, FMAFN, SQRTFN, CDIV)                               \
 EMB_INLINE void NAME(T* restrict param, const T* restrict grad, T* restrict exp_avg,    \
                      T* restrict exp_avg_sq, T* restrict max_exp_avg_sq, ptrdiff_t n,   \
                      const emb_adam_options* o, double step_size,                       \
                      double bias_correction2_sqrt_, const int use_fma,                  \
-                     const int l2_weight_decay, const int amsgrad) {                    \
+                     const int l2_weight_decay, const int amsgrad, const int cdiv,      \
+                     const int plain) {                                                 \
     const T grad_sign = o->maximize ? (T)-1 : (T)1;                                     \
     const T weight_decay = (T)o->weight_decay;                                          \
     /* AdamW: param *= 1 - lr * weight_decay (exactly 1 otherwise) */                  \
@@ -151,15 +182,17 @@ EMB_INLINE void NAME(T* restrict param, const T* restrict grad, T* restrict exp_
     const T beta2 = (T)o->beta2;                                                        \
     const T one_minus_beta2 = (T)(1.0 - o->beta2);                                      \
     const T bias_correction2_sqrt = (T)bias_correction2_sqrt_;                          \
+    const T inv_bias_correction2_sqrt = (T)1 / bias_correction2_sqrt;                  \
     const T eps = (T)o->eps;                                                            \
     const T neg_step_size = (T)(-step_size);                                            \
     for (ptrdiff_t i = 0; i < n; i++) {                                                 \
         T p = param[i];                                                                 \
-        T g = grad[i] * grad_sign;                                                      \
+        /* plain: grad_sign and param_decay are 1 (exact, so skipped), lerp from start */ \
+        T g = plain ? grad[i] : grad[i] * grad_sign;                                    \
         if (l2_weight_decay) g = EMB_MADD(use_fma, FMAFN, p, weight_decay, g);          \
-        p = p * param_decay;                                                            \
+        if (!plain) p = p * param_decay;                                                \
         T m = EMB_LERP(use_fma, FMAFN, exp_avg[i], g, lerp_weight,                      \
-                       lerp_weight_minus_one, lerp_from_start);                         \
+                       lerp_weight_minus_one, plain || lerp_from_start);                \
         exp_avg[i] = m;                                                                 \
         T v = exp_avg_sq[i] * beta2;                                                    \
         v = EMB_MADD(use_fma, FMAFN, one_minus_beta2 * g, g, v);                        \
@@ -170,26 +203,44 @@ EMB_INLINE void NAME(T* restrict param, const T* restrict grad, T* restrict exp_
             max_exp_avg_sq[i] = vmax;                                                   \
             v = vmax;                                                                   \
         }                                                                               \
-        T denom = SQRTFN(v) / bias_correction2_sqrt + eps;                              \
+        T denom = (cdiv ? CDIV(SQRTFN(v), bias_correction2_sqrt,                        \
+                               inv_bias_correction2_sqrt)                               \
+                   : SQRTFN(v) / bias_correction2_sqrt) + eps;                          \
         param[i] = p + (neg_step_size * m) / denom;                                     \
     }                                                                                   \
 }
 
-#define EMB_ADAM_CALL(BODY, USE_FMA, L2, AMSGRAD)                                        \
+#define EMB_ADAM_CALL(BODY, USE_FMA, L2, AMSGRAD, CDIV, PLAIN)                           \
     BODY(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, o, step_size,             \
-         bias_correction2_sqrt, USE_FMA, L2, AMSGRAD)
+         bias_correction2_sqrt, USE_FMA, L2, AMSGRAD, CDIV, PLAIN)
 
-#define EMB_DEFINE_ADAM(NAME, BODY, T, ATTR, USE_FMA)                                    \
+/* CDIV_OK: the type has emb_cdiv (float32); it runs with FMA and c in [2^-30, 1] */
+#define EMB_DEFINE_ADAM(NAME, BODY, T, ATTR, USE_FMA, CDIV_OK)                           \
 ATTR static void NAME(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,               \
                       T* max_exp_avg_sq, ptrdiff_t n, const emb_adam_options* o,        \
                       double step_size, double bias_correction2_sqrt) {                 \
     const int l2 = o->weight_decay != 0 && !o->decoupled_weight_decay;                  \
-    if (o->amsgrad) {                                                                   \
-        if (l2) EMB_ADAM_CALL(BODY, USE_FMA, 1, 1);                                     \
-        else EMB_ADAM_CALL(BODY, USE_FMA, 0, 1);                                        \
+    const T c = (T)bias_correction2_sqrt;                                               \
+    const int cdiv = (CDIV_OK) && (USE_FMA) && c >= (T)0x1p-30 && c <= (T)1;            \
+    /* the usual options (no weight decay, amsgrad or maximize, beta1 > 0.5) get a loop \
+       of their own without the multiplications by 1 and the lerp's select */          \
+    const int plain = !o->maximize && o->weight_decay == 0 && !o->amsgrad              \
+                      && fabs(1.0 - o->beta1) < 0.5;                                    \
+    if (cdiv) {                                                                         \
+        if (plain) EMB_ADAM_CALL(BODY, USE_FMA, 0, 0, CDIV_OK, 1);                      \
+        else if (o->amsgrad) {                                                          \
+            if (l2) EMB_ADAM_CALL(BODY, USE_FMA, 1, 1, CDIV_OK, 0);                     \
+            else EMB_ADAM_CALL(BODY, USE_FMA, 0, 1, CDIV_OK, 0);                        \
+        } else {                                                                        \
+            if (l2) EMB_ADAM_CALL(BODY, USE_FMA, 1, 0, CDIV_OK, 0);                     \
+            else EMB_ADAM_CALL(BODY, USE_FMA, 0, 0, CDIV_OK, 0);                        \
+        }                                                                               \
+    } else if (o->amsgrad) {                                                            \
+        if (l2) EMB_ADAM_CALL(BODY, USE_FMA, 1, 1, 0, 0);                               \
+        else EMB_ADAM_CALL(BODY, USE_FMA, 0, 1, 0, 0);                                  \
     } else {                                                                            \
-        if (l2) EMB_ADAM_CALL(BODY, USE_FMA, 1, 0);                                     \
-        else EMB_ADAM_CALL(BODY, USE_FMA, 0, 0);                                        \
+        if (l2) EMB_ADAM_CALL(BODY, USE_FMA, 1, 0, 0, 0);                               \
+        else EMB_ADAM_CALL(BODY, USE_FMA, 0, 0, 0, 0);                                  \
     }                                                                                   \
 }
 
@@ -290,8 +341,10 @@ ATTR static void NAME(T* param, const T* grad, T* state_sum, ptrdiff_t n,       
 
 EMB_DEFINE_SGD_BODY(emb_sgd_body_f32, float, fmaf)
 EMB_DEFINE_SGD_BODY(emb_sgd_body_f64, double, fma)
-EMB_DEFINE_ADAM_BODY(emb_adam_body_f32, float, fmaf, sqrtf)
-EMB_DEFINE_ADAM_BODY(emb_adam_body_f64, double, fma, sqrt)
+EMB_DEFINE_ADAM_BODY(emb_adam_body_f32, float, fmaf, sqrtf, emb_cdiv_f32)
+/* float64 never takes the cdiv branch (CDIV_OK 0 below): it divides */
+#define EMB_DIV_F64(s, c, y) ((s) / (c))
+EMB_DEFINE_ADAM_BODY(emb_adam_body_f64, double, fma, sqrt, EMB_DIV_F64)
 EMB_DEFINE_RMSPROP_BODY(emb_rmsprop_body_f32, float, fmaf, sqrtf)
 EMB_DEFINE_RMSPROP_BODY(emb_rmsprop_body_f64, double, fma, sqrt)
 EMB_DEFINE_ADAGRAD_BODY(emb_adagrad_body_f32, float, fmaf, sqrtf)
@@ -307,8 +360,9 @@ EMB_DEFINE_ADAGRAD_BODY(emb_adagrad_body_f64, double, fma, sqrt)
 
 EMB_DEFINE_SGD(emb_sgd_f32_base, emb_sgd_body_f32, float, , EMB_PORTABLE_FMA)
 EMB_DEFINE_SGD(emb_sgd_f64_base, emb_sgd_body_f64, double, , EMB_PORTABLE_FMA)
-EMB_DEFINE_ADAM(emb_adam_f32_base, emb_adam_body_f32, float, , EMB_PORTABLE_FMA)
-EMB_DEFINE_ADAM(emb_adam_f64_base, emb_adam_body_f64, double, , EMB_PORTABLE_FMA)
+EMB_DEFINE_ADAM(emb_adam_f32_base, emb_adam_body_f32, float, , EMB_PORTABLE_FMA, 1)
+EMB_DEFINE_ADAM(emb_adam_f64_base, emb_adam_body_f64, double, , EMB_PORTABLE_FMA, 0)
+EMB_DEFINE_CDIV_RUN(emb_cdiv_f32_run_base, )
 EMB_DEFINE_RMSPROP(emb_rmsprop_f32_base, emb_rmsprop_body_f32, float, , EMB_PORTABLE_FMA)
 EMB_DEFINE_RMSPROP(emb_rmsprop_f64_base, emb_rmsprop_body_f64, double, , EMB_PORTABLE_FMA)
 EMB_DEFINE_ADAGRAD(emb_adagrad_f32_base, emb_adagrad_body_f32, float, , EMB_PORTABLE_FMA)
@@ -317,16 +371,18 @@ EMB_DEFINE_ADAGRAD(emb_adagrad_f64_base, emb_adagrad_body_f64, double, , EMB_POR
 #if defined(EMB_OPT_X86)
 EMB_DEFINE_SGD(emb_sgd_f32_fma, emb_sgd_body_f32, float, EMB_TARGET_FMA, 1)
 EMB_DEFINE_SGD(emb_sgd_f64_fma, emb_sgd_body_f64, double, EMB_TARGET_FMA, 1)
-EMB_DEFINE_ADAM(emb_adam_f32_fma, emb_adam_body_f32, float, EMB_TARGET_FMA, 1)
-EMB_DEFINE_ADAM(emb_adam_f64_fma, emb_adam_body_f64, double, EMB_TARGET_FMA, 1)
+EMB_DEFINE_ADAM(emb_adam_f32_fma, emb_adam_body_f32, float, EMB_TARGET_FMA, 1, 1)
+EMB_DEFINE_ADAM(emb_adam_f64_fma, emb_adam_body_f64, double, EMB_TARGET_FMA, 1, 0)
+EMB_DEFINE_CDIV_RUN(emb_cdiv_f32_run_fma, EMB_TARGET_FMA)
 EMB_DEFINE_RMSPROP(emb_rmsprop_f32_fma, emb_rmsprop_body_f32, float, EMB_TARGET_FMA, 1)
 EMB_DEFINE_RMSPROP(emb_rmsprop_f64_fma, emb_rmsprop_body_f64, double, EMB_TARGET_FMA, 1)
 EMB_DEFINE_ADAGRAD(emb_adagrad_f32_fma, emb_adagrad_body_f32, float, EMB_TARGET_FMA, 1)
 EMB_DEFINE_ADAGRAD(emb_adagrad_f64_fma, emb_adagrad_body_f64, double, EMB_TARGET_FMA, 1)
 EMB_DEFINE_SGD(emb_sgd_f32_512, emb_sgd_body_f32, float, EMB_TARGET_AVX512, 1)
 EMB_DEFINE_SGD(emb_sgd_f64_512, emb_sgd_body_f64, double, EMB_TARGET_AVX512, 1)
-EMB_DEFINE_ADAM(emb_adam_f32_512, emb_adam_body_f32, float, EMB_TARGET_AVX512, 1)
-EMB_DEFINE_ADAM(emb_adam_f64_512, emb_adam_body_f64, double, EMB_TARGET_AVX512, 1)
+EMB_DEFINE_ADAM(emb_adam_f32_512, emb_adam_body_f32, float, EMB_TARGET_AVX512, 1, 1)
+EMB_DEFINE_ADAM(emb_adam_f64_512, emb_adam_body_f64, double, EMB_TARGET_AVX512, 1, 0)
+EMB_DEFINE_CDIV_RUN(emb_cdiv_f32_run_512, EMB_TARGET_AVX512)
 EMB_DEFINE_RMSPROP(emb_rmsprop_f32_512, emb_rmsprop_body_f32, float, EMB_TARGET_AVX512, 1)
 EMB_DEFINE_RMSPROP(emb_rmsprop_f64_512, emb_rmsprop_body_f64, double, EMB_TARGET_AVX512, 1)
 EMB_DEFINE_ADAGRAD(emb_adagrad_f32_512, emb_adagrad_body_f32, float, EMB_TARGET_AVX512, 1)
@@ -355,6 +411,8 @@ static emb_sgd_f32_t emb_sgd_f32 = emb_sgd_f32_base;
 static emb_sgd_f64_t emb_sgd_f64 = emb_sgd_f64_base;
 static emb_adam_f32_t emb_adam_f32 = emb_adam_f32_base;
 static emb_adam_f64_t emb_adam_f64 = emb_adam_f64_base;
+typedef void (*emb_cdiv_run_t)(const float*, float*, ptrdiff_t, float);
+static emb_cdiv_run_t emb_cdiv_f32_run = emb_cdiv_f32_run_base;
 static emb_rmsprop_f32_t emb_rmsprop_f32 = emb_rmsprop_f32_base;
 static emb_rmsprop_f64_t emb_rmsprop_f64 = emb_rmsprop_f64_base;
 static emb_adagrad_f32_t emb_adagrad_f32 = emb_adagrad_f32_base;
@@ -366,6 +424,7 @@ static emb_adagrad_f64_t emb_adagrad_f64 = emb_adagrad_f64_base;
 static int emb_optim_select(int level) {
     emb_sgd_f32 = emb_sgd_f32_base;  emb_sgd_f64 = emb_sgd_f64_base;
     emb_adam_f32 = emb_adam_f32_base;  emb_adam_f64 = emb_adam_f64_base;
+    emb_cdiv_f32_run = emb_cdiv_f32_run_base;
     emb_rmsprop_f32 = emb_rmsprop_f32_base;  emb_rmsprop_f64 = emb_rmsprop_f64_base;
     emb_adagrad_f32 = emb_adagrad_f32_base;  emb_adagrad_f64 = emb_adagrad_f64_base;
 #if defined(EMB_OPT_X86)
@@ -375,6 +434,7 @@ static int emb_optim_select(int level) {
                 && __builtin_cpu_supports("fma")) {
             emb_sgd_f32 = emb_sgd_f32_512;  emb_sgd_f64 = emb_sgd_f64_512;
             emb_adam_f32 = emb_adam_f32_512;  emb_adam_f64 = emb_adam_f64_512;
+            emb_cdiv_f32_run = emb_cdiv_f32_run_512;
             emb_rmsprop_f32 = emb_rmsprop_f32_512;  emb_rmsprop_f64 = emb_rmsprop_f64_512;
             emb_adagrad_f32 = emb_adagrad_f32_512;  emb_adagrad_f64 = emb_adagrad_f64_512;
             return 2;
@@ -382,6 +442,7 @@ static int emb_optim_select(int level) {
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
             emb_sgd_f32 = emb_sgd_f32_fma;  emb_sgd_f64 = emb_sgd_f64_fma;
             emb_adam_f32 = emb_adam_f32_fma;  emb_adam_f64 = emb_adam_f64_fma;
+            emb_cdiv_f32_run = emb_cdiv_f32_run_fma;
             emb_rmsprop_f32 = emb_rmsprop_f32_fma;  emb_rmsprop_f64 = emb_rmsprop_f64_fma;
             emb_adagrad_f32 = emb_adagrad_f32_fma;  emb_adagrad_f64 = emb_adagrad_f64_fma;
             return 1;
