@@ -2,11 +2,14 @@
 alongside, interleaved in one process (medians), as benchmarks/ab_lenet.py does.
 
 Switches: ``fastbwd`` (linear's and ReLU's kernel-direct backward, issue #25), ``fuse``
-(``container.fuse_enabled``), ``swap`` (``container.swap_relu_pool``), ``none``.  By
+(``container.fuse_enabled``: Linear + ReLU), ``fuseconv`` (``container.fuse_conv_enabled``:
+Conv2d + ReLU, with ``fuse_enabled`` on), ``adam`` (the float32 Adam loops' division-free
+quotient, ``optim._set_adam_fast``), ``mlp3`` (``fuse`` and ``adam`` together), ``swap`` (``container.swap_relu_pool``), ``none``.
+The network is ``mlp``, ``lenet5`` or ``transformer`` (bench_train.py's, batch 64).  By
 default both libraries run on ONE thread and the time is CPU time (a loaded machine
 disturbs it far less than wall time); ``--wall`` uses two threads and wall time.
 
-    python benchmarks/ab_step.py mlp|lenet5 [repetitions] [--wall] SWITCH
+    python benchmarks/ab_step.py mlp|lenet5|transformer [repetitions] [--wall] SWITCH
 """
 import os
 import sys
@@ -26,6 +29,13 @@ _FAST_BWD_MODULES = ("ember.nn.functional.linear", "ember.nn.functional.activati
 def _switch(knob, on):
     if knob == "fuse":
         container.fuse_enabled = on
+    elif knob == "fuseconv":
+        container.fuse_conv_enabled = on
+    elif knob in ("adam", "mlp3"):
+        from ember._kernels.cpu import optim
+        optim._set_adam_fast(on)
+        if knob == "mlp3":
+            container.fuse_enabled = on
     elif knob == "swap":
         container.swap_relu_pool = on
     elif knob == "fastbwd":     # the rules take their fast path only when grad mode is off
@@ -42,7 +52,7 @@ def main(argv):
     reps = int(args[1]) if len(args) > 2 else 21
     ms = ab_common.step_ab(net, 64, lambda on: _switch(knob, on), reps, wall,
                            number=20 if net == "mlp" else 3, labels=("off", "on"),
-                           restore=knob in ("fastbwd", "swap"))
+                           restore=knob in ("fastbwd", "swap", "fuse", "adam", "mlp3"))
     print(f"{net} {knob}: " + ab_common.describe(ms, wall, ("off", "on"), digits=4))
 
 if __name__ == "__main__":

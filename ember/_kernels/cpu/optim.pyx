@@ -83,6 +83,7 @@ cdef extern from "optim_simd.h" nogil:
                          const emb_adagrad_options* options, double clr)
     int emb_optim_select(int level)
     void emb_cdiv_f32_run(const float* x, float* out, Py_ssize_t n, float c)
+    int emb_adam_fast
 
 cdef int _variant = emb_optim_select(2)
 _VARIANTS = ("portable", "avx2-fma", "avx512")
@@ -107,6 +108,15 @@ def _cdiv_f32(const float[::1] x not None, float c, float[::1] out not None):
     cdef float* op = &out[0]
     with nogil:
         emb_cdiv_f32_run(xp, op, x.shape[0], c)
+
+
+def _set_adam_fast(bint on):
+    """Switch the float32 Adam loops' division-free quotient and plain loop (optim_simd.h)
+    off or on (A/B timing; the results are the same bits); returns the previous state."""
+    global emb_adam_fast
+    old = emb_adam_fast != 0
+    emb_adam_fast = 1 if on else 0
+    return old
 
 
 def kernel_variant():

@@ -214,6 +214,10 @@ EMB_INLINE void NAME(T* restrict param, const T* restrict grad, T* restrict exp_
     BODY(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, o, step_size,             \
          bias_correction2_sqrt, USE_FMA, L2, AMSGRAD, CDIV, PLAIN)
 
+/* 0: the float32 Adam loops divide as before emb_cdiv_f32 and the plain loop (A/B timing,
+ * benchmarks/ab_step.py's "adam" switch); same bits either way */
+static int emb_adam_fast = 1;
+
 /* CDIV_OK: the type has emb_cdiv (float32); it runs with FMA and c in [2^-30, 1] */
 #define EMB_DEFINE_ADAM(NAME, BODY, T, ATTR, USE_FMA, CDIV_OK)                           \
 ATTR static void NAME(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,               \
@@ -221,7 +225,8 @@ ATTR static void NAME(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,       
                       double step_size, double bias_correction2_sqrt) {                 \
     const int l2 = o->weight_decay != 0 && !o->decoupled_weight_decay;                  \
     const T c = (T)bias_correction2_sqrt;                                               \
-    const int cdiv = (CDIV_OK) && (USE_FMA) && c >= (T)0x1p-30 && c <= (T)1;            \
+    const int cdiv = (CDIV_OK) && (USE_FMA) && emb_adam_fast && c >= (T)0x1p-30        \
+                     && c <= (T)1;                                                      \
     /* the usual options (no weight decay, amsgrad or maximize, beta1 > 0.5) get a loop \
        of their own without the multiplications by 1 and the lerp's select */          \
     const int plain = !o->maximize && o->weight_decay == 0 && !o->amsgrad              \

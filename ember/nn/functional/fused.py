@@ -6,18 +6,20 @@ differentiable op each, with the same numbers and gradients as the two ops:
 * forward: the GEMM (or the direct convolution) writes its output, and the bias
   and the ReLU are applied in the same pass (for the convolution, inside the
   kernel while each sample is in cache); the pre-activation is never stored;
-* backward: the output gradient is masked by ``y > 0`` (for the convolution in one
-  pass that also sums the bias gradient, ``ember._kernels.cpu.fused``; for the
-  linear layer by ReLU's backward kernel, the bias gradient by ``sum``), then the
-  two GEMMs (or the two adjoint convolutions) take the masked gradient.
+* backward: the output gradient is masked by ``y > 0`` and the bias gradient summed in
+  the same pass over it (``ember._kernels.cpu.fused``: vectorised, on ember arrays
+  for the linear layer), then the two GEMMs (or the two adjoint convolutions) take the
+  masked gradient.
 
-One node instead of two; the bias add and the ReLU are one pass instead of two.
+One node instead of two; the bias add and the ReLU are one pass instead of two, and
+so are ReLU's backward and the bias gradient.
 
-Where they are used (when ``ember.nn.modules.container.fuse_enabled`` is True; it is
-off by default until the fused path's Python overhead is cut, see benchmarks/README.md):
-``nn.Sequential`` calls them for a ``Linear`` or ``Conv2d``
+Where they are used: ``nn.Sequential`` calls them for a ``Linear`` (when
+``ember.nn.modules.container.fuse_enabled``, on by default) or a ``Conv2d`` (when
+``fuse_conv_enabled`` too, off by default: not shown to pay, benchmarks/README.md)
 followed by a ``ReLU`` when neither module has hooks or a replaced ``forward``, and
-the input is a CPU float32/float64 array of the plain shape (``Sequential.forward``).
+the input is a CPU float32/float64 array of the plain shape (``Sequential.forward``);
+``TransformerEncoderLayer``'s feed-forward for ``activation=relu``.
 The pre-activation is internal to the Sequential, so no user code can hold it,
 hook it or ``retain_grad`` it: the fusion cannot be observed except through speed.
 Written by hand, ``F.relu(F.linear(x, w, b))`` stays two ops.
