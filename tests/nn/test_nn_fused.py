@@ -214,6 +214,24 @@ def test_linear_relu_broadcast_gradient_and_partial_requires_grad():
     _close(we.grad, wt.grad, np.float32)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_relu_transposed_input_and_frozen_weight_match_torch(dtype):
+    """A non-contiguous 2-d input (the kernel-direct backward's GEMMs read it strided)
+    and a weight without grad (only the input's and the bias's gradients)."""
+    a = RNG.standard_normal((5, 7)).astype(dtype)
+    w = RNG.standard_normal((4, 5)).astype(dtype)
+    xe, xt = ember.asarray(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    be, bt = _pair((4,), dtype)
+    ge = RNG.standard_normal((7, 4)).astype(dtype)
+    ye = fused.linear_relu(xe.T, ember.asarray(w), be)
+    yt = TF.relu(TF.linear(xt.T, torch.tensor(w), bt))
+    _close(ye, yt, dtype)
+    ye.backward(ember.asarray(ge))
+    yt.backward(torch.tensor(ge))
+    _close(xe.grad, xt.grad, dtype)
+    _close(be.grad, bt.grad, dtype)
+
+
 def test_linear_relu_gradcheck_and_double_backward():
     x = ember.asarray(RNG.standard_normal((4, 3)), requires_grad=True)
     w = ember.asarray(RNG.standard_normal((5, 3)), requires_grad=True)
