@@ -226,6 +226,10 @@ cdef extern from "conv_simd.h" nogil:
                     const int64_t* off, float* out, int64_t ldo, int64_t L)
     void emb_copy_rows(int simd, float* dst, int64_t dp, const float* src, int64_t sp,
                        int64_t rows, int64_t cols)
+    void emb_split_rows(int simd, float* dE, float* dO, int64_t dp, const float* src,
+                        int64_t sp, int64_t rows, int64_t nE, int64_t nO)
+    void emb_interleave_rows(int simd, float* dst, int64_t dp, const float* A, const float* B,
+                             int64_t ap, int64_t rows, int64_t nA, int64_t nB)
     void emb_copy_rows_bias(int simd, float* dst, int64_t dp, const float* src, int64_t sp,
                             int64_t rows, int64_t cols, float bias, int relu)
     void emb_ogc(int simd, const float* A, int T, int R, const float* src, const int64_t* off,
@@ -245,6 +249,18 @@ cdef int64_t SLACK = 64           # zero floats after every flat source (over-re
 
 
 cdef int _CHAN_MODE = 0           # -1: never vectorise the forward over output channels
+cdef int _S2_MODE = 0             # -1: stride-2 row moves by the scalar loops (A/B, tests)
+
+
+def _set_s2_mode(int mode):
+    """0: stride-2 (along the rows) sources are split into their two column phases, and
+    input-gradient phases interleaved back, a row at a time by the vector row kernels
+    (``emb_split_rows`` / ``emb_interleave_rows``); -1: the scalar loops, one phase at a
+    time (for A/B measurements and tests).  Returns the previous mode."""
+    global _S2_MODE
+    old = _S2_MODE
+    _S2_MODE = mode
+    return old
 
 
 def _set_chan_mode(int mode):
@@ -278,11 +294,40 @@ cdef void _build_src(const float* xn, float* src, int64_t C, int64_t H, int64_t 
                      int64_t ph0, int64_t pw0, int64_t sh, int64_t sw, int64_t Hq,
                      int64_t Wq, int64_t total) noexcept nogil:
     """src = the zero-padded planes of one sample, split into sh*sw phases."""
-    cdef int64_t py, px, c, y, x, yy, xx, plane = Hq * Wq, base, x0, x1
+    cdef int64_t py, px, c, y, x, yy, plane = Hq * Wq, base, x0, x1, y0, y1, nE, nO
     cdef float* row
     cdef const float* xrow
     memset(src, 0, total * sizeof(float))
     for py in range(sh):
+        # rows y with 0 <= y*sh + py - ph0 < H
+        y0 = 0
+        if py - ph0 < 0:
+            y0 = _cdiv(ph0 - py, sh)
+        y1 = 0
+        if H - 1 - py + ph0 >= 0:
+            y1 = (H - 1 - py + ph0) // sh + 1
+        if y1 > Hq:
+            y1 = Hq
+        if y1 <= y0:
+            continue
+        if sw == 2 and _S2_MODE >= 0:
+            # stride 2 along the rows: input column 2u + e goes to phase (e + pw0) % 2,
+            # column u + (e + pw0) // 2; both phases of a row in one pass (vector permutes)
+            nE = min((W + 1) // 2, Wq - pw0 // 2)
+            nO = min(W // 2, Wq - (1 + pw0) // 2)
+            if nE < 0:
+                nE = 0
+            if nO < 0:
+                nO = 0
+            for c in range(C):
+                emb_split_rows(_SIMD,
+                               src + (py * 2 + pw0 % 2) * C * plane + c * plane + y0 * Wq
+                               + pw0 // 2,
+                               src + (py * 2 + (1 + pw0) % 2) * C * plane + c * plane + y0 * Wq
+                               + (1 + pw0) // 2,
+                               Wq, xn + (c * H + y0 * sh + py - ph0) * W, sh * W, y1 - y0, nE,
+                               nO)
+            continue
         for px in range(sw):
             base = (py * sw + px) * C * plane
             # columns x with 0 <= x*sw + px - pw0 < W
@@ -294,16 +339,15 @@ cdef void _build_src(const float* xn, float* src, int64_t C, int64_t H, int64_t 
                 x1 = (W - 1 - px + pw0) // sw + 1
             if x1 > Wq:
                 x1 = Wq
+            if x1 <= x0:
+                continue
             for c in range(C):
-                for y in range(Hq):
+                for y in range(y0, y1):
                     yy = y * sh + py - ph0
-                    if yy < 0 or yy >= H:
-                        continue
                     row = src + base + c * plane + y * Wq
                     xrow = xn + (c * H + yy) * W
                     if sw == 1:
-                        if x1 > x0:
-                            memcpy(row + x0, xrow + x0 + px - pw0, (x1 - x0) * sizeof(float))
+                        memcpy(row + x0, xrow + x0 + px - pw0, (x1 - x0) * sizeof(float))
                     else:
                         for x in range(x0, x1):
                             row[x] = xrow[x * sw + px - pw0]
@@ -621,6 +665,7 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
     cdef int64_t Lmax = Lmax_
     cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
     cdef float* dxp = <float*>cnp.PyArray_DATA(dx)
+    cdef int s2 = _S2_MODE
     cdef int nt = 1
     if N > 1 and N * O * Cg * kh * kw * OH * OW >= 200000:
         nt = num_threads()
@@ -631,9 +676,13 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
     cdef const float* trow
     cdef int simd = _SIMD
     gsrc = tmp = NULL
+    # stride 2 along the rows: the two column phases of a dx row are kept (tmp holds every
+    # phase) and written back interleaved, with full-width stores
+    cdef bint pairs = sw == 2 and s2 >= 0 and W >= 2
+    cdef int64_t tstride = C * Lmax + 16 if pairs else 0
     with nogil, parallel(num_threads=nt):
         gsrc = <float*>malloc(glen * sizeof(float))
-        tmp = <float*>malloc((C * Lmax + 1) * sizeof(float))
+        tmp = <float*>malloc((C * Lmax + 1 + nph * tstride) * sizeof(float))
         for n in prange(N, schedule="static"):
             memset(gsrc, 0, glen * sizeof(float))
             for o in range(O):
@@ -651,7 +700,15 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
                 for gi in range(G):
                     k = ph * G + gi
                     emb_og(simd, A + tsp[k] * Cg, <int>ntp[k], <int>Cg, gsrc, off + tsp[k],
-                           tmp + gi * Cg * Lph, Lph, Lph)
+                           tmp + ph * tstride + gi * Cg * Lph, Lph, Lph)
+                if pairs:
+                    if pxx == 1:   # both column phases of rows pyy + y*sh are in tmp
+                        for c in range(C):
+                            emb_interleave_rows(simd, dxp + ((n * C + c) * H + pyy) * W,
+                                                sh * W, tmp + (ph - 1) * tstride + c * Lph,
+                                                tmp + ph * tstride + c * Lph, WG, Hph_,
+                                                gep[4 * ph - 1], Wph_)
+                    continue
                 for c in range(C):
                     for y in range(Hph_):
                         drow = dxp + ((n * C + c) * H + y * sh + pyy) * W + pxx

@@ -351,6 +351,106 @@ EMB_T512 static void emb_pixel_major_avx512(const float* g, int64_t O, int64_t P
     }
 }
 
+/* Stride-2 row moves (the phase split of a stride-2 convolution):
+ *   emb_even_rows: dst[y*dp + x] = src[y*sp + 2*x] for x < n (one input phase row), 16
+ *                  outputs per step from two masked loads and one even-lane permute;
+ *   emb_spread_rows: dst[y*dp + 2*x] = src[y*sp + x] for x < n (one input-gradient phase
+ *                  row written back at stride 2), 8 values per masked store of the
+ *                  even lanes.
+ * Only the 2*n - 1 source floats (emb_even_rows) / destination floats (emb_spread_rows)
+ * a row needs are touched. */
+EMB_AI __mmask16 emb_mask16(int64_t k) {
+    return (__mmask16)(k >= 16 ? 0xFFFF : (k <= 0 ? 0 : ((1u << k) - 1)));
+}
+
+EMB_T512 static void emb_even_rows_avx512(float* dst, int64_t dp, const float* src, int64_t sp,
+                                          int64_t rows, int64_t n) {
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                         28, 30);
+    for (int64_t y = 0; y < rows; y++) {
+        const float* s = src + y * sp;
+        float* d = dst + y * dp;
+        for (int64_t x = 0; x < n; x += 16) {
+            int64_t m = n - x < 16 ? n - x : 16;      /* outputs; 2m - 1 inputs */
+            __m512 lo = _mm512_maskz_loadu_ps(emb_mask16(2 * m - 1), s + 2 * x);
+            __m512 hi = _mm512_maskz_loadu_ps(emb_mask16(2 * m - 17), s + 2 * x + 16);
+            _mm512_mask_storeu_ps(d + x, emb_mask16(m), _mm512_permutex2var_ps(lo, ev, hi));
+        }
+    }
+}
+
+EMB_T512 static void emb_spread_rows_avx512(float* dst, int64_t dp, const float* src,
+                                            int64_t sp, int64_t rows, int64_t n) {
+    const __m512i lo_i = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    const __m512i hi_i = _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14,
+                                           14, 15, 15);
+    for (int64_t y = 0; y < rows; y++) {
+        const float* s = src + y * sp;
+        float* d = dst + y * dp;
+        for (int64_t x = 0; x < n; x += 16) {
+            int64_t m = n - x < 16 ? n - x : 16;      /* values; 2m - 1 destination floats */
+            __m512 v = _mm512_maskz_loadu_ps(emb_mask16(m), s + x);
+            __mmask16 e0 = (__mmask16)(emb_mask16(2 * m - 1) & 0x5555);
+            __mmask16 e1 = (__mmask16)(emb_mask16(2 * m - 17) & 0x5555);
+            _mm512_mask_storeu_ps(d + 2 * x, e0, _mm512_permutexvar_ps(lo_i, v));
+            if (e1)
+                _mm512_mask_storeu_ps(d + 2 * x + 16, e1, _mm512_permutexvar_ps(hi_i, v));
+        }
+    }
+}
+
+/* The two-phase forms (stride 2 along the row, both column phases in one pass):
+ *   emb_split_rows: dE[y*dp + u] = src[y*sp + 2*u] (u < nE), dO[y*dp + u] =
+ *                   src[y*sp + 2*u + 1] (u < nO): one input row into its two phase rows,
+ *                   two loads and two permutes per 32 floats;
+ *   emb_interleave_rows: dst[y*dp + 2*x] = A[y*ap + x] (x < nA), dst[y*dp + 2*x + 1] =
+ *                   B[y*ap + x] (x < nB), nB == nA or nA - 1: two phase rows of an input
+ *                   gradient back into one dx row with full stores. */
+EMB_T512 static void emb_split_rows_avx512(float* dE, float* dO, int64_t dp, const float* src,
+                                           int64_t sp, int64_t rows, int64_t nE, int64_t nO) {
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                         28, 30);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
+                                         29, 31);
+    int64_t nin = 2 * nE - 1 > 2 * nO ? 2 * nE - 1 : 2 * nO;     /* source floats read */
+    int64_t n = nE > nO ? nE : nO;
+    for (int64_t y = 0; y < rows; y++) {
+        const float* s = src + y * sp;
+        float* e = dE + y * dp;
+        float* o = dO + y * dp;
+        for (int64_t u = 0; u < n; u += 16) {
+            __m512 lo = _mm512_maskz_loadu_ps(emb_mask16(nin - 2 * u), s + 2 * u);
+            __m512 hi = _mm512_maskz_loadu_ps(emb_mask16(nin - 2 * u - 16), s + 2 * u + 16);
+            _mm512_mask_storeu_ps(e + u, emb_mask16(nE - u), _mm512_permutex2var_ps(lo, ev, hi));
+            _mm512_mask_storeu_ps(o + u, emb_mask16(nO - u), _mm512_permutex2var_ps(lo, od, hi));
+        }
+    }
+}
+
+EMB_T512 static void emb_interleave_rows_avx512(float* dst, int64_t dp, const float* A,
+                                                const float* B, int64_t ap, int64_t rows,
+                                                int64_t nA, int64_t nB) {
+    const __m512i lo_i = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22,
+                                           7, 23);
+    const __m512i hi_i = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                           30, 15, 31);
+    int64_t nout = nA + nB;
+    for (int64_t y = 0; y < rows; y++) {
+        const float* a = A + y * ap;
+        const float* b = B + y * ap;
+        float* d = dst + y * dp;
+        for (int64_t x = 0; x < nA; x += 16) {
+            __m512 va = _mm512_maskz_loadu_ps(emb_mask16(nA - x), a + x);
+            __m512 vb = _mm512_maskz_loadu_ps(emb_mask16(nB - x), b + x);
+            _mm512_mask_storeu_ps(d + 2 * x, emb_mask16(nout - 2 * x),
+                                  _mm512_permutex2var_ps(va, lo_i, vb));
+            if (nout - 2 * x > 16)
+                _mm512_mask_storeu_ps(d + 2 * x + 16, emb_mask16(nout - 2 * x - 16),
+                                      _mm512_permutex2var_ps(va, hi_i, vb));
+        }
+    }
+}
+
 /* rows x cols floats from src (row pitch sp) to dst (row pitch dp), 16 lanes at a time
  * (masked at a row's end): short rows without a call to memcpy per row. */
 EMB_T512 static void emb_copy_rows_avx512(float* dst, int64_t dp, const float* src, int64_t sp,
@@ -511,6 +611,50 @@ static inline void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, in
     if (simd) { emb_odot_avx512(G, gr, gn, R, src, sn, off, T, Lr, NB, dW, ldw); return; }
 #endif
     emb_odot_c(G, gr, gn, R, src, sn, off, T, Lr, NB, dW, ldw);
+}
+
+static inline void emb_even_rows(int simd, float* dst, int64_t dp, const float* src,
+                                 int64_t sp, int64_t rows, int64_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_even_rows_avx512(dst, dp, src, sp, rows, n); return; }
+#endif
+    for (int64_t y = 0; y < rows; y++)
+        for (int64_t x = 0; x < n; x++)
+            dst[y * dp + x] = src[y * sp + 2 * x];
+}
+
+static inline void emb_spread_rows(int simd, float* dst, int64_t dp, const float* src,
+                                   int64_t sp, int64_t rows, int64_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_spread_rows_avx512(dst, dp, src, sp, rows, n); return; }
+#endif
+    for (int64_t y = 0; y < rows; y++)
+        for (int64_t x = 0; x < n; x++)
+            dst[y * dp + 2 * x] = src[y * sp + x];
+}
+
+static inline void emb_split_rows(int simd, float* dE, float* dO, int64_t dp,
+                                  const float* src, int64_t sp, int64_t rows, int64_t nE,
+                                  int64_t nO) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_split_rows_avx512(dE, dO, dp, src, sp, rows, nE, nO); return; }
+#endif
+    for (int64_t y = 0; y < rows; y++) {
+        for (int64_t u = 0; u < nE; u++) dE[y * dp + u] = src[y * sp + 2 * u];
+        for (int64_t u = 0; u < nO; u++) dO[y * dp + u] = src[y * sp + 2 * u + 1];
+    }
+}
+
+static inline void emb_interleave_rows(int simd, float* dst, int64_t dp, const float* A,
+                                       const float* B, int64_t ap, int64_t rows, int64_t nA,
+                                       int64_t nB) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_interleave_rows_avx512(dst, dp, A, B, ap, rows, nA, nB); return; }
+#endif
+    for (int64_t y = 0; y < rows; y++) {
+        for (int64_t x = 0; x < nA; x++) dst[y * dp + 2 * x] = A[y * ap + x];
+        for (int64_t x = 0; x < nB; x++) dst[y * dp + 2 * x + 1] = B[y * ap + x];
+    }
 }
 
 static inline void emb_copy_rows(int simd, float* dst, int64_t dp, const float* src,
