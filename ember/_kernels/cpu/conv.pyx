@@ -229,13 +229,14 @@ cdef extern from "conv_simd.h" nogil:
     void emb_split_rows(int simd, float* dE, float* dO, int64_t dp, const float* src,
                         int64_t sp, int64_t rows, int64_t nE, int64_t nO)
     void emb_interleave_rows(int simd, float* dst, int64_t dp, const float* A, const float* B,
-                             int64_t ap, int64_t rows, int64_t nA, int64_t nB)
+                             int64_t ap, int64_t bp, int64_t rows, int64_t nA, int64_t nB)
     void emb_copy_rows_bias(int simd, float* dst, int64_t dp, const float* src, int64_t sp,
                             int64_t rows, int64_t cols, float bias, int relu)
     void emb_ogc(int simd, const float* A, int T, int R, const float* src, const int64_t* off,
                  float* out, int64_t OH, int64_t OW, int64_t Wq, const float* bias, int relu)
     void emb_odc(int simd, const float* gT, int64_t gn, int R, const float* src, int64_t sn,
-                 const int64_t* roff, int Tr, int KW, int NB, int64_t OH, int64_t OW,
+                 const int64_t* roff, const int64_t* jo, int Tr, int KW, int NB, int64_t OH,
+                 int64_t OW,
                  int64_t Wq, float* dW, int64_t ldw)
     void emb_pixel_major(int simd, const float* g, int64_t O, int64_t P, float* dst)
     void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R, const float* src,
@@ -279,6 +280,29 @@ cpdef bint _chan_pays(int64_t O, int64_t G, int64_t OW, int64_t Wq):
     of 14; not ResNet's same-padded 3x3, 32 of 33)."""
     return _SIMD != 0 and _CHAN_MODE == 0 and G == 1 and O % 16 == 0 and O > 0 and \
         4 * OW < 3 * Wq
+
+
+cdef bint _S2_CHAN = True
+
+
+def _set_s2_chan(bint on):
+    """Switch the stride-2 forms over channels (``_s2_chan``) off / on (A/B, tests);
+    returns the previous setting."""
+    global _S2_CHAN
+    old = _S2_CHAN
+    _S2_CHAN = on
+    return old
+
+
+cpdef bint _s2_chan(int64_t R, int64_t G, int64_t sw, int64_t OH, int64_t OW, int64_t Wq):
+    """Whether a stride-2 (along the rows) convolution runs over channels (16 per zmm, only
+    the OH x OW real outputs) rather than over pixels (OH*Wq lanes, rounded up to 16): one
+    group of a multiple of 16 channels (R: output channels for the forward and the weight
+    gradient, input channels for the input gradient) where under 0.9 of the pixel form's
+    lanes are outputs (ResNet-20 stage 3, 8x8 of 9-wide rows: 64 of 80; not stage 2, 256 of
+    272, measured slower there)."""
+    return _SIMD != 0 and _S2_MODE >= 0 and _S2_CHAN and sw == 2 and G == 1 and \
+        R % 16 == 0 and R > 0 and OH * OW * 10 < 9 * _cdiv(OH * Wq, 16) * 16
 
 
 def fast_available():
@@ -419,7 +443,7 @@ def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, 
         bias = <const float*>cnp.PyArray_DATA(bias_arr)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
     cdef float* op = <float*>cnp.PyArray_DATA(out)
-    cdef bint chan = _chan_pays(O, G, OW, Wq)
+    cdef bint chan = _chan_pays(O, G, OW, Wq) or _s2_chan(O, G, sw, OH, OW, Wq)
     cdef bint direct = Wq == OW and not chan
     cdef int nt = 1
     if N > 1 and N * O * Tg * L >= 200000:
@@ -487,12 +511,16 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     cdef int64_t Hq = Hq_, Wq = Wq_, slen = slen_, L = OH * Wq
     cdef int64_t Lr = _cdiv(L, 16) * 16
     # over output channels (emb_odc: only the real outputs, the gradient pixel-major) where
-    # the forward takes that form too and the geometry is one emb_odc handles
+    # the forward takes that form too and the geometry is one emb_odc handles, and for the
+    # stride-2 weight gradients of 16k output channels (ResNet's downsampling 3x3: the
+    # pixel form computes OH*Wq lanes rounded up to 16, 80 for 64 outputs at 8x8)
     cdef bint chan = (_chan_pays(O, G, OW, Wq) and sh == 1 and sw == 1 and dw == 1 and
-                      kw in (3, 5))
+                      kw in (3, 5)) or (kw in (3, 5) and _s2_chan(O, G, sw, OH, OW, Wq))
     cdef int64_t glen = O * OH * OW if chan else O * Lr
     roff_arr = _np.ascontiguousarray(off_arr[::kw]) if chan else off_arr
+    jo_arr = _np.ascontiguousarray(off_arr[:kw] - off_arr[0])
     cdef const int64_t* roff = <const int64_t*>cnp.PyArray_DATA(roff_arr)
+    cdef const int64_t* jo = <const int64_t*>cnp.PyArray_DATA(jo_arr)
     cdef int64_t P = OH * OW
     cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(off_arr)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
@@ -549,7 +577,7 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
                         emb_copy_rows(simd, gbuf + j * glen + o * Lr, Wq,
                                       gp + (n * O + o) * OH * OW, OW, OH, OW)
             if chan:
-                emb_odc(simd, gbuf, glen, <int>O, srcs, slen, roff, <int>(Tg // kw), <int>kw,
+                emb_odc(simd, gbuf, glen, <int>O, srcs, slen, roff, jo, <int>(Tg // kw), <int>kw,
                         <int>nb, OH, OW, Wq, mine, Tg)
             else:
                 for g in range(G):
@@ -680,6 +708,9 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
     # phase) and written back interleaved, with full-width stores
     cdef bint pairs = sw == 2 and s2 >= 0 and W >= 2
     cdef int64_t tstride = C * Lmax + 16 if pairs else 0
+    # ... and over input channels (emb_ogc, the phases written compact) where that pays
+    cdef bint dchan = pairs and _s2_chan(C, G, sw, geo_arr[0, 2], geo_arr[0, 3], WG)
+    cdef int64_t pa, pb
     with nogil, parallel(num_threads=nt):
         gsrc = <float*>malloc(glen * sizeof(float))
         tmp = <float*>malloc((C * Lmax + 1 + nph * tstride) * sizeof(float))
@@ -697,17 +728,23 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
                 if Hph_ == 0 or Wph_ == 0:
                     continue
                 Lph = Hph_ * WG
-                for gi in range(G):
-                    k = ph * G + gi
-                    emb_og(simd, A + tsp[k] * Cg, <int>ntp[k], <int>Cg, gsrc, off + tsp[k],
-                           tmp + ph * tstride + gi * Cg * Lph, Lph, Lph)
+                if dchan:          # one group; the phase as compact (C, Hph, Wph) planes
+                    emb_ogc(simd, A + tsp[ph] * Cg, <int>ntp[ph], <int>Cg, gsrc, off + tsp[ph],
+                            tmp + ph * tstride, Hph_, Wph_, WG, NULL, 0)
+                else:
+                    for gi in range(G):
+                        k = ph * G + gi
+                        emb_og(simd, A + tsp[k] * Cg, <int>ntp[k], <int>Cg, gsrc, off + tsp[k],
+                               tmp + ph * tstride + gi * Cg * Lph, Lph, Lph)
                 if pairs:
                     if pxx == 1:   # both column phases of rows pyy + y*sh are in tmp
+                        pa = gep[4 * ph - 1] if dchan else WG     # row pitches
+                        pb = Wph_ if dchan else WG
                         for c in range(C):
                             emb_interleave_rows(simd, dxp + ((n * C + c) * H + pyy) * W,
-                                                sh * W, tmp + (ph - 1) * tstride + c * Lph,
-                                                tmp + ph * tstride + c * Lph, WG, Hph_,
-                                                gep[4 * ph - 1], Wph_)
+                                                sh * W, tmp + (ph - 1) * tstride + c * Hph_ * pa,
+                                                tmp + ph * tstride + c * Hph_ * pb, pa, pb,
+                                                Hph_, gep[4 * ph - 1], Wph_)
                     continue
                 for c in range(C):
                     for y in range(Hph_):

@@ -269,20 +269,25 @@ EMB_T512 static void emb_ogc_avx512(const float* A, int T, int R, const float* s
 }
 
 /* ---------------------------------------------------------------- emb_odc
- * The weight gradient vectorised over output channels (stride 1, dilation 1 along the
- * rows, kernel width 3 or 5): dW[o*ldw + k*KW + j] += sum_n sum_(oy,ox)
- * gT[n*gn + (oy*OW + ox)*R + o] * src[n*sn + roff[k] + oy*Wq + ox + j], with gT the
- * gradient pixel-major (R channels per pixel, R a multiple of 16) and roff[k] the source
- * offset of tap row k (channel c, kernel row i).  Only the real OH x OW outputs are
+ * The weight gradient vectorised over output channels (kernel width 3 or 5):
+ * dW[o*ldw + k*KW + j] += sum_n sum_(oy,ox)
+ * gT[n*gn + (oy*OW + ox)*R + o] * src[n*sn + roff[k] + jo[j] + oy*Wq + ox], with gT the
+ * gradient pixel-major (R channels per pixel, R a multiple of 16), roff[k] the source
+ * offset of tap row k (channel c, kernel row i) and jo[j] tap j's offset within the row
+ * (j at stride 1; at stride 2 the two column phases: 0, the phase distance, 1).  Only the real OH x OW outputs are
  * visited (emb_odot runs over every pitch column); a tile keeps KB tap rows x KW taps of
  * 16-channel partial sums, per pixel one gradient load and KB*KW FMAs with a broadcast
  * source value. */
 
 EMB_AI void emb_odc_tile(const float* gT, int64_t gn, int64_t R, const float* src, int64_t sn,
-                         const int64_t* roff, int NB, int64_t OH, int64_t OW, int64_t Wq,
-                         float* dW, int64_t ldw, const int KB, const int KW)
+                         const int64_t* roff, const int64_t* jo, int NB, int64_t OH,
+                         int64_t OW, int64_t Wq, float* dW, int64_t ldw, const int KB,
+                         const int KW)
 {
     __m512 acc[8][5];
+    int64_t jv[5];
+    for (int j = 0; j < KW; j++)
+        jv[j] = jo[j];
     for (int k = 0; k < KB; k++)
         for (int j = 0; j < KW; j++)
             acc[k][j] = _mm512_setzero_ps();
@@ -295,7 +300,7 @@ EMB_AI void emb_odc_tile(const float* gT, int64_t gn, int64_t R, const float* sr
                 const float* sp = s + oy * Wq + ox;
                 for (int k = 0; k < KB; k++)
                     for (int j = 0; j < KW; j++)
-                        acc[k][j] = _mm512_fmadd_ps(_mm512_set1_ps(sp[roff[k] + j]), gv,
+                        acc[k][j] = _mm512_fmadd_ps(_mm512_set1_ps(sp[roff[k] + jv[j]]), gv,
                                                     acc[k][j]);
             }
     }
@@ -310,10 +315,11 @@ EMB_AI void emb_odc_tile(const float* gT, int64_t gn, int64_t R, const float* sr
 
 #define EMB_ODC_CASE(KB, KW)                                                               \
     case (KW) * 16 + (KB):                                                                 \
-        emb_odc_tile(g, gn, R, src, sn, ro, NB, OH, OW, Wq, d, ldw, KB, KW); break;
+        emb_odc_tile(g, gn, R, src, sn, ro, jo, NB, OH, OW, Wq, d, ldw, KB, KW); break;
 
 EMB_T512 static void emb_odc_avx512(const float* gT, int64_t gn, int R, const float* src,
-                                    int64_t sn, const int64_t* roff, int Tr, int KW, int NB,
+                                    int64_t sn, const int64_t* roff, const int64_t* jo,
+                                    int Tr, int KW, int NB,
                                     int64_t OH, int64_t OW, int64_t Wq, float* dW,
                                     int64_t ldw) {
     int KBM = KW == 3 ? 8 : 4;
@@ -404,7 +410,7 @@ EMB_T512 static void emb_spread_rows_avx512(float* dst, int64_t dp, const float*
  *                   src[y*sp + 2*u + 1] (u < nO): one input row into its two phase rows,
  *                   two loads and two permutes per 32 floats;
  *   emb_interleave_rows: dst[y*dp + 2*x] = A[y*ap + x] (x < nA), dst[y*dp + 2*x + 1] =
- *                   B[y*ap + x] (x < nB), nB == nA or nA - 1: two phase rows of an input
+ *                   B[y*bp + x] (x < nB), nB == nA or nA - 1: two phase rows of an input
  *                   gradient back into one dx row with full stores. */
 EMB_T512 static void emb_split_rows_avx512(float* dE, float* dO, int64_t dp, const float* src,
                                            int64_t sp, int64_t rows, int64_t nE, int64_t nO) {
@@ -428,8 +434,8 @@ EMB_T512 static void emb_split_rows_avx512(float* dE, float* dO, int64_t dp, con
 }
 
 EMB_T512 static void emb_interleave_rows_avx512(float* dst, int64_t dp, const float* A,
-                                                const float* B, int64_t ap, int64_t rows,
-                                                int64_t nA, int64_t nB) {
+                                                const float* B, int64_t ap, int64_t bp,
+                                                int64_t rows, int64_t nA, int64_t nB) {
     const __m512i lo_i = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22,
                                            7, 23);
     const __m512i hi_i = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
@@ -437,7 +443,7 @@ EMB_T512 static void emb_interleave_rows_avx512(float* dst, int64_t dp, const fl
     int64_t nout = nA + nB;
     for (int64_t y = 0; y < rows; y++) {
         const float* a = A + y * ap;
-        const float* b = B + y * ap;
+        const float* b = B + y * bp;
         float* d = dst + y * dp;
         for (int64_t x = 0; x < nA; x += 16) {
             __m512 va = _mm512_maskz_loadu_ps(emb_mask16(nA - x), a + x);
@@ -573,12 +579,13 @@ static inline void emb_ogc(int simd, const float* A, int T, int R, const float* 
 }
 
 /* emb_odc: the weight gradient over output channels (see emb_odc_avx512; roff[k] for the
- * Tr tap rows, taps k*KW + j, KW 3 or 5, R a multiple of 16). */
+ * Tr tap rows, taps k*KW + j at roff[k] + jo[j], KW 3 or 5, R a multiple of 16). */
 static inline void emb_odc(int simd, const float* gT, int64_t gn, int R, const float* src,
-                           int64_t sn, const int64_t* roff, int Tr, int KW, int NB, int64_t OH,
-                           int64_t OW, int64_t Wq, float* dW, int64_t ldw) {
+                           int64_t sn, const int64_t* roff, const int64_t* jo, int Tr, int KW,
+                           int NB, int64_t OH, int64_t OW, int64_t Wq, float* dW,
+                           int64_t ldw) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (simd) { emb_odc_avx512(gT, gn, R, src, sn, roff, Tr, KW, NB, OH, OW, Wq, dW, ldw);
+    if (simd) { emb_odc_avx512(gT, gn, R, src, sn, roff, jo, Tr, KW, NB, OH, OW, Wq, dW, ldw);
                 return; }
 #endif
     for (int o = 0; o < R; o++)
@@ -589,7 +596,7 @@ static inline void emb_odc(int simd, const float* gT, int64_t gn, int R, const f
                     for (int64_t oy = 0; oy < OH; oy++)
                         for (int64_t ox = 0; ox < OW; ox++)
                             acc += gT[n * gn + (oy * OW + ox) * R + o] *
-                                   src[n * sn + roff[k] + oy * Wq + ox + j];
+                                   src[n * sn + roff[k] + oy * Wq + ox + jo[j]];
                 dW[(int64_t)o * ldw + k * KW + j] += acc;
             }
 }
@@ -646,14 +653,14 @@ static inline void emb_split_rows(int simd, float* dE, float* dO, int64_t dp,
 }
 
 static inline void emb_interleave_rows(int simd, float* dst, int64_t dp, const float* A,
-                                       const float* B, int64_t ap, int64_t rows, int64_t nA,
-                                       int64_t nB) {
+                                       const float* B, int64_t ap, int64_t bp, int64_t rows,
+                                       int64_t nA, int64_t nB) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (simd) { emb_interleave_rows_avx512(dst, dp, A, B, ap, rows, nA, nB); return; }
+    if (simd) { emb_interleave_rows_avx512(dst, dp, A, B, ap, bp, rows, nA, nB); return; }
 #endif
     for (int64_t y = 0; y < rows; y++) {
         for (int64_t x = 0; x < nA; x++) dst[y * dp + 2 * x] = A[y * ap + x];
-        for (int64_t x = 0; x < nB; x++) dst[y * dp + 2 * x + 1] = B[y * ap + x];
+        for (int64_t x = 0; x < nB; x++) dst[y * dp + 2 * x + 1] = B[y * bp + x];
     }
 }
 
