@@ -518,7 +518,9 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
                       kw in (3, 5)) or (kw in (3, 5) and _s2_chan(O, G, sw, OH, OW, Wq))
     cdef int64_t glen = O * OH * OW if chan else O * Lr
     roff_arr = _np.ascontiguousarray(off_arr[::kw]) if chan else off_arr
-    jo_arr = _np.ascontiguousarray(off_arr[:kw] - off_arr[0])
+    # tap j's offset within a tap row (the same for every channel and kernel row)
+    jo_arr = _np.ascontiguousarray(off_arr[:kw] - off_arr[0]) if off_arr.size >= kw else \
+        _np.zeros(kw, _np.int64)
     cdef const int64_t* roff = <const int64_t*>cnp.PyArray_DATA(roff_arr)
     cdef const int64_t* jo = <const int64_t*>cnp.PyArray_DATA(jo_arr)
     cdef int64_t P = OH * OW

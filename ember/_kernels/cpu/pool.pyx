@@ -28,8 +28,6 @@ cdef extern from "pool_simd.h" nogil:
     int emb_pool_has_avx512()
     void emb_maxpool_k2_f32(int simd, const float* xp, float* op, int64_t* ip, int W, int OH,
                             int OW)
-    int emb_maxpool_k2_bwd_f32(int simd, const float* g, const int64_t* idx, float* dx, int H,
-                               int W, int OH, int OW)
 
 ctypedef fused real:
     float
@@ -45,20 +43,6 @@ def _set_pool_simd(int on):
     global _POOL_SIMD
     old = _POOL_SIMD
     _POOL_SIMD = on and emb_pool_has_avx512()
-    return old
-
-
-# The 2x2 / stride-2 max pooling backward written window by window (AVX-512) rather than
-# zeroing + scattering; 0 switches it off (A/B measurements, tests).
-cdef bint _K2_BWD = True
-
-
-def _set_k2_backward(bint on):
-    """Switch the window-by-window 2x2 max pooling backward off (False) or on (True);
-    returns the previous setting."""
-    global _K2_BWD
-    old = _K2_BWD
-    _K2_BWD = on
     return old
 
 
@@ -197,33 +181,27 @@ cdef void _adaptive_max_fwd(const real* x, real* out, int64_t* idx, Py_ssize_t P
             _adaptive_max_plane(x + p * plane, out + p * oplane, idx + p * oplane, H, W, OH, OW)
 
 
-cdef void _scatter_plane(const real* g, const int64_t* idx, real* d, Py_ssize_t L,
-                         Py_ssize_t plane, int H, int W, int OH, int OW, bint k2) noexcept nogil:
-    """d = zeros, then d.flat[idx[l]] += g[l]; for float32 with k2 (H >= 2*OH, W >= 2*OW)
-    first as the 2x2 / stride-2 max pooling backward, which writes each window's four
-    pixels directly and declines (0) if an index is outside its window."""
-    cdef Py_ssize_t l
+cdef void _scatter(const real* g, const int64_t* idx, real* dx, Py_ssize_t P, Py_ssize_t L,
+                   Py_ssize_t plane, bint par) noexcept nogil:
+    cdef Py_ssize_t p, l
     cdef int64_t k
-    if real is float:
-        if k2 and emb_maxpool_k2_bwd_f32(_POOL_SIMD, g, idx, d, H, W, OH, OW):
-            return
-    memset(d, 0, plane * sizeof(real))
-    for l in range(L):
-        k = idx[l]
-        if 0 <= k < plane:
-            d[k] += g[l]
-
-
-cdef void _scatter(const real* g, const int64_t* idx, real* dx, Py_ssize_t P, int H, int W,
-                   int OH, int OW, bint par) noexcept nogil:
-    cdef Py_ssize_t p, L = <Py_ssize_t>OH * OW, plane = <Py_ssize_t>H * W
-    cdef bint k2 = _K2_BWD and 2 * OH <= H and 2 * OW <= W and OW > 0
+    cdef real* d
     if par:
         for p in prange(P, schedule="static", num_threads=num_threads()):
-            _scatter_plane(g + p * L, idx + p * L, dx + p * plane, L, plane, H, W, OH, OW, k2)
+            d = dx + p * plane
+            memset(d, 0, plane * sizeof(real))
+            for l in range(L):
+                k = idx[p * L + l]
+                if 0 <= k < plane:
+                    d[k] += g[p * L + l]
     else:
         for p in range(P):
-            _scatter_plane(g + p * L, idx + p * L, dx + p * plane, L, plane, H, W, OH, OW, k2)
+            d = dx + p * plane
+            memset(d, 0, plane * sizeof(real))
+            for l in range(L):
+                k = idx[p * L + l]
+                if 0 <= k < plane:
+                    d[k] += g[p * L + l]
 
 
 cdef void _gather(const real* src, const int64_t* idx, real* out, Py_ssize_t P, Py_ssize_t L,
@@ -420,19 +398,18 @@ def index_scatter(cnp.ndarray g not None, cnp.ndarray idx not None, cnp.ndarray 
     """dx (P, H, W) = zeros, then dx[p].flat[idx[p, l]] += g[p, l] (g, idx: (P, ..., ...))."""
     t = _real_type("max_pool backward", g, dx)
     _check_idx("max_pool backward", idx, g)
-    cdef Py_ssize_t P = g.shape[0]
-    cdef int OH = <int>g.shape[1], OW = <int>g.shape[2], H = <int>dx.shape[1]
-    cdef int W = <int>dx.shape[2]
+    cdef Py_ssize_t P = g.shape[0], L = g.shape[1] * g.shape[2]
+    cdef Py_ssize_t plane = dx.shape[1] * dx.shape[2]
     cdef bint par = _par(P, cnp.PyArray_SIZE(g) + cnp.PyArray_SIZE(dx))
     cdef const int64_t* ip = <const int64_t*>cnp.PyArray_DATA(idx)
     if t == cnp.NPY_FLOAT:
         with nogil:
-            _scatter(<const float*>cnp.PyArray_DATA(g), ip, <float*>cnp.PyArray_DATA(dx), P, H,
-                     W, OH, OW, par)
+            _scatter(<const float*>cnp.PyArray_DATA(g), ip, <float*>cnp.PyArray_DATA(dx), P, L,
+                     plane, par)
     else:
         with nogil:
-            _scatter(<const double*>cnp.PyArray_DATA(g), ip, <double*>cnp.PyArray_DATA(dx), P, H,
-                     W, OH, OW, par)
+            _scatter(<const double*>cnp.PyArray_DATA(g), ip, <double*>cnp.PyArray_DATA(dx), P, L,
+                     plane, par)
 
 
 def index_gather(cnp.ndarray src not None, cnp.ndarray idx not None, cnp.ndarray out not None):

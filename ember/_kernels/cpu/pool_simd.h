@@ -72,71 +72,6 @@ static void emb_maxpool_k2_f32_avx512(const float* xp, float* op, int64_t* ip, i
     }
 }
 
-/* The backward of a 2x2 / stride-2 max pooling of one float32 plane, from the output
- * gradient g (OH x OW) and the flat indices idx the forward recorded: dx (H x W, H >= 2*OH,
- * W >= 2*OW) gets 0 + g at each window's recorded position and 0 elsewhere (the rows and
- * columns past the last window too), 16 windows per step written as two full rows of 32
- * floats, so no zeroing pass and no scalar scatter.  It is the scatter
- * dx = 0; dx[idx] += g exactly (0 + g also turns -0 into +0, as the scatter's add does)
- * when every index lies in its own window; where one does not (indices from elsewhere),
- * it returns 0 and the caller scatters the plane instead. */
-__attribute__((target("avx512f")))
-static int emb_maxpool_k2_bwd_f32_avx512(const float* g, const int64_t* idx, float* dx, int H,
-                                         int W, int OH, int OW) {
-    const __m512i lo_i = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22,
-                                           7, 23);
-    const __m512i hi_i = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
-                                           30, 15, 31);
-    const __m512i lane2 = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m512i one = _mm512_set1_epi64(1), wv = _mm512_set1_epi64(W),
-                  wv1 = _mm512_set1_epi64((int64_t)W + 1);
-    const __m512 z = _mm512_setzero_ps();
-    for (int oy = 0; oy < OH; oy++) {
-        float* d0 = dx + (int64_t)(2 * oy) * W;
-        float* d1 = d0 + W;
-        const float* gr = g + (int64_t)oy * OW;
-        const int64_t* ir = idx + (int64_t)oy * OW;
-        int64_t base = (int64_t)(2 * oy) * W;
-        for (int ox = 0; ox < OW; ox += 16) {
-            int n = OW - ox < 16 ? OW - ox : 16;
-            __mmask16 mo = (__mmask16)(n >= 16 ? 0xFFFF : ((1u << n) - 1));
-            __m512 gv = _mm512_maskz_loadu_ps(mo, gr + ox);
-            __m512i e0 = _mm512_add_epi64(_mm512_set1_epi64(base + 2 * ox), lane2);
-            __m512i e1 = _mm512_add_epi64(e0, _mm512_set1_epi64(16));
-            __m512i s0 = _mm512_sub_epi64(_mm512_maskz_loadu_epi64((__mmask8)(mo & 0xFF), ir + ox), e0);
-            __m512i s1 = _mm512_sub_epi64(_mm512_maskz_loadu_epi64((__mmask8)(mo >> 8), ir + ox + 8), e1);
-            __mmask16 ka = (__mmask16)(_mm512_cmpeq_epi64_mask(s0, _mm512_setzero_si512()) |
-                                       (_mm512_cmpeq_epi64_mask(s1, _mm512_setzero_si512()) << 8));
-            __mmask16 kb = (__mmask16)(_mm512_cmpeq_epi64_mask(s0, one) |
-                                       (_mm512_cmpeq_epi64_mask(s1, one) << 8));
-            __mmask16 kc = (__mmask16)(_mm512_cmpeq_epi64_mask(s0, wv) |
-                                       (_mm512_cmpeq_epi64_mask(s1, wv) << 8));
-            __mmask16 kd = (__mmask16)(_mm512_cmpeq_epi64_mask(s0, wv1) |
-                                       (_mm512_cmpeq_epi64_mask(s1, wv1) << 8));
-            if ((__mmask16)((ka | kb | kc | kd) & mo) != mo)
-                return 0;
-            __m512 a = _mm512_add_ps(_mm512_maskz_mov_ps(ka, gv), z);
-            __m512 b = _mm512_add_ps(_mm512_maskz_mov_ps(kb, gv), z);
-            __m512 c = _mm512_add_ps(_mm512_maskz_mov_ps(kc, gv), z);
-            __m512 d = _mm512_add_ps(_mm512_maskz_mov_ps(kd, gv), z);
-            int m2 = 2 * n;
-            __mmask16 ml = (__mmask16)(m2 >= 16 ? 0xFFFF : ((1u << m2) - 1));
-            __mmask16 mh = (__mmask16)(m2 <= 16 ? 0 : (m2 >= 32 ? 0xFFFF : ((1u << (m2 - 16)) - 1)));
-            _mm512_mask_storeu_ps(d0 + 2 * ox, ml, _mm512_permutex2var_ps(a, lo_i, b));
-            _mm512_mask_storeu_ps(d1 + 2 * ox, ml, _mm512_permutex2var_ps(c, lo_i, d));
-            if (mh) {
-                _mm512_mask_storeu_ps(d0 + 2 * ox + 16, mh, _mm512_permutex2var_ps(a, hi_i, b));
-                _mm512_mask_storeu_ps(d1 + 2 * ox + 16, mh, _mm512_permutex2var_ps(c, hi_i, d));
-            }
-        }
-        for (int x = 2 * OW; x < W; x++)
-            d0[x] = d1[x] = 0.0f;
-    }
-    for (int64_t k = (int64_t)(2 * OH) * W; k < (int64_t)H * W; k++)
-        dx[k] = 0.0f;
-    return 1;
-}
-
 static int emb_pool_has_avx512(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") != 0;
@@ -195,17 +130,6 @@ static void emb_maxpool_k2_f32(int simd, const float* xp, float* op, int64_t* ip
             ii[ox] = bi;
         }
     }
-}
-
-/* dx plane from a 2x2 / stride-2 max pooling's gradient (see the AVX-512 version); 0 where
- * it does not apply (no AVX-512, or an index outside its window): scatter instead. */
-static int emb_maxpool_k2_bwd_f32(int simd, const float* g, const int64_t* idx, float* dx,
-                                  int H, int W, int OH, int OW) {
-#ifdef EMB_POOL_AVX512
-    if (simd) return emb_maxpool_k2_bwd_f32_avx512(g, idx, dx, H, W, OH, OW);
-#endif
-    (void)simd; (void)g; (void)idx; (void)dx; (void)H; (void)W; (void)OH; (void)OW;
-    return 0;
 }
 
 #endif
