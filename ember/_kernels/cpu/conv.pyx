@@ -220,6 +220,7 @@ def col2im(cnp.ndarray col not None, cnp.ndarray x not None, int kh, int kw, int
 
 cdef extern from "conv_simd.h" nogil:
     int emb_conv_has_avx512()
+    int emb_od_six
     void emb_og(int simd, const float* A, int T, int R, const float* src, const int64_t* off,
                 float* out, int64_t ldo, int64_t L)
     void emb_og_acc(int simd, const float* A, int T, int R, const float* src,
@@ -303,6 +304,16 @@ cpdef bint _s2_chan(int64_t R, int64_t G, int64_t sw, int64_t OH, int64_t OW, in
     272, measured slower there)."""
     return _SIMD != 0 and _S2_MODE >= 0 and _S2_CHAN and sw == 2 and G == 1 and \
         R % 16 == 0 and R > 0 and OH * OW * 10 < 9 * _cdiv(OH * Wq, 16) * 16
+
+
+def _set_od_six(int on):
+    """Whether the weight-gradient kernel (emb_odot) uses 6 x 4 tiles for row counts in
+    sixes (1, default) or always 4 x 6 (0; A/B measurements and tests); returns the
+    previous setting."""
+    global emb_od_six
+    old = emb_od_six
+    emb_od_six = on
+    return old
 
 
 def fast_available():

@@ -14,7 +14,7 @@
  *             (weight gradient: dot products over output positions)
  *
  * emb_og keeps an 8 x 48 block of outputs in registers (24 zmm accumulators;
- * per tap 3 loads + 8 broadcasts for 24 FMAs); emb_odot a 4 x 6 block of
+ * per tap 3 loads + 8 broadcasts for 24 FMAs); emb_odot a 4 x 6 (or 6 x 4) block of
  * weight-gradient entries, each a 16-lane partial sum reduced at the end.
  * The caller guarantees that the source can be read (zero slack) up to 48
  * floats past off[t] + L, and for emb_odot that Lr is a multiple of 16 with
@@ -136,7 +136,7 @@ EMB_AI void emb_od_tile(const float* G, int64_t gr, int64_t gn, const float* src
                         const int64_t* off, int64_t Lr, int NB, float* dW, int64_t ldw,
                         const int RB, const int TB)
 {
-    __m512 acc[4][6];
+    __m512 acc[6][6];
     for (int r = 0; r < RB; r++)
         for (int t = 0; t < TB; t++)
             acc[r][t] = _mm512_setzero_ps();
@@ -167,6 +167,7 @@ EMB_T512 static void emb_od_block(const float* G, int64_t gr, int64_t gn, const 
                                   int64_t sn, const int64_t* off, int64_t Lr, int NB, float* dW,
                                   int64_t ldw, int rb, int tb) {
     switch (rb * 8 + tb) {
+    EMB_OD_CASE(6, 4) EMB_OD_CASE(6, 3) EMB_OD_CASE(6, 2) EMB_OD_CASE(6, 1)
     EMB_OD_CASE(4, 6) EMB_OD_CASE(4, 5) EMB_OD_CASE(4, 4) EMB_OD_CASE(4, 3)
     EMB_OD_CASE(4, 2) EMB_OD_CASE(4, 1)
     EMB_OD_CASE(3, 6) EMB_OD_CASE(3, 5) EMB_OD_CASE(3, 4) EMB_OD_CASE(3, 3)
@@ -179,13 +180,19 @@ EMB_T512 static void emb_od_block(const float* G, int64_t gr, int64_t gn, const 
     }
 }
 
+/* 0: always 4 x 6 tiles (A/B measurements; conv._set_od_six) */
+static int emb_od_six = 1;
+
 EMB_T512 static void emb_odot_avx512(const float* G, int64_t gr, int64_t gn, int R,
                                      const float* src, int64_t sn, const int64_t* off, int T,
                                      int64_t Lr, int NB, float* dW, int64_t ldw) {
-    for (int r0 = 0; r0 < R; r0 += 4) {
-        int rb = R - r0 < 4 ? R - r0 : 4;
-        for (int t0 = 0; t0 < T; t0 += 6) {
-            int tb = T - t0 < 6 ? T - t0 : 6;
+    /* 4 x 6 tiles; 6 x 4 where the rows come in sixes (LeNet's conv1, 6 channels: 4 + 2
+     * rows re-read every source vector twice, the 2-row pass with 8 loads per 12 FMAs) */
+    int RBM = (emb_od_six && R % 4 != 0 && R % 6 == 0) ? 6 : 4, TBM = RBM == 6 ? 4 : 6;
+    for (int r0 = 0; r0 < R; r0 += RBM) {
+        int rb = R - r0 < RBM ? R - r0 : RBM;
+        for (int t0 = 0; t0 < T; t0 += TBM) {
+            int tb = T - t0 < TBM ? T - t0 : TBM;
             emb_od_block(G + (int64_t)r0 * gr, gr, gn, src, sn, off + t0, Lr, NB,
                          dW + (int64_t)r0 * ldw + t0, ldw, rb, tb);
         }
