@@ -729,10 +729,9 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
         tmp = <float*>malloc((C * Lmax + 1 + nph * tstride) * sizeof(float))
         for n in prange(N, schedule="static"):
             memset(gsrc, 0, glen * sizeof(float))
-            for o in range(O):
-                for oy in range(OH):
-                    memcpy(gsrc + o * gplane + (oy + cPT) * WG + cPL,
-                           gp + ((n * O + o) * OH + oy) * OW, OW * sizeof(float))
+            for o in range(O):       # (one vector copy per plane, not a memcpy per row)
+                emb_copy_rows(simd, gsrc + o * gplane + cPT * WG + cPL, WG,
+                              gp + (n * O + o) * OH * OW, OW, OH, OW)
             for ph in range(nph):
                 pyy = gep[4 * ph]
                 pxx = gep[4 * ph + 1]
