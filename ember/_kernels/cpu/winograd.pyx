@@ -1,12 +1,15 @@
 # cython: language_level=3
-"""Winograd F(2x2, 3x3) for float32 3x3 stride-1 convolutions (kernels in winograd.h).
+"""Winograd F(2x2, 3x3) and F(4x4, 3x3) for float32 3x3 stride-1 convolutions (kernels in
+winograd.h).
 
 ``conv3x3_f32`` computes ``out[n, o, y, x] = sum_{c,i,j} x[n, c, y+i-pt, x+j-pl] *
 g[o, c, i, j]`` (zero outside ``x``), with ``g = w`` (the forward) or ``g[o, c] =
-w[c, o]`` rotated by 180 degrees (``flip``: the input gradient).  conv.pyx calls it
-where ``pays`` says it beats the direct kernels, and ``conv3x3_weight_f32`` (the weight
-gradient of the forward, F(3x3, 2x2) over 2x2 tiles of the output gradient); ``EMBER_WINOGRAD=0`` (read at import)
-or ``_set_mode(-1)`` turns it off.
+w[c, o]`` rotated by 180 degrees (``flip``: the input gradient), as F(4x4, 3x3) or
+F(2x2, 3x3) as ``tile`` says.  conv.pyx calls it where ``pays`` says it beats the direct
+kernels, and ``conv3x3_weight_f32`` (the weight gradient of the forward, F(3x3, 2x2) over
+2x2 tiles of the output gradient).  ``EMBER_WINOGRAD`` (read at import): 0 turns Winograd
+off, 2 forces F(2x2, 3x3) and 4 forces F(4x4, 3x3) (forward and input gradient) for every
+eligible shape; ``_set_mode`` does the same at run time.
 """
 cimport cython
 cimport numpy as cnp
@@ -25,6 +28,13 @@ cdef extern from "winograd.h" nogil:
     int64_t emb_wg_kstride(int64_t ch, int64_t Tp)
     void emb_wg_weights(const float* w, int64_t O, int64_t C, int flip, float* U,
                         int64_t o0, int64_t o1)
+    void emb_w4_weights(const float* w, int64_t O, int64_t C, int flip, float* U,
+                        int64_t o0, int64_t o1)
+    void emb_w4_block(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
+                      int64_t pl, const float* U, int64_t O, float* out, int64_t OH,
+                      int64_t OW, int64_t TH, int64_t TW, int64_t NTR, int64_t NU,
+                      int64_t Tp, int64_t b, const float* bias, int relu, float* V,
+                      float* M, int* bad)
     void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
                       int64_t pl, const float* U, int64_t O, float* out, int64_t OH,
                       int64_t OW, int64_t TH, int64_t TW, int64_t NTR, int64_t Tp,
@@ -39,8 +49,10 @@ cdef extern from "winograd.h" nogil:
                      int64_t Op, float* dW, int64_t o0, int64_t o1)
 
 cdef int _SIMD = emb_wg_simd()
-cdef int _MODE = 0 if _os.environ.get("EMBER_WINOGRAD", "1") != "0" else -1
+cdef int _MODE = {"0": -1, "2": 2, "4": 4}.get(_os.environ.get("EMBER_WINOGRAD", ""), 0)
 cdef int64_t _CALLS = 0
+cdef int64_t _CALLS4 = 0
+cdef bint _F4_ON = True
 
 
 def available():
@@ -49,7 +61,10 @@ def available():
 
 
 def _set_mode(int mode):
-    """0: Winograd where ``pays`` says so; -1: never; 1: for every eligible shape (tests).
+    """0: Winograd where ``pays`` says so, F(4x4, 3x3) or F(2x2, 3x3) for the forward and
+    the input gradient as ``tile`` says; -1: never; 1 or 2: Winograd for every eligible
+    shape, F(2x2, 3x3); 4: for every eligible shape, F(4x4, 3x3) for the forward and the
+    input gradient (tests).  ``EMBER_WINOGRAD`` = 0, 2 or 4 at import sets -1, 2 or 4.
     Returns the previous mode."""
     global _MODE
     old = _MODE
@@ -60,6 +75,11 @@ def _set_mode(int mode):
 def _calls():
     """How many convolutions ran through Winograd in this process (for tests)."""
     return _CALLS
+
+
+def _calls_f4():
+    """How many of them ran as F(4x4, 3x3) (for tests)."""
+    return _CALLS4
 
 
 cpdef bint pays(int64_t Ci, int64_t Co, int64_t OH, int64_t OW, bint weight=False):
@@ -82,6 +102,19 @@ cpdef bint pays(int64_t Ci, int64_t Co, int64_t OH, int64_t OW, bint weight=Fals
     if weight:
         return Ci >= 16 and Co >= 16 and Ci + Co <= 384
     return Ci >= 8 and Co >= 8
+
+
+cpdef int tile(int64_t Ci, int64_t Co, int64_t OH, int64_t OW):
+    """The output tile (4 or 2) of the Winograd forward or input gradient of a 3x3
+    stride-1 convolution with Ci input and Co output channels and an OH x OW output, where
+    ``pays`` says Winograd runs: F(4x4, 3x3) where it measured faster than F(2x2, 3x3)."""
+    if _MODE == 4:
+        return 4
+    if _MODE > 0 or not _F4_ON:
+        return 2
+    if OH >= 8 and OW >= 8 and Ci >= 16 and Co >= 16:
+        return 4
+    return 2
 
 
 def _blocks(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW, int64_t Tp):
@@ -125,6 +158,8 @@ def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False
     cdef int nt = 1
     if N * C * O * OH * OW >= 100000:
         nt = num_threads()
+    if tile(C, O, OH, OW) == 4 and _conv3x3_f4(x, w, b, out, pt, pl, flip, relu, nt):
+        return
     U_arr = _np.empty(16 * C * O, dtype=_np.float32)
     cdef float* U = <float*>cnp.PyArray_DATA(U_arr)
     cdef const float* wp = <const float*>cnp.PyArray_DATA(w)
@@ -157,6 +192,64 @@ def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False
             emb_wg_block(xp, C, H, W, pt, pl, U, O, op, OH, OW, TH, TW, NTR, Tp, rpb, blk,
                          bias, relu, V, M)
         free(V)
+
+
+def _conv3x3_f4(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu, int nt):
+    """conv3x3_f32 as F(4x4, 3x3) on nt threads (arguments checked by the caller).  False
+    where an output came out NaN or infinite (a non-finite input or weight, or an overflow
+    in the transforms): the caller then runs F(2x2, 3x3), which gives NaN exactly where
+    the direct form does (F(4x4, 3x3) spreads it over whole 4x4 tiles)."""
+    global _CALLS4
+    _CALLS4 += 1
+    cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef int64_t O = out.shape[1], OH = out.shape[2], OW = out.shape[3]
+    cdef int64_t wo = w.shape[0], wc = w.shape[1]
+    U_arr = _np.empty(36 * C * O, dtype=_np.float32)
+    cdef float* U = <float*>cnp.PyArray_DATA(U_arr)
+    cdef const float* wp = <const float*>cnp.PyArray_DATA(w)
+    bias_arr = None if b is None else _np.ascontiguousarray(b, dtype=_np.float32)
+    cdef const float* bias = NULL
+    if bias_arr is not None:
+        bias = <const float*>cnp.PyArray_DATA(bias_arr)
+    cdef int64_t TH = (OH + 3) // 4, TW = (OW + 3) // 4, NTR = N * TH, NU
+    if TW <= 16:
+        NU = (NTR + 16 // TW - 1) // (16 // TW)
+    else:
+        NU = NTR * ((TW + 15) // 16)
+    # 16 lanes (one unit) per block: V and M of a block in L1/L2 (C harness, batch 64, one
+    # core: 32 lanes gave the same time at 64 channels and 8x8)
+    cdef int64_t Tp = 16
+    cdef int64_t nblocks = (NU + Tp // 16 - 1) // (Tp // 16)
+    cdef int64_t vlen = 36 * emb_wg_kstride(C, Tp), mlen = 36 * emb_wg_kstride(O, Tp)
+    cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
+    cdef float* op = <float*>cnp.PyArray_DATA(out)
+    if nblocks < 2:
+        nt = 1
+    cdef int64_t blk
+    cdef int part
+    cdef float* V
+    cdef float* M
+    bad_arr = _np.zeros(nt, dtype=_np.int32)
+    cdef int* bad = <int*>cnp.PyArray_DATA(bad_arr)
+    with nogil, parallel(num_threads=nt):
+        V = <float*>calloc(vlen + mlen, sizeof(float))
+        M = V + vlen
+        for part in prange(nt, schedule="static"):
+            emb_w4_weights(wp, wo, wc, flip, U, part * wo // nt, (part + 1) * wo // nt)
+        for blk in prange(nblocks, schedule="static"):
+            emb_w4_block(xp, C, H, W, pt, pl, U, O, op, OH, OW, TH, TW, NTR, NU, Tp, blk,
+                         bias, relu, V, M, bad + threadid())
+        free(V)
+    return not bad_arr.any()
+
+
+def _set_f4(bint on):
+    """With the cost rule (mode 0), whether ``tile`` may pick F(4x4, 3x3) (benchmarks:
+    False is the F(2x2, 3x3)-only rule).  Returns the previous setting."""
+    global _F4_ON
+    old = _F4_ON
+    _F4_ON = on
+    return old
 
 
 def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
