@@ -107,14 +107,23 @@ cpdef bint pays(int64_t Ci, int64_t Co, int64_t OH, int64_t OW, bint weight=Fals
 cpdef int tile(int64_t Ci, int64_t Co, int64_t OH, int64_t OW):
     """The output tile (4 or 2) of the Winograd forward or input gradient of a 3x3
     stride-1 convolution with Ci input and Co output channels and an OH x OW output, where
-    ``pays`` says Winograd runs: F(4x4, 3x3) where it measured faster than F(2x2, 3x3)."""
+    ``pays`` says Winograd runs: F(4x4, 3x3) where it measured faster than F(2x2, 3x3).
+    Measured on one core (F(4x4) / F(2x2) time, forward and input gradient; batch 64
+    unless given; benchmarks/README.md): 0.86-0.87x at 16 -> 16 channels and 32x32,
+    0.62-0.65x at 32 -> 32 and 16x16, 0.64-0.71x at 64 -> 64 and 8x8, 0.5-0.8x at 64-256
+    channels and 4x4-12x12, but 0.9-1.1x with 8 channels on either side and 1.0-1.2x at
+    6x6 (four 4x4 tiles cover 8x8: 78% more outputs computed than kept, against none for
+    2x2 tiles)."""
     if _MODE == 4:
         return 4
     if _MODE > 0 or not _F4_ON:
         return 2
-    if OH >= 8 and OW >= 8 and Ci >= 16 and Co >= 16:
-        return 4
-    return 2
+    if Ci < 16 or Co < 16:
+        return 2
+    # outputs computed by 4x4 tiles, against 2x2 tiles: at most 1.2x as many
+    if 5 * ((OH + 3) // 4) * ((OW + 3) // 4) * 16 > 6 * ((OH + 1) // 2) * ((OW + 1) // 2) * 4:
+        return 2
+    return 4
 
 
 def _blocks(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW, int64_t Tp):
