@@ -1,8 +1,9 @@
 """Winograd float32 convolutions (ember/_kernels/cpu/winograd.h): the forward and the input
 gradient (F(2x2, 3x3) and F(4x4, 3x3), each forced in turn) and the weight gradient
 (F(3x3, 2x2)) of 3x3 stride-1 conv2d against PyTorch, with the error against a float64
-oracle kept within a stated factor of PyTorch's own float32 error: 8x for F(2x2, 3x3) and
-the weight gradient, 16x for F(4x4, 3x3) (measured 3-5x at ResNet shapes;
+oracle kept within a stated factor of PyTorch's own float32 error (plus 4e-7 of the
+largest value): 8x for F(2x2, 3x3) and the weight gradient, 10x for F(4x4, 3x3) (measured
+3-7x at ResNet shapes and 128-512 channels; up to 7.8x over these tests' small shapes;
 benchmarks/README.md)."""
 import os
 import subprocess
@@ -36,7 +37,7 @@ def forced(request):
 
 # the error bound against float64, in units of PyTorch's float32 error, per output tile of
 # the forward / input gradient (the weight gradient is F(3x3, 2x2) in both modes)
-BOUND = {2: 8, 4: 16}
+BOUND = {2: 8, 4: 10}
 
 
 def _rel_err(got, ref):
@@ -162,7 +163,7 @@ def test_fused_relu_and_nan():
 
 def test_resnet_stage_shapes_against_float64():
     """The ResNet-20 3x3 stride-1 layers (batch 4; the cost rule picks Winograd, F(4x4,
-    3x3) for the forward and the input gradient): error against float64 within 16x
+    3x3) for the forward and the input gradient): error against float64 within 10x
     PyTorch's float32 error (8x for the weight gradient)."""
     for C, HW in ((16, 32), (32, 16), (64, 8)):
         assert wg.pays(C, C, HW, HW) and wg.pays(C, C, HW, HW, True)

@@ -219,9 +219,9 @@ EMB_WG_T static void emb_wg_input(const float* xn, int64_t C, int64_t H, int64_t
 }
 
 /* M[(k*O + r)*Tp + l] for r < R, l < 16*NV: sum_c U[(k*C + c)*O + r] * V[(k*C + c)*Tp + l]
- * (U, M offset to the first output channel of the tile) */
+ * (U, M offset to the first output channel of the tile), added to M's values if `add` */
 EMB_WG_AI void emb_wg_tile(const float* Vk, const float* Uk, float* Mk, int64_t C, int64_t O,
-                           int64_t Tp, const int NV, const int R) {
+                           int64_t Tp, const int NV, const int R, int add) {
     __m512 acc[12][4];
     _Pragma("GCC unroll 16")
     for (int r = 0; r < R; r++)
@@ -243,6 +243,13 @@ EMB_WG_AI void emb_wg_tile(const float* Vk, const float* Uk, float* Mk, int64_t 
                 acc[r][v] = _mm512_fmadd_ps(w, x[v], acc[r][v]);
         }
     }
+    if (add) {
+        _Pragma("GCC unroll 16")
+        for (int r = 0; r < R; r++)
+            _Pragma("GCC unroll 16")
+            for (int v = 0; v < NV; v++)
+                acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_loadu_ps(Mk + r * Tp + 16 * v));
+    }
     _Pragma("GCC unroll 16")
     for (int r = 0; r < R; r++)
         _Pragma("GCC unroll 16")
@@ -252,20 +259,20 @@ EMB_WG_AI void emb_wg_tile(const float* Vk, const float* Uk, float* Mk, int64_t 
 
 #define EMB_WG_TILE_FN(NV)                                                                 \
 EMB_WG_T static void emb_wg_tile_nv##NV(const float* Vk, const float* Uk, float* Mk,     \
-                                        int64_t C, int64_t O, int64_t Tp, int R) {         \
+                                        int64_t C, int64_t O, int64_t Tp, int R, int ad) { \
     switch (R) {                                                                           \
-    case 1: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 1); break;                               \
-    case 2: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 2); break;                               \
-    case 3: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 3); break;                               \
-    case 4: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 4); break;                               \
-    case 5: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 5); break;                               \
-    case 6: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 6); break;                               \
-    case 7: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 7); break;                               \
-    case 8: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 8); break;                               \
-    case 9: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 9); break;                               \
-    case 10: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 10); break;                             \
-    case 11: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 11); break;                             \
-    default: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 12); break;                             \
+    case 1: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 1, ad); break;                           \
+    case 2: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 2, ad); break;                           \
+    case 3: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 3, ad); break;                           \
+    case 4: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 4, ad); break;                           \
+    case 5: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 5, ad); break;                           \
+    case 6: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 6, ad); break;                           \
+    case 7: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 7, ad); break;                           \
+    case 8: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 8, ad); break;                           \
+    case 9: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 9, ad); break;                           \
+    case 10: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 10, ad); break;                         \
+    case 11: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 11, ad); break;                         \
+    default: emb_wg_tile(Vk, Uk, Mk, C, O, Tp, NV, 12, ad); break;                         \
     }                                                                                      \
 }
 EMB_WG_TILE_FN(1)
@@ -274,9 +281,11 @@ EMB_WG_TILE_FN(3)
 EMB_WG_TILE_FN(4)
 
 /* the K GEMMs of a block (K = 16 components for F(2x2, 3x3), 36 for F(4x4, 3x3)):
- * lanes < 16*NV */
+ * lanes < 16*NV; the sum over channels in chunks of CH channels, each chunk summed from
+ * zero and then added (F(4x4, 3x3): the rounding of a long sequential sum, amplified by
+ * the output transform, was most of its error) */
 EMB_WG_T static void emb_wg_gemm(const float* V, const float* U, float* M, int64_t C,
-                                 int64_t O, int64_t Tp, int NV, int K) {
+                                 int64_t O, int64_t Tp, int NV, int K, int64_t CH) {
     const int64_t VS = emb_wg_kstride(C, Tp), MS = emb_wg_kstride(O, Tp);
     const int RB = NV == 1 ? 12 : NV == 2 ? 12 : NV == 3 ? 8 : 6;
     for (int k = 0; k < K; k++) {
@@ -289,11 +298,17 @@ EMB_WG_T static void emb_wg_gemm(const float* V, const float* U, float* M, int64
         for (int64_t tt = 0; tt < ntile; tt++) {
             int R = (int)((O - o0) / (ntile - tt));
             if ((O - o0) % (ntile - tt)) R++;
-            switch (NV) {
-            case 1: emb_wg_tile_nv1(Vk, Uk + o0, Mk + o0 * Tp, C, O, Tp, R); break;
-            case 2: emb_wg_tile_nv2(Vk, Uk + o0, Mk + o0 * Tp, C, O, Tp, R); break;
-            case 3: emb_wg_tile_nv3(Vk, Uk + o0, Mk + o0 * Tp, C, O, Tp, R); break;
-            default: emb_wg_tile_nv4(Vk, Uk + o0, Mk + o0 * Tp, C, O, Tp, R); break;
+            for (int64_t c0 = 0; c0 < C; c0 += CH) {
+                const float* vk = Vk + c0 * Tp;
+                const float* uk = Uk + c0 * O + o0;
+                const int64_t cc = C - c0 < CH ? C - c0 : CH;
+                const int ad = c0 > 0;
+                switch (NV) {
+                case 1: emb_wg_tile_nv1(vk, uk, Mk + o0 * Tp, cc, O, Tp, R, ad); break;
+                case 2: emb_wg_tile_nv2(vk, uk, Mk + o0 * Tp, cc, O, Tp, R, ad); break;
+                case 3: emb_wg_tile_nv3(vk, uk, Mk + o0 * Tp, cc, O, Tp, R, ad); break;
+                default: emb_wg_tile_nv4(vk, uk, Mk + o0 * Tp, cc, O, Tp, R, ad); break;
+                }
             }
             o0 += R;
         }
@@ -576,7 +591,7 @@ EMB_WG_T static void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t 
             emb_wg_input_g(xs, y0, ng, TW, C, H, W, -pl, V + (g0 - r0) * TW, Tp,
                            emb_wg_kstride(C, Tp));
         }
-        emb_wg_gemm(V, U, M, C, O, Tp, NV, 16);
+        emb_wg_gemm(V, U, M, C, O, Tp, NV, 16, C);
         for (int64_t g0 = r0; g0 < r1; g0 += G) {
             int ng = (int)(r1 - g0 < G ? r1 - g0 : G);
             float* os_[16];
@@ -595,7 +610,7 @@ EMB_WG_T static void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t 
         emb_wg_input(x + n * C * H * W, C, H, W, 2 * ty - pt, 2 * k0 - pl, cnt,
                      V + (r - r0) * cnt, Tp, emb_wg_kstride(C, Tp));
     }
-    emb_wg_gemm(V, U, M, C, O, Tp, NV, 16);
+    emb_wg_gemm(V, U, M, C, O, Tp, NV, 16, C);
     for (int64_t r = r0; r < r1; r++) {
         int64_t n = r / TH, ty = r % TH;
         emb_wg_output(M + (r - r0) * cnt, O, Tp, cnt, out + n * O * OH * OW, OH, OW, 2 * ty,
@@ -902,6 +917,9 @@ EMB_WG_T static void emb_w4_weights(const float* w, int64_t O, int64_t C, int fl
         }
 }
 
+/* channels per chunk of F(4x4, 3x3)'s sums over channels (emb_wg_gemm) */
+#define EMB_W4_CHUNK 32
+
 /* ------------------------------------------------------------ F(4x4, 3x3), AVX-512
  * Tiles are in the vector lanes.  A unit is one vector of 16 lanes holding segments: when
  * a tile row has TW <= 16 tiles, 16 / TW whole tile rows (lanes j*TW ..), else a piece of
@@ -1194,7 +1212,7 @@ EMB_WG_T static void emb_w4_block(const float* x, int64_t C, int64_t H, int64_t 
             emb_w4_unit(u + 1, TH, TW, NTR, x, C * H * W, -pt, -pl, nx) : 0;
         emb_w4_input(sg, ns, nx, nns, C, H, W, V + 16 * (u - u0), Tp, emb_wg_kstride(C, Tp));
     }
-    emb_wg_gemm(V, U, M, C, O, Tp, (int)(u1 - u0), 36);
+    emb_wg_gemm(V, U, M, C, O, Tp, (int)(u1 - u0), 36, EMB_W4_CHUNK);
     for (int64_t u = u0; u < u1; u++) {
         int ns = emb_w4_unit(u, TH, TW, NTR, out, O * OH * OW, 0, 0, sg);
         emb_w4_output(M + 16 * (u - u0), O, Tp, sg, ns, OH, OW, bias, relu, bad);
