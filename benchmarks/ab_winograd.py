@@ -3,13 +3,13 @@ its training step: the direct kernels, F(2x2, 3x3) and F(4x4, 3x3), interleaved 
 process (medians).
 
 ``layers``: each 3x3 stride-1 layer of ResNet-20 (batch 64): forward (``_conv``) and input
-gradient (``_conv_transpose``) direct / F(2x2, 3x3) / F(4x4, 3x3) (each forced), weight
-gradient (``_conv_weight``) direct / F(3x3, 2x2); CPU time on one thread
+gradient (``_conv_transpose``) direct / F(2x2, 3x3) / F(4x4, 3x3), weight gradient
+(``_conv_weight``) direct / F(3x3, 2x2) / F(3x3, 4x4) (each forced); CPU time on one thread
 (``time.thread_time``, far less disturbed by other jobs on a loaded machine than the wall
 clock).  Useful GFLOP/s count the direct form's 2 * 9 * C * O * pixels.
 
 ``step``: ``bench_train.py``'s ResNet-20 step (batch 64, SGD momentum) with the cost rule
-allowed F(2x2, 3x3) only ("before", as before F(4x4, 3x3) existed) and F(4x4, 3x3) too
+allowed 2x2 tiles only ("before", as before F(4x4, 3x3) existed) and 4x4 tiles too
 ("after"), PyTorch alongside; wall time at two threads, or with ``--cpu`` CPU time at one
 thread.
 
@@ -47,13 +47,13 @@ LAYERS = (
 
 
 def _force(mode):
-    """-1 direct, 2 F(2x2, 3x3), 4 F(4x4, 3x3) (forward and input gradient) for every
-    eligible shape; 0 the cost rule."""
+    """-1 direct, 2 the 2x2 tiles, 4 the 4x4 tiles for every eligible shape; 0 the cost
+    rule."""
     wg._set_mode(mode)
 
 
 def _f4(on):
-    """The cost rule with F(4x4, 3x3) allowed (True) or F(2x2, 3x3) only (False)."""
+    """The cost rule with 4x4 tiles allowed (True) or 2x2 tiles only (False)."""
     wg._set_mode(0)
     wg._set_f4(on)
 
@@ -66,9 +66,9 @@ def layers(repeat):
     print(f"ResNet-20 3x3 stride-1 layers, batch {batch}; load average "
           f"{os.getloadavg()[0]:.1f}; one thread, CPU time, medians of {repeat} interleaved")
     print("| layer (count) | fwd direct / F2 / F4 ms | F4/F2 | GF/s F4 | dx direct / F2 / F4 ms "
-          "| F4/F2 | GF/s F4 | dw direct / F(3x3,2x2) ms |")
-    print("|---|---|---|---|---|---|---|---|")
-    tot = {"fwd": [0.0] * 3, "dx": [0.0] * 3, "dw": [0.0] * 2}
+          "| F4/F2 | GF/s F4 | dw direct / F2 / F4 ms | F4/F2 | GF/s F4 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    tot = {"fwd": [0.0] * 3, "dx": [0.0] * 3, "dw": [0.0] * 3}
     for name, C, O, H, count in LAYERS:
         x = ember.asarray(rng.standard_normal((batch, C, H, H), dtype=np.float32))
         w = ember.asarray(rng.standard_normal((O, C, 3, 3), dtype=np.float32))
@@ -79,29 +79,24 @@ def layers(repeat):
             fns[f"fwd {mode}"] = lambda m=mode: (_force(m), cv._conv(x, w, None, *geo))
             fns[f"dx {mode}"] = lambda m=mode: (
                 _force(m), cv._conv_transpose(g, w, None, (H, H), *geo))
-        for mode in (-1, 2):
             fns[f"dw {mode}"] = lambda m=mode: (
                 _force(m), cv._conv_weight(x, g, (O, C, 3, 3), *geo))
         ms = ab_common.round_robin(fns, time.thread_time, 1, repeat)
         _force(0)
         flop = 2.0 * 9 * C * O * batch * H * H
         cells = [f"{name} (x{count})"]
-        for part in ("fwd", "dx"):
+        for part in ("fwd", "dx", "dw"):
             t = [ms[f"{part} {m}"] for m in (-1, 2, 4)]
             cells += [" / ".join(f"{v:.2f}" for v in t), f"{t[2] / t[1]:.2f}x",
                       f"{flop / t[2] / 1e6:.0f}"]
             if not (part == "dx" and C == 3):       # the stem's dx is never needed
                 for i in range(3):
                     tot[part][i] += count * t[i]
-        t = [ms[f"dw {m}"] for m in (-1, 2)]
-        cells.append(" / ".join(f"{v:.2f}" for v in t))
-        for i in range(2):
-            tot["dw"][i] += count * t[i]
         print("| " + " | ".join(cells) + " |")
     print("| all (counts applied, stem dx excluded) | "
           + " / ".join(f"{v:.1f}" for v in tot["fwd"]) + " | | | "
           + " / ".join(f"{v:.1f}" for v in tot["dx"]) + " | | | "
-          + " / ".join(f"{v:.1f}" for v in tot["dw"]) + " |")
+          + " / ".join(f"{v:.1f}" for v in tot["dw"]) + " | | |")
     ember.set_num_threads(2)
 
 
@@ -181,8 +176,8 @@ def rule(repeat):
 
 def step(repeat, cpu):
     ms = ab_common.step_ab("resnet20", 64, _f4, repeat, wall=not cpu)
-    print("ResNet-20 step, batch 64, before = F(2x2, 3x3) only, after = F(4x4, 3x3) where "
-          "the cost rule picks it; " + ab_common.describe(ms, not cpu, digits=2))
+    print("ResNet-20 step, batch 64, before = 2x2 tiles only, after = 4x4 tiles where the "
+          "cost rule picks them; " + ab_common.describe(ms, not cpu, digits=2))
 
 
 def main(argv):

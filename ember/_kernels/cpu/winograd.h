@@ -130,6 +130,37 @@ static const double EMB_W4_G[6][3] = {
     {1.0 / 15, -2.0 / 15, 4.0 / 15},
     {0, 0, 1}};
 
+/* dW[(o*C + c)*9 + i*3 + j] = (G^T Wh G)[i][j] with Wh[a][b] the sum over the nbuf
+ * buffers of Wh[buf*bstride + ((6a + b)*C + c)*Op + o] (the F(4x4) weight gradient's
+ * output transform, in double), for o0 <= o < o1 */
+static void emb_w4_wout(const double* Wh, int nbuf, int64_t bstride, int64_t C, int64_t Op,
+                        float* dW, int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; o++)
+        for (int64_t c = 0; c < C; c++) {
+            double m[6][6], t[3][6];
+            for (int k = 0; k < 36; k++) {
+                double v = 0.0;
+                for (int b = 0; b < nbuf; b++)
+                    v += Wh[b * bstride + (k * C + c) * Op + o];
+                m[k / 6][k % 6] = v;
+            }
+            for (int i = 0; i < 3; i++)
+                for (int b = 0; b < 6; b++) {
+                    double v = 0.0;
+                    for (int a = 0; a < 6; a++)
+                        v += EMB_W4_G[a][i] * m[a][b];
+                    t[i][b] = v;
+                }
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) {
+                    double v = 0.0;
+                    for (int b = 0; b < 6; b++)
+                        v += t[i][b] * EMB_W4_G[b][j];
+                    dW[(o * C + c) * 9 + i * 3 + j] = (float)v;
+                }
+        }
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
@@ -697,10 +728,10 @@ EMB_WG_AI void emb_wg_tr16(__m512 r[16]) {
     }
 }
 
-/* GT[k*TS + t*Op + o] = G[k*GS + o*Tp + t] for t < 16*NV, o < Op (zero for o >= O) */
+/* GT[k*TS + t*Op + o] = G[k*GS + o*Tp + t] for k < K, t < 16*NV, o < Op (zero for o >= O) */
 EMB_WG_T static void emb_wg_transpose(const float* G, int64_t O, int64_t Op, int64_t Tp,
-                                      int64_t GS, int NV, float* GT, int64_t TS) {
-    for (int k = 0; k < 16; k++)
+                                      int64_t GS, int NV, float* GT, int64_t TS, int K) {
+    for (int k = 0; k < K; k++)
         for (int64_t o0 = 0; o0 < Op; o0 += 16)
             for (int v = 0; v < NV; v++) {
                 __m512 r[16];
@@ -829,7 +860,7 @@ EMB_WG_T static void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t
                         G + (r - r0) * cnt, Tp, GS);
         }
     }
-    emb_wg_transpose(G, O, Op, Tp, GS, NV, GT, TS);
+    emb_wg_transpose(G, O, Op, Tp, GS, NV, GT, TS, 16);
     for (int k = 0; k < 16; k++) {
         const float* Vk = V + k * VS;
         const float* GTk = GT + k * TS;
@@ -996,8 +1027,10 @@ EMB_WG_T static void emb_w4_input(const emb_w4_seg* sg, int ns, const emb_w4_seg
     int64_t off[16][6], boff[16][6];
     int32_t i4[16], i5[16];
     const int two = ns > 8;             /* one tile per segment: both sources boundaries */
+    /* lanes past the unit's tiles take a boundary lane past its segments (a zero), so that
+     * V is zero there (the weight gradient sums over every lane) */
     for (int l = 0; l < 16; l++)
-        i4[l] = i5[l] = 0;
+        i4[l] = i5[l] = (two ? 0 : 16) + (2 * ns < (two ? 32 : 16) ? 2 * ns : 0);
     for (int j = 0; j < ns; j++) {
         const int64_t ls = sg[j].ls, cnt = sg[j].cnt, bc = sg[j].x0 + 4 * cnt;
         const int bl = (2 * j) % 16;
@@ -1219,6 +1252,171 @@ EMB_WG_T static void emb_w4_block(const float* x, int64_t C, int64_t H, int64_t 
     }
 }
 
+/* ------------------------------------------------------------ F(4x4, 3x3) weight gradient
+ *
+ * Per 4x4 tile of the output gradient g, the transpose of F(4x4, 3x3) (F(3x3, 4x4)):
+ * dW = G^T [ (A g A^T) (.) (B^T d B) ] G with A = (A^T)^T (6 x 4), so the input transform
+ * V is the forward's (emb_w4_input) and the sum over tiles runs in the transformed domain:
+ *   Wh[k][c][o] += sum_t V[k][c][t] * Gh[k][t][o]     (36 GEMMs, K = tiles)
+ * as emb_wg_wblock does for 2x2 tiles. */
+
+/* out[b] = sum_n AT[n][b] in[n], b < 6 (A = (A^T)^T applied to 4 values) */
+EMB_WG_AI void emb_w4_apply_a(const __m512* in, __m512* out) {
+    _Pragma("GCC unroll 6")
+    for (int b = 0; b < 6; b++) {
+        __m512 acc = _mm512_setzero_ps();
+        int first = 1;
+        _Pragma("GCC unroll 4")
+        for (int n = 0; n < 4; n++) {
+            const float c = EMB_W4_AT[n][b];
+            if (c == 0.0f)
+                continue;
+            if (first)
+                acc = c == 1.0f ? in[n] : _mm512_mul_ps(_mm512_set1_ps(c), in[n]);
+            else if (c == 1.0f)
+                acc = _mm512_add_ps(acc, in[n]);
+            else if (c == -1.0f)
+                acc = _mm512_sub_ps(acc, in[n]);
+            else
+                acc = _mm512_fmadd_ps(_mm512_set1_ps(c), in[n], acc);
+            first = 0;
+        }
+        out[b] = acc;
+    }
+}
+
+/* Gh[k*GS + o*Tp + lane] = (A g A^T)[k] for one unit of ns segments of output-gradient
+ * tiles (planes (O, OH, OW) per segment; G_ offset to the unit's first lane); rows of the
+ * next unit's segments nx[0 .. nns) are prefetched. */
+EMB_WG_T static void emb_w4_gout(const emb_w4_seg* sg, int ns, const emb_w4_seg* nx, int nns,
+                                 int64_t O, int64_t OH, int64_t OW, float* G_, int64_t Tp,
+                                 int64_t GS) {
+    const __m512i IE = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i IO = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const int64_t plane = OH * OW;
+    __mmask16 mk[16][4][4];
+    int64_t off[16][4], poff[16][4];
+    int nl[16];
+    for (int j = 0; j < ns; j++)
+        for (int m = 0; m < 4; m++) {
+            int ok = sg[j].y0 + m < OH;
+            off[j][m] = (sg[j].y0 + m) * OW + sg[j].x0 - 4 * sg[j].ls;
+            for (int h = 0; h < 4; h++)
+                mk[j][m][h] = ok ? emb_w4_mask(sg[j].ls, sg[j].cnt, h, sg[j].x0, OW) : 0;
+        }
+    for (int j = 0; j < nns; j++) {
+        nl[j] = (int)((4 * nx[j].cnt + 15) / 16);
+        for (int m = 0; m < 4; m++)
+            poff[j][m] = nx[j].y0 + m < OH ? (nx[j].y0 + m) * OW + nx[j].x0 : -1;
+    }
+    for (int64_t o = 0; o < O; o++) {
+        for (int j = 0; j < nns; j++)
+            for (int m = 0; m < 4; m++)
+                if (poff[j][m] >= 0)
+                    for (int q = 0; q < nl[j]; q++)
+                        _mm_prefetch((const char*)(nx[j].base + o * plane + poff[j][m] + 16 * q),
+                                     _MM_HINT_T0);
+        __m512 r[4][6];
+        for (int m = 0; m < 4; m++) {
+            __m512 win[4], cl[4];
+            for (int h = 0; h < 4; h++) {
+                win[h] = _mm512_setzero_ps();
+                for (int j = 0; j < ns; j++)
+                    if (mk[j][m][h])
+                        win[h] = _mm512_mask_loadu_ps(win[h], mk[j][m][h],
+                                                      sg[j].base + o * plane + off[j][m] + 16 * h);
+            }
+            __m512 e01 = _mm512_permutex2var_ps(win[0], IE, win[1]);
+            __m512 o01 = _mm512_permutex2var_ps(win[0], IO, win[1]);
+            __m512 e23 = _mm512_permutex2var_ps(win[2], IE, win[3]);
+            __m512 o23 = _mm512_permutex2var_ps(win[2], IO, win[3]);
+            cl[0] = _mm512_permutex2var_ps(e01, IE, e23);
+            cl[1] = _mm512_permutex2var_ps(o01, IE, o23);
+            cl[2] = _mm512_permutex2var_ps(e01, IO, e23);
+            cl[3] = _mm512_permutex2var_ps(o01, IO, o23);
+            emb_w4_apply_a(cl, r[m]);
+        }
+        float* d = G_ + o * Tp;
+        for (int b = 0; b < 6; b++) {
+            __m512 col[4] = {r[0][b], r[1][b], r[2][b], r[3][b]}, gh[6];
+            emb_w4_apply_a(col, gh);
+            for (int a = 0; a < 6; a++)
+                _mm512_storeu_ps(d + (int64_t)(6 * a + b) * GS, gh[a]);
+        }
+    }
+}
+
+/* scratch floats of one thread for the F(4x4) weight gradient's blocks */
+static inline int64_t emb_w4_wscratch(int64_t C, int64_t O, int64_t Tp) {
+    int64_t Op = (O + 15) / 16 * 16;
+    return 36 * emb_wg_kstride(C, Tp) + 36 * emb_wg_kstride(O, Tp) + 36 * (Tp * Op + 16) +
+           36 * C * Op;
+}
+
+/* Block b (units b*Tp/16 .. of NU, as emb_w4_block) of the F(4x4) weight gradient: as
+ * emb_wg_wblock (float sums of the block's products in S, added into this thread's Wh,
+ * 36 * C * Op doubles, when `flush`). */
+EMB_WG_T static void emb_w4_wblock(const float* x, int64_t C, int64_t H, int64_t W,
+                                   int64_t pt, int64_t pl, const float* g, int64_t O,
+                                   int64_t OH, int64_t OW, int64_t TH, int64_t TW,
+                                   int64_t NTR, int64_t NU, int64_t Tp, int64_t b,
+                                   double* Wh, float* S, int flush) {
+    const int64_t upb = Tp / 16, u0 = b * upb, u1 = u0 + upb < NU ? u0 + upb : NU;
+    const int64_t Op = (O + 15) / 16 * 16, VS = emb_wg_kstride(C, Tp);
+    const int64_t GS = emb_wg_kstride(O, Tp), TS = Tp * Op + 16;
+    float* V = S;
+    float* G = V + 36 * VS;
+    float* GT = G + 36 * GS;
+    float* Wb = GT + 36 * TS;                 /* the block's sums, 36 * C * Op floats */
+    emb_w4_seg sg[16], nx[16];
+    for (int64_t u = u0; u < u1; u++) {
+        int ns = emb_w4_unit(u, TH, TW, NTR, x, C * H * W, -pt, -pl, sg);
+        int nns = TW >= 8 && u + 1 < NU ?
+            emb_w4_unit(u + 1, TH, TW, NTR, x, C * H * W, -pt, -pl, nx) : 0;
+        emb_w4_input(sg, ns, nx, nns, C, H, W, V + 16 * (u - u0), Tp, VS);
+        ns = emb_w4_unit(u, TH, TW, NTR, g, O * OH * OW, 0, 0, sg);
+        nns = TW >= 8 && u + 1 < NU ? emb_w4_unit(u + 1, TH, TW, NTR, g, O * OH * OW, 0, 0, nx) : 0;
+        emb_w4_gout(sg, ns, nx, nns, O, OH, OW, G + 16 * (u - u0), Tp, GS);
+    }
+    const int NV = (int)(u1 - u0);
+    const int64_t T = 16 * NV;
+    emb_wg_transpose(G, O, Op, Tp, GS, NV, GT, TS, 36);
+    for (int k = 0; k < 36; k++) {
+        const float* Vk = V + k * VS;
+        const float* GTk = GT + k * TS;
+        float* Whk = Wb + (int64_t)k * C * Op;
+        for (int64_t v0 = 0; v0 < Op / 16; v0 += 4) {
+            int nv = (int)(Op / 16 - v0 < 4 ? Op / 16 - v0 : 4);
+            const int RB = nv <= 2 ? 12 : nv == 3 ? 8 : 6;
+            int64_t ntile = (C + RB - 1) / RB, c0 = 0;
+            for (int64_t tt = 0; tt < ntile; tt++) {
+                int R = (int)((C - c0) / (ntile - tt));
+                if ((C - c0) % (ntile - tt)) R++;
+                const float* vk = Vk + c0 * Tp;
+                const float* gk = GTk + 16 * v0;
+                float* wk = Whk + c0 * Op + 16 * v0;
+                switch (nv) {
+                case 1: emb_wg_wtile_nv1(vk, gk, wk, Tp, Op, T, R); break;
+                case 2: emb_wg_wtile_nv2(vk, gk, wk, Tp, Op, T, R); break;
+                case 3: emb_wg_wtile_nv3(vk, gk, wk, Tp, Op, T, R); break;
+                default: emb_wg_wtile_nv4(vk, gk, wk, Tp, Op, T, R); break;
+                }
+                c0 += R;
+            }
+        }
+    }
+    if (!flush)
+        return;
+    for (int64_t i = 0; i < 36 * C * Op; i += 16) {
+        __m512 f = _mm512_loadu_ps(Wb + i);
+        _mm512_storeu_ps(Wb + i, _mm512_setzero_ps());
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+        _mm512_storeu_pd(Wh + i, _mm512_add_pd(_mm512_loadu_pd(Wh + i), lo));
+        _mm512_storeu_pd(Wh + i + 8, _mm512_add_pd(_mm512_loadu_pd(Wh + i + 8), hi));
+    }
+}
+
 #else  /* not x86-64 with GCC/Clang: never taken (emb_wg_simd() is 0) */
 
 static int emb_wg_simd(void) { return 0; }
@@ -1245,6 +1443,18 @@ static void emb_wg_block(const float* x, int64_t C, int64_t H, int64_t W, int64_
     (void)bias; (void)relu; (void)V; (void)M;
 }
 
+static inline int64_t emb_w4_wscratch(int64_t C, int64_t O, int64_t Tp) {
+    (void)C; (void)O; (void)Tp;
+    return 0;
+}
+static void emb_w4_wblock(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
+                          int64_t pl, const float* g, int64_t O, int64_t OH, int64_t OW,
+                          int64_t TH, int64_t TW, int64_t NTR, int64_t NU, int64_t Tp,
+                          int64_t b, double* Wh, float* S, int flush) {
+    (void)x; (void)C; (void)H; (void)W; (void)pt; (void)pl; (void)g; (void)O; (void)OH;
+    (void)OW; (void)TH; (void)TW; (void)NTR; (void)NU; (void)Tp; (void)b; (void)Wh; (void)S;
+    (void)flush;
+}
 static void emb_w4_weights(const float* w, int64_t O, int64_t C, int flip, float* U,
                            int64_t o0, int64_t o1) {
     (void)w; (void)O; (void)C; (void)flip; (void)U; (void)o0; (void)o1;

@@ -6,10 +6,11 @@ winograd.h).
 g[o, c, i, j]`` (zero outside ``x``), with ``g = w`` (the forward) or ``g[o, c] =
 w[c, o]`` rotated by 180 degrees (``flip``: the input gradient), as F(4x4, 3x3) or
 F(2x2, 3x3) as ``tile`` says.  conv.pyx calls it where ``pays`` says it beats the direct
-kernels, and ``conv3x3_weight_f32`` (the weight gradient of the forward, F(3x3, 2x2) over
-2x2 tiles of the output gradient).  ``EMBER_WINOGRAD`` (read at import): 0 turns Winograd
-off, 2 forces F(2x2, 3x3) and 4 forces F(4x4, 3x3) (forward and input gradient) for every
-eligible shape; ``_set_mode`` does the same at run time.
+kernels, and ``conv3x3_weight_f32`` (the weight gradient of the forward: F(3x3, 2x2) over
+2x2 tiles of the output gradient, or F(3x3, 4x4) over 4x4 tiles as ``wtile`` says).
+``EMBER_WINOGRAD`` (read at import): 0 turns Winograd off, 2 forces the 2x2 tiles and 4
+the 4x4 tiles (all three passes) for every eligible shape; ``_set_mode`` does the same at
+run time.
 """
 cimport cython
 cimport numpy as cnp
@@ -45,6 +46,13 @@ cdef extern from "winograd.h" nogil:
                        int64_t pl, const float* g, int64_t O, int64_t OH, int64_t OW,
                        int64_t TH, int64_t TW, int64_t NTR, int64_t Tp, int64_t rpb,
                        int64_t b, double* Wh, float* S, int flush)
+    int64_t emb_w4_wscratch(int64_t C, int64_t O, int64_t Tp)
+    void emb_w4_wblock(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt,
+                       int64_t pl, const float* g, int64_t O, int64_t OH, int64_t OW,
+                       int64_t TH, int64_t TW, int64_t NTR, int64_t NU, int64_t Tp,
+                       int64_t b, double* Wh, float* S, int flush)
+    void emb_w4_wout(const double* Wh, int nbuf, int64_t bstride, int64_t C, int64_t Op,
+                     float* dW, int64_t o0, int64_t o1)
     void emb_wg_wout(const double* Wh, int nbuf, int64_t bstride, int64_t C, int64_t O,
                      int64_t Op, float* dW, int64_t o0, int64_t o1)
 
@@ -61,11 +69,10 @@ def available():
 
 
 def _set_mode(int mode):
-    """0: Winograd where ``pays`` says so, F(4x4, 3x3) or F(2x2, 3x3) for the forward and
-    the input gradient as ``tile`` says; -1: never; 1 or 2: Winograd for every eligible
-    shape, F(2x2, 3x3); 4: for every eligible shape, F(4x4, 3x3) for the forward and the
-    input gradient (tests).  ``EMBER_WINOGRAD`` = 0, 2 or 4 at import sets -1, 2 or 4.
-    Returns the previous mode."""
+    """0: Winograd where ``pays`` says so, 4x4 or 2x2 tiles as ``tile`` (forward, input
+    gradient) and ``wtile`` (weight gradient) say; -1: never; 1 or 2: Winograd for every
+    eligible shape, 2x2 tiles; 4: for every eligible shape, 4x4 tiles (tests).
+    ``EMBER_WINOGRAD`` = 0, 2 or 4 at import sets -1, 2 or 4.  Returns the previous mode."""
     global _MODE
     old = _MODE
     _MODE = mode
@@ -264,7 +271,8 @@ def _set_f4(bint on):
 def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
     """dw (O, C, 3, 3) = sum over n, y, x of g[n, o, y, x] * x[n, c, y + i - pt, x + j - pl]
     (zero outside x): the weight gradient of ``conv3x3_f32`` (flip 0) for input x (N, C,
-    H, W) and output gradient g (N, O, OH, OW).  Arrays are C-contiguous float32."""
+    H, W) and output gradient g (N, O, OH, OW), over 2x2 or 4x4 tiles of g as ``wtile``
+    says.  Arrays are C-contiguous float32."""
     global _CALLS
     cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef int64_t O = g.shape[1], OH = g.shape[2], OW = g.shape[3]
@@ -274,6 +282,9 @@ def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
     _CALLS += 1
     if N == 0 or O == 0 or C == 0 or OH == 0 or OW == 0:
         dw[...] = 0
+        return
+    if wtile(C, O, OH, OW) == 4:
+        _conv3x3_weight_f4(x, g, dw, pt, pl)
         return
     cdef int64_t TH, TW, NTR, Tp, rpb, nblocks
     # 64 tiles per block: the accumulators of Wh are loaded and stored once per block
@@ -309,3 +320,65 @@ def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
         for part in prange(nbuf, schedule="static"):
             emb_wg_wout(Wh, nbuf, whlen, C, O, Op, dwp, part * O // nbuf,
                         (part + 1) * O // nbuf)
+
+
+cpdef int wtile(int64_t Ci, int64_t Co, int64_t OH, int64_t OW):
+    """The output-gradient tile (4 or 2) of the Winograd weight gradient of a 3x3 stride-1
+    convolution (Ci input, Co output channels, OH x OW output) where ``pays`` says
+    Winograd runs: F(3x3, 4x4) (the transpose of F(4x4, 3x3)) or F(3x3, 2x2).  Measured
+    on one core, batch 64 (F(3x3, 4x4) / F(3x3, 2x2) time): 0.70-0.71x at 16 -> 16
+    channels and 32x32 and at 32 -> 32 and 16x16, 0.94x at 16 -> 16 and 8x8, but 0.9-1.0x
+    at 64 -> 64 and 8x8 and 1.1x at 128 -> 128 (its 36 partial sums per channel pair are
+    loaded and stored for every block of 16-64 tiles), so up to 32 channels each side."""
+    if _MODE == 4:
+        return 4
+    if _MODE > 0 or not _F4_ON:
+        return 2
+    if Ci > 32 or Co > 32:
+        return 2
+    return tile(Ci, Co, OH, OW)
+
+
+def _conv3x3_weight_f4(x, g, dw, int64_t pt, int64_t pl):
+    """conv3x3_weight_f32 over 4x4 tiles of the output gradient (arguments checked by the
+    caller)."""
+    global _CALLS4
+    _CALLS4 += 1
+    cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef int64_t O = g.shape[1], OH = g.shape[2], OW = g.shape[3]
+    cdef int64_t TH = (OH + 3) // 4, TW = (OW + 3) // 4, NTR = N * TH, NU
+    if TW <= 16:
+        NU = (NTR + 16 // TW - 1) // (16 // TW)
+    else:
+        NU = NTR * ((TW + 15) // 16)
+    # tiles per block: V, Gh and their transpose (~108 (C + O) Tp floats) within ~640 KiB
+    cdef int64_t Tp = 64
+    while Tp > 16 and 432 * (C + O) * Tp > 640 * 1024:
+        Tp //= 2
+    cdef int64_t nblocks = (NU + Tp // 16 - 1) // (Tp // 16)
+    cdef int64_t Op = (O + 15) // 16 * 16, whlen = 36 * C * Op
+    cdef int64_t slen = emb_w4_wscratch(C, O, Tp)
+    cdef int nt = 1
+    if nblocks > 1 and N * C * O * OH * OW >= 100000:
+        nt = num_threads()
+        if nt > nblocks:
+            nt = <int>nblocks
+    Wh_arr = _np.zeros((nt, whlen), dtype=_np.float64)
+    cdef double* Wh = <double*>cnp.PyArray_DATA(Wh_arr)
+    cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
+    cdef const float* gp = <const float*>cnp.PyArray_DATA(g)
+    cdef int64_t blk, b0, b1
+    cdef float* S
+    cdef float* dwp = <float*>cnp.PyArray_DATA(dw)
+    cdef int part, nbuf = nt
+    with nogil, parallel(num_threads=nt):
+        S = <float*>calloc(slen, sizeof(float))
+        for part in prange(nbuf, schedule="static"):
+            b0 = part * nblocks // nbuf
+            b1 = (part + 1) * nblocks // nbuf
+            for blk in range(b0, b1):
+                emb_w4_wblock(xp, C, H, W, pt, pl, gp, O, OH, OW, TH, TW, NTR, NU, Tp, blk,
+                              Wh + part * whlen, S, (blk - b0) % 8 == 7 or blk == b1 - 1)
+        free(S)
+        for part in prange(nbuf, schedule="static"):
+            emb_w4_wout(Wh, nbuf, whlen, C, Op, dwp, part * O // nbuf, (part + 1) * O // nbuf)
