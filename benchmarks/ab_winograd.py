@@ -14,8 +14,8 @@ allowed 2x2 tiles only ("before", as before F(4x4, 3x3) existed) and 4x4 tiles t
 thread.
 
 ``accuracy``: max |error| / max |value| against a float64 oracle (PyTorch float64) of the
-forward and the input gradient at ResNet-20's shapes (batch 16), for F(4x4, 3x3),
-F(2x2, 3x3), the direct kernels and PyTorch float32.
+forward, the input gradient and the weight gradient at ResNet-20's shapes (batch 16), over
+4x4 tiles, over 2x2 tiles, the direct kernels and PyTorch float32.
 
 ``rule``: F(4x4, 3x3) / F(2x2, 3x3) time of the forward and the input gradient over a grid
 of shapes (one thread, CPU time; what ``winograd.tile`` is set from).
@@ -111,8 +111,8 @@ def accuracy():
     batch = 16
     print(f"max error / max |value| against float64, batch {batch}")
     print("| layer | forward: F4 / F2 / direct / PyTorch | input gradient: F4 / F2 / direct "
-          "/ PyTorch |")
-    print("|---|---|---|")
+          "/ PyTorch | weight gradient: F4 / F2 / direct / PyTorch |")
+    print("|---|---|---|---|")
     for name, C, O, H, _ in LAYERS[1:]:
         x = rng.standard_normal((batch, C, H, H)).astype(np.float32)
         w = (rng.standard_normal((O, C, 3, 3)) / np.sqrt(9 * C)).astype(np.float32)
@@ -123,18 +123,27 @@ def accuracy():
                                                  padding=1).numpy(),
                "dx": torch.nn.functional.conv_transpose2d(
                    torch.tensor(g, dtype=torch.float64), torch.tensor(w, dtype=torch.float64),
-                   padding=1).numpy()}
+                   padding=1).numpy(),
+               "dw": torch.nn.grad.conv2d_weight(torch.tensor(x, dtype=torch.float64),
+                                                 (O, C, 3, 3),
+                                                 torch.tensor(g, dtype=torch.float64),
+                                                 padding=1).numpy()}
         t32 = {"fwd": torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w),
                                                  padding=1).numpy(),
                "dx": torch.nn.functional.conv_transpose2d(torch.tensor(g), torch.tensor(w),
-                                                          padding=1).numpy()}
+                                                          padding=1).numpy(),
+               "dw": torch.nn.grad.conv2d_weight(torch.tensor(x), (O, C, 3, 3),
+                                                 torch.tensor(g), padding=1).numpy()}
         cells = [name]
-        for part in ("fwd", "dx"):
+        for part in ("fwd", "dx", "dw"):
             errs = []
             for mode in (4, 2, -1):
                 _force(mode)
                 if part == "fwd":
                     got = cv._conv(ember.asarray(x), ember.asarray(w), None, *geo)
+                elif part == "dw":
+                    got = cv._conv_weight(ember.asarray(x), ember.asarray(g), (O, C, 3, 3),
+                                          *geo)
                 else:
                     got = cv._conv_transpose(ember.asarray(g), ember.asarray(w), None, (H, H),
                                              *geo)
