@@ -325,16 +325,13 @@ def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
 cpdef int wtile(int64_t Ci, int64_t Co, int64_t OH, int64_t OW):
     """The output-gradient tile (4 or 2) of the Winograd weight gradient of a 3x3 stride-1
     convolution (Ci input, Co output channels, OH x OW output) where ``pays`` says
-    Winograd runs: F(3x3, 4x4) (the transpose of F(4x4, 3x3)) or F(3x3, 2x2).  Measured
-    on one core, batch 64 (F(3x3, 4x4) / F(3x3, 2x2) time): 0.70-0.71x at 16 -> 16
-    channels and 32x32 and at 32 -> 32 and 16x16, 0.94x at 16 -> 16 and 8x8, but 0.9-1.0x
-    at 64 -> 64 and 8x8 and 1.1x at 128 -> 128 (its 36 partial sums per channel pair are
-    loaded and stored for every block of 16-64 tiles), so up to 32 channels each side."""
+    Winograd runs: F(3x3, 4x4) (the transpose of F(4x4, 3x3)) or F(3x3, 2x2), by the
+    forward's rule (``tile``).  Measured on one core, batch 64 (F(3x3, 4x4) / F(3x3, 2x2)
+    time): 0.69-0.71x at 16 -> 16 channels and 32x32 and at 32 -> 32 and 16x16, 0.76x at
+    64 -> 64 and 8x8, 0.78x at 128 -> 128 and 8x8, 0.90x at 16 -> 16 and 8x8."""
     if _MODE == 4:
         return 4
     if _MODE > 0 or not _F4_ON:
-        return 2
-    if Ci > 32 or Co > 32:
         return 2
     return tile(Ci, Co, OH, OW)
 
