@@ -855,9 +855,9 @@ def _input_scatter_f32(gout, w, dx, int64_t ph0, int64_t pw0, int64_t dh, int64_
 
 
 # ---------------------------------------------------------------- Winograd (winograd.pyx)
-# 3x3 stride-1 float32 convolutions of enough channels run as Winograd F(2x2, 3x3) (16
-# multiply-adds per 2x2 tile and channel pair instead of 36); ``EMBER_WINOGRAD=0`` turns
-# it off.
+# 3x3 stride-1 float32 convolutions of enough channels run as Winograd over 2x2 or 4x4
+# output tiles (F(2x2, 3x3): 4 multiply-adds per output and channel pair instead of 9;
+# F(4x4, 3x3): 2.25; winograd.tile / wtile pick); ``EMBER_WINOGRAD=0`` turns it off.
 
 from ember._kernels.cpu import winograd as _wg
 
