@@ -3,8 +3,12 @@ gradient and the weight gradient of 3x3 stride-1 conv2d over 2x2 tiles (F(2x2, 3
 F(3x3, 2x2)) and over 4x4 tiles (F(4x4, 3x3), F(3x3, 4x4)), each forced in turn, against
 PyTorch, with the error against a float64 oracle kept within a stated factor of PyTorch's
 own float32 error (plus 4e-7 of the largest value): 8x for 2x2 tiles, 10x for 4x4 tiles
-(measured 3-7x at ResNet shapes and 128-512 channels; up to 7.8x over these tests' small
-shapes; benchmarks/README.md)."""
+(measured 3-7x at ResNet shapes and 128-512 channels; benchmarks/README.md).  Below 16
+channels on either side (shapes only the forced mode runs 4x4 tiles on: the cost rule
+starts at 16) PyTorch's 3x3 sums are nearly exact (4e-8) while the 6x6 transforms alone
+round to up to ~2e-6 of the largest value, so there the 4x4 floor is 2.5e-6 (over 40 seeds
+per case below: at most 2.2e-6 above 10x PyTorch's).  Each test draws its data from a
+fresh generator, so its inputs do not depend on which tests ran before it."""
 import os
 import subprocess
 import sys
@@ -26,6 +30,13 @@ pytestmark = pytest.mark.skipif(not wg.available(), reason="Winograd off or no A
 RNG = np.random.default_rng(2025)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rng():
+    """The same data for a test whatever ran before it in this process (xdist order)."""
+    global RNG
+    RNG = np.random.default_rng(2025)
+
+
 @pytest.fixture(params=[2, 4], ids=["F2", "F4"])
 def forced(request):
     """Winograd for every eligible shape (the cost rule bypassed), over 2x2 tiles, then over
@@ -45,13 +56,13 @@ def _rel_err(got, ref):
     return float(np.abs(np.asarray(got, np.float64) - ref).max()) / scale if ref.size else 0.0
 
 
-def _check(got, t32, t64, what, factor=8):
+def _check(got, t32, t64, what, factor=8, floor=4e-7):
     """got (ember, float32) close to PyTorch's float32 result, and its error against the
-    float64 oracle within ``factor`` times PyTorch's own (plus a few float32 ulps of the
-    scale)."""
+    float64 oracle within ``factor`` times PyTorch's own plus ``floor`` (a few float32
+    ulps of the scale)."""
     ref = t64.detach().numpy()
     e_ours, e_torch = _rel_err(got, ref), _rel_err(t32.detach().numpy(), ref)
-    assert e_ours <= factor * e_torch + 4e-7, (what, e_ours, e_torch)
+    assert e_ours <= factor * e_torch + floor, (what, e_ours, e_torch)
     scale = float(np.abs(ref).max()) if ref.size else 1.0
     np.testing.assert_allclose(np.asarray(got), t32.detach().numpy(), rtol=0,
                                atol=2e-5 * max(scale, 1.0), err_msg=what)
@@ -112,8 +123,9 @@ def test_forward_and_gradients_match_torch(forced, N, C, O, H, W, pad):
     ours, (t32, t64) = _run(x, w, b, pad)
     assert wg._calls() == calls + 3                  # forward and both gradients
     assert wg._calls_f4() - calls4 == (0 if forced == 2 else 3)
+    floor = 2.5e-6 if forced == 4 and min(C, O) < 16 else 4e-7
     for k, what in enumerate(("out", "dx", "dw")):
-        _check(ours[k], t32[k], t64[k], what, BOUND[forced])
+        _check(ours[k], t32[k], t64[k], what, BOUND[forced], floor)
 
 
 @pytest.mark.parametrize("label", ["transposed", "step2", "negative_stride"])
