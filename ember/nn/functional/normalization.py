@@ -154,6 +154,67 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _layer_norm(x, weight, bias, ns, float(eps), stats)
 
 
+# ---------------------------------------------------------------- residual + layer norm
+
+def _add_layer_norm_grad(g, res, x, r, weight, bias, eps, stats):
+    g_z, g_y = g
+    z = res[0]
+    need_w, need_b = _tracked(weight), _tracked(bias)
+    need_in = _tracked(x) or _tracked(r)
+    if _grad_on():
+        zz = x + r                 # recorded: higher derivatives through x and r
+        gz, gw, gb = _layer_norm_composite(g_y, zz, weight, 1, eps)
+    elif g_y is None:
+        gz = gw = gb = None
+    else:
+        gz, gw, gb = _layer_norm_backward(_grad_dtype(g_y, z), z, _kparam(weight, z), stats,
+                                          need_in, need_w or need_b)
+    if g_z is not None:
+        gz = g_z if gz is None else gz + g_z
+    return (gz, gz, gw if need_w else None, gb if need_b else None, None, None)
+
+
+@defop("nn.functional.normalization._add_layer_norm", grad=_add_layer_norm_grad,
+       save_args=True, save_result=True)
+def _add_layer_norm(x, r, weight, bias, eps, stats):
+    """(z, layer_norm(z)) for z = x + r over the last axis, one kernel pass per row."""
+    return _k.add_layer_norm_forward(_k.contig(x), _k.contig(r), _kparam(weight, x),
+                                     _kparam(bias, x), eps, stats)
+
+
+def add_layer_norm_applies(x, r, normalized_shape, weight, bias):
+    """Whether `add_layer_norm` runs its fused kernel on these arguments (host float32 /
+    float64 arrays of one shape and dtype, normalized over the last axis only)."""
+    if not (isinstance(x, ndarray) and isinstance(r, ndarray)) or x.is_cuda or r.is_cuda:
+        return False
+    dt = x.dtype
+    if r.dtype != dt or (dt != _F32 and dt != _F64) or x.shape != r.shape or x.ndim == 0:
+        return False
+    if len(normalized_shape) != 1 or x.shape[-1] != normalized_shape[0]:
+        return False
+    return all(p is None or (isinstance(p, ndarray) and p.dtype == dt and not p.is_cuda
+                             and p.shape == (x.shape[-1],)) for p in (weight, bias))
+
+
+def add_layer_norm(x, r, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """``layer_norm(x + r, normalized_shape, weight, bias, eps)``: the residual add and the
+    normalization of a post-norm Transformer layer in one pass (host float32/float64
+    arrays of one shape, one normalized axis; anything else runs the two ops).
+
+    >>> import ember
+    >>> from ember.nn.functional.normalization import add_layer_norm
+    >>> y = add_layer_norm(ember.asarray([[1.0, 2.0]]), ember.asarray([[0.0, 1.0]]), (2,))
+    >>> [round(v, 3) for v in y[0].tolist()]
+    [-1.0, 1.0]
+    """
+    ns = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) \
+        else tuple(int(d) for d in normalized_shape)
+    if not add_layer_norm_applies(x, r, ns, weight, bias):
+        return layer_norm(x + r, ns, weight, bias, eps)
+    stats = _new_stats(2, x.size // ns[0] if ns[0] else 0, x)
+    return _add_layer_norm(x, r, weight, bias, float(eps), stats)[1]
+
+
 # ---------------------------------------------------------------- batch norm
 
 def _bn_axes(x):
