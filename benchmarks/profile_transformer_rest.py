@@ -2,7 +2,10 @@
 ONE thread, CPU time): every kernel call of the step is wrapped in a timer, by op, forward
 and backward; "Python and the rest" is the step's time minus the timed calls.
 
-    python benchmarks/profile_transformer_rest.py [steps]
+    python benchmarks/profile_transformer_rest.py [steps] [--before]
+
+``--before`` switches branch tfm3's fused LayerNorm rows and residual add + LayerNorm off
+(``ab_transformer_rest._switch``).
 
 Prints ms per step for each group (medians over the steps are not taken: the sums over
 `steps` steps divided by `steps`).  The timers themselves cost about 1 us a call (a few
@@ -73,8 +76,12 @@ def install():
 
 
 def main(argv):
-    steps = int(argv[1]) if len(argv) > 1 else 20
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    steps = int(args[0]) if args else 20
     ember.set_num_threads(1)
+    if "--before" in argv:
+        import ab_transformer_rest
+        ab_transformer_rest._switch(False)
     ns = bt._namespaces("transformer", 32)
     env = dict(ns["ember"])
     fwd = compile("opt.zero_grad()\nloss = F.cross_entropy(model(x), y)", "<fwd>", "exec")

@@ -318,10 +318,11 @@ cdef void _aln_fwd(const real* x, const real* r, real* z, const real* w, const r
 
 
 def add_layer_norm_forward(ndarray x not None, ndarray r not None, object weight, object bias,
-                           double eps, ndarray stats not None):
+                           double eps, ndarray stats not None, ndarray z=None):
     """Layer norm of z = x + r (same shape and dtype, C-contiguous) over the last axis, one
     pass per row: returns (z, y) and fills stats as `layer_norm_forward` does (the backward
-    reads z)."""
+    reads z).  z, when given, is the C-contiguous array of x's shape and dtype z is written
+    into."""
     _check(x, "add_layer_norm")
     _check(r, "add_layer_norm")
     if r.tcode != x.tcode or r.ndim != x.ndim or tuple(r.shape) != tuple(x.shape):
@@ -332,7 +333,11 @@ def add_layer_norm_forward(ndarray x not None, ndarray r not None, object weight
     cdef char* wp = _opt(weight, x, N, "add_layer_norm")
     cdef char* bp = _opt(bias, x, N, "add_layer_norm")
     cdef double* st = _stats(stats, 2 * M, "add_layer_norm")
-    cdef ndarray z = new_empty(x.tcode, x.ndim, x.shape)
+    if z is None:
+        z = new_empty(x.tcode, x.ndim, x.shape)
+    elif z.tcode != x.tcode or not z.c_contig or tuple(z.shape) != tuple(x.shape):
+        raise ValueError(f"add_layer_norm: internal error: z buffer {z.dtype}{tuple(z.shape)} "
+                         f"does not match {x.dtype}{tuple(x.shape)}")
     cdef ndarray y = new_empty(x.tcode, x.ndim, x.shape)
     if x.size == 0:
         return z, y

@@ -13,7 +13,7 @@ import numpy as np
 import ember as _E
 from ember._core.array import ndarray
 from ember._core.array import _is_grad_enabled as _grad_on
-from ember._api._util import as_array
+from ember._api._util import as_array, empty_raw
 from ember._kernels.cpu import norm as _k
 from ember.autograd.registry import defop
 from ember._core.dtypes import dtype_kind
@@ -156,44 +156,54 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 # ---------------------------------------------------------------- residual + layer norm
 
-def _add_layer_norm_grad(g, res, x, r, weight, bias, eps, stats):
-    g_z, g_y = g
-    z = res[0]
+def _add_layer_norm_grad(g, res, x, r, weight, bias, eps, stats, z):
     need_w, need_b = _tracked(weight), _tracked(bias)
-    need_in = _tracked(x) or _tracked(r)
     if _grad_on():
-        zz = x + r                 # recorded: higher derivatives through x and r
-        gz, gw, gb = _layer_norm_composite(g_y, zz, weight, 1, eps)
-    elif g_y is None:
-        gz = gw = gb = None
-    else:
-        gz, gw, gb = _layer_norm_backward(_grad_dtype(g_y, z), z, _kparam(weight, z), stats,
-                                          need_in, need_w or need_b)
-    if g_z is not None:
-        gz = g_z if gz is None else gz + g_z
-    return (gz, gz, gw if need_w else None, gb if need_b else None, None, None)
+        gz, gw, gb = _layer_norm_composite(g, x + r, weight, 1, eps)   # recorded: exact
+    else:                                                              # to any order
+        gz, gw, gb = _layer_norm_backward(_grad_dtype(g, z), z, _kparam(weight, z), stats,
+                                          True, need_w or need_b)
+    return gz, gz, gw if need_w else None, gb if need_b else None, None, None, None
 
 
-@defop("nn.functional.normalization._add_layer_norm", grad=_add_layer_norm_grad,
-       save_args=True, save_result=True)
-def _add_layer_norm(x, r, weight, bias, eps, stats):
-    """(z, layer_norm(z)) for z = x + r over the last axis, one kernel pass per row."""
+@defop("nn.functional.normalization._add_layer_norm", grad=_add_layer_norm_grad)
+def _add_layer_norm(x, r, weight, bias, eps, stats, z):
+    """layer_norm(z) over the last axis, z = x + r written into the buffer `z` (saved for
+    the backward), one kernel pass per row."""
     return _k.add_layer_norm_forward(_k.contig(x), _k.contig(r), _kparam(weight, x),
-                                     _kparam(bias, x), eps, stats)
+                                     _kparam(bias, x), eps, stats, z)[1]
 
 
 def add_layer_norm_applies(x, r, normalized_shape, weight, bias):
     """Whether `add_layer_norm` runs its fused kernel on these arguments (host float32 /
-    float64 arrays of one shape and dtype, normalized over the last axis only)."""
-    if not (isinstance(x, ndarray) and isinstance(r, ndarray)) or x.is_cuda or r.is_cuda:
-        return False
+    float64 arrays of one shape and dtype, normalized over the last axis only, weight and
+    bias None or host arrays of that dtype and shape (n,))."""
+    if type(x) is not ndarray or type(r) is not ndarray:
+        if not (isinstance(x, ndarray) and isinstance(r, ndarray)):
+            return False
     dt = x.dtype
-    if r.dtype != dt or (dt != _F32 and dt != _F64) or x.shape != r.shape or x.ndim == 0:
+    if r.dtype != dt or (dt != _F32 and dt != _F64) or x.is_cuda or r.is_cuda:
         return False
-    if len(normalized_shape) != 1 or x.shape[-1] != normalized_shape[0]:
+    shape = x.shape
+    if shape != r.shape or not shape or len(normalized_shape) != 1 \
+            or shape[-1] != normalized_shape[0]:
         return False
-    return all(p is None or (isinstance(p, ndarray) and p.dtype == dt and not p.is_cuda
-                             and p.shape == (x.shape[-1],)) for p in (weight, bias))
+    for p in (weight, bias):
+        if p is not None and not (isinstance(p, ndarray) and p.dtype == dt and not p.is_cuda
+                                  and p.shape == normalized_shape):
+            return False
+    return True
+
+
+def fused_add_layer_norm(x, r, normalized_shape, weight, bias, eps):
+    """``layer_norm(x + r)`` as one op where `add_layer_norm_applies`, else None (for
+    callers that run their own fallback: the post-norm Transformer layers);
+    `normalized_shape` a tuple of one int."""
+    if not add_layer_norm_applies(x, r, normalized_shape, weight, bias):
+        return None
+    n = normalized_shape[0]
+    stats = _new_stats(2, x.size // n if n else 0, x)
+    return _add_layer_norm(x, r, weight, bias, float(eps), stats, empty_raw(x.shape, x.dtype))
 
 
 def add_layer_norm(x, r, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -209,10 +219,8 @@ def add_layer_norm(x, r, normalized_shape, weight=None, bias=None, eps=1e-5):
     """
     ns = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) \
         else tuple(int(d) for d in normalized_shape)
-    if not add_layer_norm_applies(x, r, ns, weight, bias):
-        return layer_norm(x + r, ns, weight, bias, eps)
-    stats = _new_stats(2, x.size // ns[0] if ns[0] else 0, x)
-    return _add_layer_norm(x, r, weight, bias, float(eps), stats)[1]
+    y = fused_add_layer_norm(x, r, ns, weight, bias, eps)
+    return layer_norm(x + r, ns, weight, bias, eps) if y is None else y
 
 
 # ---------------------------------------------------------------- batch norm

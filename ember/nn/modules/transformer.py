@@ -152,15 +152,23 @@ class MultiheadAttention(Module):
 fuse_add_norm = True      # post-norm layers: residual add + LayerNorm as one op (A/B switch)
 
 
+_LN = []                  # (LayerNorm, nn.functional.normalization), imported on first use
+
+
 def _add_norm(norm, x, r):
     """``norm(x + r)``: one fused op (``add_layer_norm``) when `norm` is a plain LayerNorm
     and the arrays are ones its kernel takes, else the two ops."""
-    from ember.nn.modules.normalization import LayerNorm
-    if fuse_add_norm and type(norm) is LayerNorm and _plain(norm):
-        from ember.nn.functional import normalization as N
-        if N.add_layer_norm_applies(x, r, norm.normalized_shape, norm.weight, norm.bias):
-            return N.add_layer_norm(x, r, norm.normalized_shape, norm.weight, norm.bias,
-                                    norm.eps)
+    if fuse_add_norm:
+        if not _LN:
+            from ember.nn.modules.normalization import LayerNorm
+            from ember.nn.functional import normalization
+            _LN[:] = (LayerNorm, normalization)
+        if type(norm) is _LN[0] and _plain(norm):
+            p = norm._parameters
+            y = _LN[1].fused_add_layer_norm(x, r, norm.normalized_shape, p.get("weight"),
+                                            p.get("bias"), norm.eps)
+            if y is not None:
+                return y
     return norm(x + r)
 
 
