@@ -177,7 +177,14 @@ def _add_layer_norm(x, r, weight, bias, eps, stats, z):
 def add_layer_norm_applies(x, r, normalized_shape, weight, bias):
     """Whether `add_layer_norm` runs its fused kernel on these arguments (host float32 /
     float64 arrays of one shape and dtype, normalized over the last axis only, weight and
-    bias None or host arrays of that dtype and shape (n,))."""
+    bias None or host arrays of that dtype and shape (n,)).
+
+    >>> import ember
+    >>> from ember.nn.functional.normalization import add_layer_norm_applies
+    >>> x = ember.ones((2, 4))
+    >>> add_layer_norm_applies(x, x, (4,), None, None), add_layer_norm_applies(x, x, (2, 4), None, None)
+    (True, False)
+    """
     if type(x) is not ndarray or type(r) is not ndarray:
         if not (isinstance(x, ndarray) and isinstance(r, ndarray)):
             return False
@@ -198,7 +205,16 @@ def add_layer_norm_applies(x, r, normalized_shape, weight, bias):
 def fused_add_layer_norm(x, r, normalized_shape, weight, bias, eps):
     """``layer_norm(x + r)`` as one op where `add_layer_norm_applies`, else None (for
     callers that run their own fallback: the post-norm Transformer layers);
-    `normalized_shape` a tuple of one int."""
+    `normalized_shape` a tuple of one int.
+
+    >>> import ember
+    >>> from ember.nn.functional.normalization import fused_add_layer_norm
+    >>> fused_add_layer_norm(ember.ones((1, 2)), ember.asarray([[0.0, 2.0]]), (2,), None, None,
+    ...                      1e-5).tolist()
+    [[-0.9999949932098389, 0.9999949932098389]]
+    >>> fused_add_layer_norm(ember.ones((1, 2)), ember.ones(2), (2,), None, None, 1e-5) is None
+    True
+    """
     if not add_layer_norm_applies(x, r, normalized_shape, weight, bias):
         return None
     n = normalized_shape[0]
