@@ -1,11 +1,13 @@
 """One training step of bench_train.py's network with an ember switch off vs on, PyTorch
 alongside, interleaved in one process (medians), as benchmarks/ab_lenet.py does.
 
-Switches: ``fastbwd`` (linear's and ReLU's kernel-direct backward, issue #25), ``fuse``
+Switches: ``fastbwd`` (linear's and ReLU's kernel-direct backward, issue #25), ``od6``
+(the convolution weight gradient's 6 x 4 tiles, ``conv._set_od_six``), ``fuse``
 (``container.fuse_enabled``: Linear + ReLU), ``fuseconv`` (``container.fuse_conv_enabled``:
 Conv2d + ReLU, with ``fuse_enabled`` on), ``adam`` (the float32 Adam loops' division-free
-quotient, ``optim._set_adam_fast``), ``mlp3`` (``fuse`` and ``adam`` together), ``swap`` (``container.swap_relu_pool``), ``none``.
-The network is ``mlp``, ``lenet5`` or ``transformer`` (bench_train.py's, batch 64).  By
+quotient, ``optim._set_adam_fast``), ``mlp3`` (``fuse`` and ``adam`` together), ``swap``
+(``container.swap_relu_pool``), ``none``.  The network is ``mlp``, ``lenet5`` or
+``transformer`` (bench_train.py's, batch 64).  By
 default both libraries run on ONE thread and the time is CPU time (a loaded machine
 disturbs it far less than wall time); ``--wall`` uses two threads and wall time.
 
@@ -38,6 +40,9 @@ def _switch(knob, on):
             container.fuse_enabled = on
     elif knob == "swap":
         container.swap_relu_pool = on
+    elif knob == "od6":         # 6 x 4 weight-gradient tiles (LeNet's conv1; branch convs2)
+        from ember._kernels.cpu import conv as ck
+        ck._set_od_six(int(on))
     elif knob == "fastbwd":     # the rules take their fast path only when grad mode is off
         for name in _FAST_BWD_MODULES:
             sys.modules[name]._grad_on = _array._is_grad_enabled if on else (lambda: True)

@@ -546,3 +546,34 @@ def test_forward_over_output_channels_is_chosen_for_lenet_not_resnet():
     assert not ck._chan_pays(16, 1, 32, 33)
     assert not ck._chan_pays(6, 1, 10, 14)
     assert not ck._chan_pays(16, 2, 10, 14)
+
+
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((5, 1, 28, 28), (6, 1, 5, 5), dict(padding=2)),               # LeNet-5's conv1
+    ((3, 2, 9, 11), (18, 2, 3, 3), dict(padding=1)),               # three tiles of 6 rows
+    ((2, 3, 8, 7), (6, 3, 3, 2), dict(stride=2, padding=(1, 0))),
+    ((2, 4, 9, 9), (12, 2, 3, 3), dict(groups=2)),                 # 6 rows per group
+])
+def test_weight_gradient_six_row_tiles(xs, ws, kw):
+    """The float32 weight-gradient kernel tiles rows in sixes (6 x 4 entries) where the
+    row count is a multiple of 6 and not of 4: the same sums in the same order as the
+    4 x 6 tiles (bit-identical), and PyTorch's gradient."""
+    from ember.nn.functional import conv as conv_mod
+    if not conv_mod._ck.fast_available():
+        pytest.skip("no AVX-512 on this CPU")
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal(ws).astype(np.float32)
+    grads = []
+    for six in (1, 0):
+        old = conv_mod._ck._set_od_six(six)
+        try:
+            we = ember.asarray(w, requires_grad=True)
+            F.conv2d(ember.asarray(x), we, **kw).sum().backward()
+            grads.append(we.grad.numpy())
+        finally:
+            conv_mod._ck._set_od_six(old)
+    np.testing.assert_array_equal(grads[0], grads[1])
+    wt = torch.tensor(w, requires_grad=True)
+    TF.conv2d(torch.tensor(x), wt, **kw).sum().backward()
+    np.testing.assert_allclose(grads[0], wt.grad.numpy(), rtol=1e-4,
+                               atol=1e-4 * max(1.0, float(np.abs(wt.grad.numpy()).max())))

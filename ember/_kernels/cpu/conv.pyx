@@ -220,18 +220,24 @@ def col2im(cnp.ndarray col not None, cnp.ndarray x not None, int kh, int kw, int
 
 cdef extern from "conv_simd.h" nogil:
     int emb_conv_has_avx512()
+    int emb_od_six
     void emb_og(int simd, const float* A, int T, int R, const float* src, const int64_t* off,
                 float* out, int64_t ldo, int64_t L)
     void emb_og_acc(int simd, const float* A, int T, int R, const float* src,
                     const int64_t* off, float* out, int64_t ldo, int64_t L)
     void emb_copy_rows(int simd, float* dst, int64_t dp, const float* src, int64_t sp,
                        int64_t rows, int64_t cols)
+    void emb_split_rows(int simd, float* dE, float* dO, int64_t dp, const float* src,
+                        int64_t sp, int64_t rows, int64_t nE, int64_t nO)
+    void emb_interleave_rows(int simd, float* dst, int64_t dp, const float* A, const float* B,
+                             int64_t ap, int64_t bp, int64_t rows, int64_t nA, int64_t nB)
     void emb_copy_rows_bias(int simd, float* dst, int64_t dp, const float* src, int64_t sp,
                             int64_t rows, int64_t cols, float bias, int relu)
     void emb_ogc(int simd, const float* A, int T, int R, const float* src, const int64_t* off,
                  float* out, int64_t OH, int64_t OW, int64_t Wq, const float* bias, int relu)
     void emb_odc(int simd, const float* gT, int64_t gn, int R, const float* src, int64_t sn,
-                 const int64_t* roff, int Tr, int KW, int NB, int64_t OH, int64_t OW,
+                 const int64_t* roff, const int64_t* jo, int Tr, int KW, int NB, int64_t OH,
+                 int64_t OW,
                  int64_t Wq, float* dW, int64_t ldw)
     void emb_pixel_major(int simd, const float* g, int64_t O, int64_t P, float* dst)
     void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, int R, const float* src,
@@ -245,6 +251,18 @@ cdef int64_t SLACK = 64           # zero floats after every flat source (over-re
 
 
 cdef int _CHAN_MODE = 0           # -1: never vectorise the forward over output channels
+cdef int _S2_MODE = 0             # -1: stride-2 row moves by the scalar loops (A/B, tests)
+
+
+def _set_s2_mode(int mode):
+    """0: stride-2 (along the rows) sources are split into their two column phases, and
+    input-gradient phases interleaved back, a row at a time by the vector row kernels
+    (``emb_split_rows`` / ``emb_interleave_rows``); -1: the scalar loops, one phase at a
+    time (for A/B measurements and tests).  Returns the previous mode."""
+    global _S2_MODE
+    old = _S2_MODE
+    _S2_MODE = mode
+    return old
 
 
 def _set_chan_mode(int mode):
@@ -265,6 +283,39 @@ cpdef bint _chan_pays(int64_t O, int64_t G, int64_t OW, int64_t Wq):
         4 * OW < 3 * Wq
 
 
+cdef bint _S2_CHAN = True
+
+
+def _set_s2_chan(bint on):
+    """Switch the stride-2 forms over channels (``_s2_chan``) off / on (A/B, tests);
+    returns the previous setting."""
+    global _S2_CHAN
+    old = _S2_CHAN
+    _S2_CHAN = on
+    return old
+
+
+cpdef bint _s2_chan(int64_t R, int64_t G, int64_t sw, int64_t OH, int64_t OW, int64_t Wq):
+    """Whether a stride-2 (along the rows) convolution runs over channels (16 per zmm, only
+    the OH x OW real outputs) rather than over pixels (OH*Wq lanes, rounded up to 16): one
+    group of a multiple of 16 channels (R: output channels for the forward and the weight
+    gradient, input channels for the input gradient) where under 0.9 of the pixel form's
+    lanes are outputs (ResNet-20 stage 3, 8x8 of 9-wide rows: 64 of 80; not stage 2, 256 of
+    272, measured slower there)."""
+    return _SIMD != 0 and _S2_MODE >= 0 and _S2_CHAN and sw == 2 and G == 1 and \
+        R % 16 == 0 and R > 0 and OH * OW * 10 < 9 * _cdiv(OH * Wq, 16) * 16
+
+
+def _set_od_six(int on):
+    """Whether the weight-gradient kernel (emb_odot) uses 6 x 4 tiles for row counts in
+    sixes (1, default) or always 4 x 6 (0; A/B measurements and tests); returns the
+    previous setting."""
+    global emb_od_six
+    old = emb_od_six
+    emb_od_six = on
+    return old
+
+
 def fast_available():
     """True when the AVX-512 direct-convolution kernels can run on this CPU."""
     return bool(_SIMD)
@@ -278,11 +329,40 @@ cdef void _build_src(const float* xn, float* src, int64_t C, int64_t H, int64_t 
                      int64_t ph0, int64_t pw0, int64_t sh, int64_t sw, int64_t Hq,
                      int64_t Wq, int64_t total) noexcept nogil:
     """src = the zero-padded planes of one sample, split into sh*sw phases."""
-    cdef int64_t py, px, c, y, x, yy, xx, plane = Hq * Wq, base, x0, x1
+    cdef int64_t py, px, c, y, x, yy, plane = Hq * Wq, base, x0, x1, y0, y1, nE, nO
     cdef float* row
     cdef const float* xrow
     memset(src, 0, total * sizeof(float))
     for py in range(sh):
+        # rows y with 0 <= y*sh + py - ph0 < H
+        y0 = 0
+        if py - ph0 < 0:
+            y0 = _cdiv(ph0 - py, sh)
+        y1 = 0
+        if H - 1 - py + ph0 >= 0:
+            y1 = (H - 1 - py + ph0) // sh + 1
+        if y1 > Hq:
+            y1 = Hq
+        if y1 <= y0:
+            continue
+        if sw == 2 and _S2_MODE >= 0:
+            # stride 2 along the rows: input column 2u + e goes to phase (e + pw0) % 2,
+            # column u + (e + pw0) // 2; both phases of a row in one pass (vector permutes)
+            nE = min((W + 1) // 2, Wq - pw0 // 2)
+            nO = min(W // 2, Wq - (1 + pw0) // 2)
+            if nE < 0:
+                nE = 0
+            if nO < 0:
+                nO = 0
+            for c in range(C):
+                emb_split_rows(_SIMD,
+                               src + (py * 2 + pw0 % 2) * C * plane + c * plane + y0 * Wq
+                               + pw0 // 2,
+                               src + (py * 2 + (1 + pw0) % 2) * C * plane + c * plane + y0 * Wq
+                               + (1 + pw0) // 2,
+                               Wq, xn + (c * H + y0 * sh + py - ph0) * W, sh * W, y1 - y0, nE,
+                               nO)
+            continue
         for px in range(sw):
             base = (py * sw + px) * C * plane
             # columns x with 0 <= x*sw + px - pw0 < W
@@ -294,16 +374,15 @@ cdef void _build_src(const float* xn, float* src, int64_t C, int64_t H, int64_t 
                 x1 = (W - 1 - px + pw0) // sw + 1
             if x1 > Wq:
                 x1 = Wq
+            if x1 <= x0:
+                continue
             for c in range(C):
-                for y in range(Hq):
+                for y in range(y0, y1):
                     yy = y * sh + py - ph0
-                    if yy < 0 or yy >= H:
-                        continue
                     row = src + base + c * plane + y * Wq
                     xrow = xn + (c * H + yy) * W
                     if sw == 1:
-                        if x1 > x0:
-                            memcpy(row + x0, xrow + x0 + px - pw0, (x1 - x0) * sizeof(float))
+                        memcpy(row + x0, xrow + x0 + px - pw0, (x1 - x0) * sizeof(float))
                     else:
                         for x in range(x0, x1):
                             row[x] = xrow[x * sw + px - pw0]
@@ -375,7 +454,7 @@ def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, 
         bias = <const float*>cnp.PyArray_DATA(bias_arr)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
     cdef float* op = <float*>cnp.PyArray_DATA(out)
-    cdef bint chan = _chan_pays(O, G, OW, Wq)
+    cdef bint chan = _chan_pays(O, G, OW, Wq) or _s2_chan(O, G, sw, OH, OW, Wq)
     cdef bint direct = Wq == OW and not chan
     cdef int nt = 1
     if N > 1 and N * O * Tg * L >= 200000:
@@ -443,12 +522,18 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     cdef int64_t Hq = Hq_, Wq = Wq_, slen = slen_, L = OH * Wq
     cdef int64_t Lr = _cdiv(L, 16) * 16
     # over output channels (emb_odc: only the real outputs, the gradient pixel-major) where
-    # the forward takes that form too and the geometry is one emb_odc handles
+    # the forward takes that form too and the geometry is one emb_odc handles, and for the
+    # stride-2 weight gradients of 16k output channels (ResNet's downsampling 3x3: the
+    # pixel form computes OH*Wq lanes rounded up to 16, 80 for 64 outputs at 8x8)
     cdef bint chan = (_chan_pays(O, G, OW, Wq) and sh == 1 and sw == 1 and dw == 1 and
-                      kw in (3, 5))
+                      kw in (3, 5)) or (kw in (3, 5) and _s2_chan(O, G, sw, OH, OW, Wq))
     cdef int64_t glen = O * OH * OW if chan else O * Lr
     roff_arr = _np.ascontiguousarray(off_arr[::kw]) if chan else off_arr
+    # tap j's offset within a tap row (the same for every channel and kernel row)
+    jo_arr = _np.ascontiguousarray(off_arr[:kw] - off_arr[0]) if off_arr.size >= kw else \
+        _np.zeros(kw, _np.int64)
     cdef const int64_t* roff = <const int64_t*>cnp.PyArray_DATA(roff_arr)
+    cdef const int64_t* jo = <const int64_t*>cnp.PyArray_DATA(jo_arr)
     cdef int64_t P = OH * OW
     cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(off_arr)
     cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
@@ -505,7 +590,7 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
                         emb_copy_rows(simd, gbuf + j * glen + o * Lr, Wq,
                                       gp + (n * O + o) * OH * OW, OW, OH, OW)
             if chan:
-                emb_odc(simd, gbuf, glen, <int>O, srcs, slen, roff, <int>(Tg // kw), <int>kw,
+                emb_odc(simd, gbuf, glen, <int>O, srcs, slen, roff, jo, <int>(Tg // kw), <int>kw,
                         <int>nb, OH, OW, Wq, mine, Tg)
             else:
                 for g in range(G):
@@ -621,6 +706,7 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
     cdef int64_t Lmax = Lmax_
     cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
     cdef float* dxp = <float*>cnp.PyArray_DATA(dx)
+    cdef int s2 = _S2_MODE
     cdef int nt = 1
     if N > 1 and N * O * Cg * kh * kw * OH * OW >= 200000:
         nt = num_threads()
@@ -631,15 +717,21 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
     cdef const float* trow
     cdef int simd = _SIMD
     gsrc = tmp = NULL
+    # stride 2 along the rows: the two column phases of a dx row are kept (tmp holds every
+    # phase) and written back interleaved, with full-width stores
+    cdef bint pairs = sw == 2 and s2 >= 0 and W >= 2
+    cdef int64_t tstride = C * Lmax + 16 if pairs else 0
+    # ... and over input channels (emb_ogc, the phases written compact) where that pays
+    cdef bint dchan = pairs and _s2_chan(C, G, sw, geo_arr[0, 2], geo_arr[0, 3], WG)
+    cdef int64_t pa, pb
     with nogil, parallel(num_threads=nt):
         gsrc = <float*>malloc(glen * sizeof(float))
-        tmp = <float*>malloc((C * Lmax + 1) * sizeof(float))
+        tmp = <float*>malloc((C * Lmax + 1 + nph * tstride) * sizeof(float))
         for n in prange(N, schedule="static"):
             memset(gsrc, 0, glen * sizeof(float))
-            for o in range(O):
-                for oy in range(OH):
-                    memcpy(gsrc + o * gplane + (oy + cPT) * WG + cPL,
-                           gp + ((n * O + o) * OH + oy) * OW, OW * sizeof(float))
+            for o in range(O):       # (one vector copy per plane, not a memcpy per row)
+                emb_copy_rows(simd, gsrc + o * gplane + cPT * WG + cPL, WG,
+                              gp + (n * O + o) * OH * OW, OW, OH, OW)
             for ph in range(nph):
                 pyy = gep[4 * ph]
                 pxx = gep[4 * ph + 1]
@@ -648,10 +740,24 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
                 if Hph_ == 0 or Wph_ == 0:
                     continue
                 Lph = Hph_ * WG
-                for gi in range(G):
-                    k = ph * G + gi
-                    emb_og(simd, A + tsp[k] * Cg, <int>ntp[k], <int>Cg, gsrc, off + tsp[k],
-                           tmp + gi * Cg * Lph, Lph, Lph)
+                if dchan:          # one group; the phase as compact (C, Hph, Wph) planes
+                    emb_ogc(simd, A + tsp[ph] * Cg, <int>ntp[ph], <int>Cg, gsrc, off + tsp[ph],
+                            tmp + ph * tstride, Hph_, Wph_, WG, NULL, 0)
+                else:
+                    for gi in range(G):
+                        k = ph * G + gi
+                        emb_og(simd, A + tsp[k] * Cg, <int>ntp[k], <int>Cg, gsrc, off + tsp[k],
+                               tmp + ph * tstride + gi * Cg * Lph, Lph, Lph)
+                if pairs:
+                    if pxx == 1:   # both column phases of rows pyy + y*sh are in tmp
+                        pa = gep[4 * ph - 1] if dchan else WG     # row pitches
+                        pb = Wph_ if dchan else WG
+                        for c in range(C):
+                            emb_interleave_rows(simd, dxp + ((n * C + c) * H + pyy) * W,
+                                                sh * W, tmp + (ph - 1) * tstride + c * Hph_ * pa,
+                                                tmp + ph * tstride + c * Hph_ * pb, pa, pb,
+                                                Hph_, gep[4 * ph - 1], Wph_)
+                    continue
                 for c in range(C):
                     for y in range(Hph_):
                         drow = dxp + ((n * C + c) * H + y * sh + pyy) * W + pxx
@@ -749,9 +855,9 @@ def _input_scatter_f32(gout, w, dx, int64_t ph0, int64_t pw0, int64_t dh, int64_
 
 
 # ---------------------------------------------------------------- Winograd (winograd.pyx)
-# 3x3 stride-1 float32 convolutions of enough channels run as Winograd F(2x2, 3x3) (16
-# multiply-adds per 2x2 tile and channel pair instead of 36); ``EMBER_WINOGRAD=0`` turns
-# it off.
+# 3x3 stride-1 float32 convolutions of enough channels run as Winograd over 2x2 or 4x4
+# output tiles (F(2x2, 3x3): 4 multiply-adds per output and channel pair instead of 9;
+# F(4x4, 3x3): 2.25; winograd.tile / wtile pick); ``EMBER_WINOGRAD=0`` turns it off.
 
 from ember._kernels.cpu import winograd as _wg
 

@@ -14,7 +14,7 @@
  *             (weight gradient: dot products over output positions)
  *
  * emb_og keeps an 8 x 48 block of outputs in registers (24 zmm accumulators;
- * per tap 3 loads + 8 broadcasts for 24 FMAs); emb_odot a 4 x 6 block of
+ * per tap 3 loads + 8 broadcasts for 24 FMAs); emb_odot a 4 x 6 (or 6 x 4) block of
  * weight-gradient entries, each a 16-lane partial sum reduced at the end.
  * The caller guarantees that the source can be read (zero slack) up to 48
  * floats past off[t] + L, and for emb_odot that Lr is a multiple of 16 with
@@ -136,7 +136,7 @@ EMB_AI void emb_od_tile(const float* G, int64_t gr, int64_t gn, const float* src
                         const int64_t* off, int64_t Lr, int NB, float* dW, int64_t ldw,
                         const int RB, const int TB)
 {
-    __m512 acc[4][6];
+    __m512 acc[6][6];
     for (int r = 0; r < RB; r++)
         for (int t = 0; t < TB; t++)
             acc[r][t] = _mm512_setzero_ps();
@@ -167,6 +167,7 @@ EMB_T512 static void emb_od_block(const float* G, int64_t gr, int64_t gn, const 
                                   int64_t sn, const int64_t* off, int64_t Lr, int NB, float* dW,
                                   int64_t ldw, int rb, int tb) {
     switch (rb * 8 + tb) {
+    EMB_OD_CASE(6, 4) EMB_OD_CASE(6, 3) EMB_OD_CASE(6, 2) EMB_OD_CASE(6, 1)
     EMB_OD_CASE(4, 6) EMB_OD_CASE(4, 5) EMB_OD_CASE(4, 4) EMB_OD_CASE(4, 3)
     EMB_OD_CASE(4, 2) EMB_OD_CASE(4, 1)
     EMB_OD_CASE(3, 6) EMB_OD_CASE(3, 5) EMB_OD_CASE(3, 4) EMB_OD_CASE(3, 3)
@@ -179,13 +180,19 @@ EMB_T512 static void emb_od_block(const float* G, int64_t gr, int64_t gn, const 
     }
 }
 
+/* 0: always 4 x 6 tiles (A/B measurements; conv._set_od_six) */
+static int emb_od_six = 1;
+
 EMB_T512 static void emb_odot_avx512(const float* G, int64_t gr, int64_t gn, int R,
                                      const float* src, int64_t sn, const int64_t* off, int T,
                                      int64_t Lr, int NB, float* dW, int64_t ldw) {
-    for (int r0 = 0; r0 < R; r0 += 4) {
-        int rb = R - r0 < 4 ? R - r0 : 4;
-        for (int t0 = 0; t0 < T; t0 += 6) {
-            int tb = T - t0 < 6 ? T - t0 : 6;
+    /* 4 x 6 tiles; 6 x 4 where the rows come in sixes (LeNet's conv1, 6 channels: 4 + 2
+     * rows re-read every source vector twice, the 2-row pass with 8 loads per 12 FMAs) */
+    int RBM = (emb_od_six && R % 4 != 0 && R % 6 == 0) ? 6 : 4, TBM = RBM == 6 ? 4 : 6;
+    for (int r0 = 0; r0 < R; r0 += RBM) {
+        int rb = R - r0 < RBM ? R - r0 : RBM;
+        for (int t0 = 0; t0 < T; t0 += TBM) {
+            int tb = T - t0 < TBM ? T - t0 : TBM;
             emb_od_block(G + (int64_t)r0 * gr, gr, gn, src, sn, off + t0, Lr, NB,
                          dW + (int64_t)r0 * ldw + t0, ldw, rb, tb);
         }
@@ -269,20 +276,25 @@ EMB_T512 static void emb_ogc_avx512(const float* A, int T, int R, const float* s
 }
 
 /* ---------------------------------------------------------------- emb_odc
- * The weight gradient vectorised over output channels (stride 1, dilation 1 along the
- * rows, kernel width 3 or 5): dW[o*ldw + k*KW + j] += sum_n sum_(oy,ox)
- * gT[n*gn + (oy*OW + ox)*R + o] * src[n*sn + roff[k] + oy*Wq + ox + j], with gT the
- * gradient pixel-major (R channels per pixel, R a multiple of 16) and roff[k] the source
- * offset of tap row k (channel c, kernel row i).  Only the real OH x OW outputs are
+ * The weight gradient vectorised over output channels (kernel width 3 or 5):
+ * dW[o*ldw + k*KW + j] += sum_n sum_(oy,ox)
+ * gT[n*gn + (oy*OW + ox)*R + o] * src[n*sn + roff[k] + jo[j] + oy*Wq + ox], with gT the
+ * gradient pixel-major (R channels per pixel, R a multiple of 16), roff[k] the source
+ * offset of tap row k (channel c, kernel row i) and jo[j] tap j's offset within the row
+ * (j at stride 1; at stride 2 the two column phases: 0, the phase distance, 1).  Only the real OH x OW outputs are
  * visited (emb_odot runs over every pitch column); a tile keeps KB tap rows x KW taps of
  * 16-channel partial sums, per pixel one gradient load and KB*KW FMAs with a broadcast
  * source value. */
 
 EMB_AI void emb_odc_tile(const float* gT, int64_t gn, int64_t R, const float* src, int64_t sn,
-                         const int64_t* roff, int NB, int64_t OH, int64_t OW, int64_t Wq,
-                         float* dW, int64_t ldw, const int KB, const int KW)
+                         const int64_t* roff, const int64_t* jo, int NB, int64_t OH,
+                         int64_t OW, int64_t Wq, float* dW, int64_t ldw, const int KB,
+                         const int KW)
 {
     __m512 acc[8][5];
+    int64_t jv[5];
+    for (int j = 0; j < KW; j++)
+        jv[j] = jo[j];
     for (int k = 0; k < KB; k++)
         for (int j = 0; j < KW; j++)
             acc[k][j] = _mm512_setzero_ps();
@@ -295,7 +307,7 @@ EMB_AI void emb_odc_tile(const float* gT, int64_t gn, int64_t R, const float* sr
                 const float* sp = s + oy * Wq + ox;
                 for (int k = 0; k < KB; k++)
                     for (int j = 0; j < KW; j++)
-                        acc[k][j] = _mm512_fmadd_ps(_mm512_set1_ps(sp[roff[k] + j]), gv,
+                        acc[k][j] = _mm512_fmadd_ps(_mm512_set1_ps(sp[roff[k] + jv[j]]), gv,
                                                     acc[k][j]);
             }
     }
@@ -310,10 +322,11 @@ EMB_AI void emb_odc_tile(const float* gT, int64_t gn, int64_t R, const float* sr
 
 #define EMB_ODC_CASE(KB, KW)                                                               \
     case (KW) * 16 + (KB):                                                                 \
-        emb_odc_tile(g, gn, R, src, sn, ro, NB, OH, OW, Wq, d, ldw, KB, KW); break;
+        emb_odc_tile(g, gn, R, src, sn, ro, jo, NB, OH, OW, Wq, d, ldw, KB, KW); break;
 
 EMB_T512 static void emb_odc_avx512(const float* gT, int64_t gn, int R, const float* src,
-                                    int64_t sn, const int64_t* roff, int Tr, int KW, int NB,
+                                    int64_t sn, const int64_t* roff, const int64_t* jo,
+                                    int Tr, int KW, int NB,
                                     int64_t OH, int64_t OW, int64_t Wq, float* dW,
                                     int64_t ldw) {
     int KBM = KW == 3 ? 8 : 4;
@@ -347,6 +360,106 @@ EMB_T512 static void emb_pixel_major_avx512(const float* g, int64_t O, int64_t P
             __mmask16 m = (__mmask16)((1u << (P - p)) - 1);
             _mm512_mask_i32scatter_ps(dst + p * O + o, m, idx, _mm512_maskz_loadu_ps(m, s + p),
                                       4);
+        }
+    }
+}
+
+/* Stride-2 row moves (the phase split of a stride-2 convolution):
+ *   emb_even_rows: dst[y*dp + x] = src[y*sp + 2*x] for x < n (one input phase row), 16
+ *                  outputs per step from two masked loads and one even-lane permute;
+ *   emb_spread_rows: dst[y*dp + 2*x] = src[y*sp + x] for x < n (one input-gradient phase
+ *                  row written back at stride 2), 8 values per masked store of the
+ *                  even lanes.
+ * Only the 2*n - 1 source floats (emb_even_rows) / destination floats (emb_spread_rows)
+ * a row needs are touched. */
+EMB_AI __mmask16 emb_mask16(int64_t k) {
+    return (__mmask16)(k >= 16 ? 0xFFFF : (k <= 0 ? 0 : ((1u << k) - 1)));
+}
+
+EMB_T512 static void emb_even_rows_avx512(float* dst, int64_t dp, const float* src, int64_t sp,
+                                          int64_t rows, int64_t n) {
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                         28, 30);
+    for (int64_t y = 0; y < rows; y++) {
+        const float* s = src + y * sp;
+        float* d = dst + y * dp;
+        for (int64_t x = 0; x < n; x += 16) {
+            int64_t m = n - x < 16 ? n - x : 16;      /* outputs; 2m - 1 inputs */
+            __m512 lo = _mm512_maskz_loadu_ps(emb_mask16(2 * m - 1), s + 2 * x);
+            __m512 hi = _mm512_maskz_loadu_ps(emb_mask16(2 * m - 17), s + 2 * x + 16);
+            _mm512_mask_storeu_ps(d + x, emb_mask16(m), _mm512_permutex2var_ps(lo, ev, hi));
+        }
+    }
+}
+
+EMB_T512 static void emb_spread_rows_avx512(float* dst, int64_t dp, const float* src,
+                                            int64_t sp, int64_t rows, int64_t n) {
+    const __m512i lo_i = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    const __m512i hi_i = _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14,
+                                           14, 15, 15);
+    for (int64_t y = 0; y < rows; y++) {
+        const float* s = src + y * sp;
+        float* d = dst + y * dp;
+        for (int64_t x = 0; x < n; x += 16) {
+            int64_t m = n - x < 16 ? n - x : 16;      /* values; 2m - 1 destination floats */
+            __m512 v = _mm512_maskz_loadu_ps(emb_mask16(m), s + x);
+            __mmask16 e0 = (__mmask16)(emb_mask16(2 * m - 1) & 0x5555);
+            __mmask16 e1 = (__mmask16)(emb_mask16(2 * m - 17) & 0x5555);
+            _mm512_mask_storeu_ps(d + 2 * x, e0, _mm512_permutexvar_ps(lo_i, v));
+            if (e1)
+                _mm512_mask_storeu_ps(d + 2 * x + 16, e1, _mm512_permutexvar_ps(hi_i, v));
+        }
+    }
+}
+
+/* The two-phase forms (stride 2 along the row, both column phases in one pass):
+ *   emb_split_rows: dE[y*dp + u] = src[y*sp + 2*u] (u < nE), dO[y*dp + u] =
+ *                   src[y*sp + 2*u + 1] (u < nO): one input row into its two phase rows,
+ *                   two loads and two permutes per 32 floats;
+ *   emb_interleave_rows: dst[y*dp + 2*x] = A[y*ap + x] (x < nA), dst[y*dp + 2*x + 1] =
+ *                   B[y*bp + x] (x < nB), nB == nA or nA - 1: two phase rows of an input
+ *                   gradient back into one dx row with full stores. */
+EMB_T512 static void emb_split_rows_avx512(float* dE, float* dO, int64_t dp, const float* src,
+                                           int64_t sp, int64_t rows, int64_t nE, int64_t nO) {
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                         28, 30);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
+                                         29, 31);
+    int64_t nin = 2 * nE - 1 > 2 * nO ? 2 * nE - 1 : 2 * nO;     /* source floats read */
+    int64_t n = nE > nO ? nE : nO;
+    for (int64_t y = 0; y < rows; y++) {
+        const float* s = src + y * sp;
+        float* e = dE + y * dp;
+        float* o = dO + y * dp;
+        for (int64_t u = 0; u < n; u += 16) {
+            __m512 lo = _mm512_maskz_loadu_ps(emb_mask16(nin - 2 * u), s + 2 * u);
+            __m512 hi = _mm512_maskz_loadu_ps(emb_mask16(nin - 2 * u - 16), s + 2 * u + 16);
+            _mm512_mask_storeu_ps(e + u, emb_mask16(nE - u), _mm512_permutex2var_ps(lo, ev, hi));
+            _mm512_mask_storeu_ps(o + u, emb_mask16(nO - u), _mm512_permutex2var_ps(lo, od, hi));
+        }
+    }
+}
+
+EMB_T512 static void emb_interleave_rows_avx512(float* dst, int64_t dp, const float* A,
+                                                const float* B, int64_t ap, int64_t bp,
+                                                int64_t rows, int64_t nA, int64_t nB) {
+    const __m512i lo_i = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22,
+                                           7, 23);
+    const __m512i hi_i = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                           30, 15, 31);
+    int64_t nout = nA + nB;
+    for (int64_t y = 0; y < rows; y++) {
+        const float* a = A + y * ap;
+        const float* b = B + y * bp;
+        float* d = dst + y * dp;
+        for (int64_t x = 0; x < nA; x += 16) {
+            __m512 va = _mm512_maskz_loadu_ps(emb_mask16(nA - x), a + x);
+            __m512 vb = _mm512_maskz_loadu_ps(emb_mask16(nB - x), b + x);
+            _mm512_mask_storeu_ps(d + 2 * x, emb_mask16(nout - 2 * x),
+                                  _mm512_permutex2var_ps(va, lo_i, vb));
+            if (nout - 2 * x > 16)
+                _mm512_mask_storeu_ps(d + 2 * x + 16, emb_mask16(nout - 2 * x - 16),
+                                      _mm512_permutex2var_ps(va, hi_i, vb));
         }
     }
 }
@@ -473,12 +586,13 @@ static inline void emb_ogc(int simd, const float* A, int T, int R, const float* 
 }
 
 /* emb_odc: the weight gradient over output channels (see emb_odc_avx512; roff[k] for the
- * Tr tap rows, taps k*KW + j, KW 3 or 5, R a multiple of 16). */
+ * Tr tap rows, taps k*KW + j at roff[k] + jo[j], KW 3 or 5, R a multiple of 16). */
 static inline void emb_odc(int simd, const float* gT, int64_t gn, int R, const float* src,
-                           int64_t sn, const int64_t* roff, int Tr, int KW, int NB, int64_t OH,
-                           int64_t OW, int64_t Wq, float* dW, int64_t ldw) {
+                           int64_t sn, const int64_t* roff, const int64_t* jo, int Tr, int KW,
+                           int NB, int64_t OH, int64_t OW, int64_t Wq, float* dW,
+                           int64_t ldw) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (simd) { emb_odc_avx512(gT, gn, R, src, sn, roff, Tr, KW, NB, OH, OW, Wq, dW, ldw);
+    if (simd) { emb_odc_avx512(gT, gn, R, src, sn, roff, jo, Tr, KW, NB, OH, OW, Wq, dW, ldw);
                 return; }
 #endif
     for (int o = 0; o < R; o++)
@@ -489,7 +603,7 @@ static inline void emb_odc(int simd, const float* gT, int64_t gn, int R, const f
                     for (int64_t oy = 0; oy < OH; oy++)
                         for (int64_t ox = 0; ox < OW; ox++)
                             acc += gT[n * gn + (oy * OW + ox) * R + o] *
-                                   src[n * sn + roff[k] + oy * Wq + ox + j];
+                                   src[n * sn + roff[k] + oy * Wq + ox + jo[j]];
                 dW[(int64_t)o * ldw + k * KW + j] += acc;
             }
 }
@@ -511,6 +625,50 @@ static inline void emb_odot(int simd, const float* G, int64_t gr, int64_t gn, in
     if (simd) { emb_odot_avx512(G, gr, gn, R, src, sn, off, T, Lr, NB, dW, ldw); return; }
 #endif
     emb_odot_c(G, gr, gn, R, src, sn, off, T, Lr, NB, dW, ldw);
+}
+
+static inline void emb_even_rows(int simd, float* dst, int64_t dp, const float* src,
+                                 int64_t sp, int64_t rows, int64_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_even_rows_avx512(dst, dp, src, sp, rows, n); return; }
+#endif
+    for (int64_t y = 0; y < rows; y++)
+        for (int64_t x = 0; x < n; x++)
+            dst[y * dp + x] = src[y * sp + 2 * x];
+}
+
+static inline void emb_spread_rows(int simd, float* dst, int64_t dp, const float* src,
+                                   int64_t sp, int64_t rows, int64_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_spread_rows_avx512(dst, dp, src, sp, rows, n); return; }
+#endif
+    for (int64_t y = 0; y < rows; y++)
+        for (int64_t x = 0; x < n; x++)
+            dst[y * dp + 2 * x] = src[y * sp + x];
+}
+
+static inline void emb_split_rows(int simd, float* dE, float* dO, int64_t dp,
+                                  const float* src, int64_t sp, int64_t rows, int64_t nE,
+                                  int64_t nO) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_split_rows_avx512(dE, dO, dp, src, sp, rows, nE, nO); return; }
+#endif
+    for (int64_t y = 0; y < rows; y++) {
+        for (int64_t u = 0; u < nE; u++) dE[y * dp + u] = src[y * sp + 2 * u];
+        for (int64_t u = 0; u < nO; u++) dO[y * dp + u] = src[y * sp + 2 * u + 1];
+    }
+}
+
+static inline void emb_interleave_rows(int simd, float* dst, int64_t dp, const float* A,
+                                       const float* B, int64_t ap, int64_t bp, int64_t rows,
+                                       int64_t nA, int64_t nB) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_interleave_rows_avx512(dst, dp, A, B, ap, bp, rows, nA, nB); return; }
+#endif
+    for (int64_t y = 0; y < rows; y++) {
+        for (int64_t x = 0; x < nA; x++) dst[y * dp + 2 * x] = A[y * ap + x];
+        for (int64_t x = 0; x < nB; x++) dst[y * dp + 2 * x + 1] = B[y * bp + x];
+    }
 }
 
 static inline void emb_copy_rows(int simd, float* dst, int64_t dp, const float* src,

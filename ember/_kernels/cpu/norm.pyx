@@ -67,7 +67,16 @@ cdef extern from "nn_simd.h" nogil:
     void em_acc_sumsq_f64(double* acc, double* acc2, const double* x, Py_ssize_t n)
     void em_acc_sqdev_f64(double* acc, const double* x, const double* m, Py_ssize_t n)
 
+cdef extern from "ln_simd.h" nogil:
+    int em_use_avx2
+    void emln_fwd_row_avx2(const float* x, const float* r, float* z, const float* w,
+                           const float* b, float* y, Py_ssize_t n, double eps, double* mean,
+                           double* rstd)
+    void emln_bwd_row_avx2(const float* g, const float* x, const float* w, float* gx,
+                           float* acc, float* acc2, Py_ssize_t n, double mean, double rstd)
+
 em_init_cpu()            # pick the AVX2 code paths once, at import
+cdef bint _ln_rows = em_use_avx2 != 0    # the fused AVX2 layer-norm rows of ln_simd.h
 
 ctypedef fused real:
     float
@@ -237,6 +246,10 @@ def new_stats(Py_ssize_t rows, Py_ssize_t n, like=None):
 cdef inline void _ln_frow(const real* x, const real* w, const real* b, real* y, double* st,
                           Py_ssize_t i, Py_ssize_t M, Py_ssize_t N, double eps) noexcept nogil:
     cdef double mean, var, rstd
+    if real is float:
+        if _ln_rows:
+            emln_fwd_row_avx2(x + i * N, NULL, NULL, w, b, y + i * N, N, eps, st + i, st + M + i)
+            return
     _row_stats(x + i * N, N, &mean, &var)
     rstd = 1.0 / sqrt(var + eps)
     st[i] = mean
@@ -277,6 +290,77 @@ def layer_norm_forward(ndarray x not None, object weight, object bias, double ep
     return y
 
 
+cdef inline void _aln_frow(const real* x, const real* r, real* z, const real* w, const real* b,
+                           real* y, double* st, Py_ssize_t i, Py_ssize_t M, Py_ssize_t N,
+                           double eps) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef real* zi = z + i * N
+    if real is float:
+        if _ln_rows:
+            emln_fwd_row_avx2(x + i * N, r + i * N, zi, w, b, y + i * N, N, eps, st + i,
+                              st + M + i)
+            return
+    for j in range(N):
+        zi[j] = x[i * N + j] + r[i * N + j]
+    _ln_frow(z, w, b, y, st, i, M, N, eps)
+
+
+cdef void _aln_fwd(const real* x, const real* r, real* z, const real* w, const real* b, real* y,
+                   double* st, Py_ssize_t M, Py_ssize_t N, double eps) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef int nt = _nt(M * N, M)
+    if nt > 1:
+        for i in prange(M, num_threads=nt, schedule="static"):
+            _aln_frow(x, r, z, w, b, y, st, i, M, N, eps)
+    else:
+        for i in range(M):
+            _aln_frow(x, r, z, w, b, y, st, i, M, N, eps)
+
+
+def add_layer_norm_forward(ndarray x not None, ndarray r not None, object weight, object bias,
+                           double eps, ndarray stats not None, ndarray z=None):
+    """Layer norm of z = x + r (same shape and dtype, C-contiguous) over the last axis, one
+    pass per row: returns (z, y) and fills stats as `layer_norm_forward` does (the backward
+    reads z).  z, when given, is the C-contiguous array of x's shape and dtype z is written
+    into."""
+    _check(x, "add_layer_norm")
+    _check(r, "add_layer_norm")
+    if r.tcode != x.tcode or r.ndim != x.ndim or tuple(r.shape) != tuple(x.shape):
+        raise ValueError(f"add_layer_norm: internal error: operands {x.dtype}{tuple(x.shape)} "
+                         f"and {r.dtype}{tuple(r.shape)} differ")
+    cdef Py_ssize_t N = x.shape[x.ndim - 1] if x.ndim else 1
+    cdef Py_ssize_t M = x.size // N if N else 0
+    cdef char* wp = _opt(weight, x, N, "add_layer_norm")
+    cdef char* bp = _opt(bias, x, N, "add_layer_norm")
+    cdef double* st = _stats(stats, 2 * M, "add_layer_norm")
+    if z is None:
+        z = new_empty(x.tcode, x.ndim, x.shape)
+    elif z.tcode != x.tcode or not z.c_contig or tuple(z.shape) != tuple(x.shape):
+        raise ValueError(f"add_layer_norm: internal error: z buffer {z.dtype}{tuple(z.shape)} "
+                         f"does not match {x.dtype}{tuple(x.shape)}")
+    cdef ndarray y = new_empty(x.tcode, x.ndim, x.shape)
+    if x.size == 0:
+        return z, y
+    with nogil:
+        if x.tcode == T_FLOAT32:
+            _aln_fwd(<float*>x.data, <float*>r.data, <float*>z.data, <float*>wp, <float*>bp,
+                     <float*>y.data, st, M, N, eps)
+        else:
+            _aln_fwd(<double*>x.data, <double*>r.data, <double*>z.data, <double*>wp,
+                     <double*>bp, <double*>y.data, st, M, N, eps)
+    return z, y
+
+
+def _set_ln_avx2(bint on):
+    """Switch the fused AVX2 float32 layer-norm rows (ln_simd.h) on or off (A/B
+    measurements, tests: off runs nn_simd.h's primitives row by row, as before them);
+    returns the previous setting.  On only where the CPU has AVX2 and FMA."""
+    global _ln_rows
+    cdef bint prev = _ln_rows
+    _ln_rows = on and em_use_avx2 != 0
+    return prev
+
+
 cdef inline void _ln_brow(const real* g, const real* x, const real* w, real* gx, double mean,
                           double rstd, Py_ssize_t N) noexcept nogil:
     cdef double s1, s2, A, B
@@ -303,6 +387,12 @@ cdef void _ln_bwd_block(const real* g, const real* x, const real* w, const doubl
     for i in range(r0, r1):
         mean = st[i]
         rstd = st[M + i]
+        if real is float:
+            if _ln_rows:
+                emln_bwd_row_avx2(g + i * N, x + i * N, w, gx + i * N if gx != NULL else NULL,
+                                  facc if acc != NULL else NULL, facc + N if acc != NULL else NULL,
+                                  N, mean, rstd)
+                continue
         if gx != NULL:
             _ln_brow(g + i * N, x + i * N, w, gx + i * N, mean, rstd, N)
         if acc != NULL:

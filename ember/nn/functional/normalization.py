@@ -13,7 +13,7 @@ import numpy as np
 import ember as _E
 from ember._core.array import ndarray
 from ember._core.array import _is_grad_enabled as _grad_on
-from ember._api._util import as_array
+from ember._api._util import as_array, empty_raw
 from ember._kernels.cpu import norm as _k
 from ember.autograd.registry import defop
 from ember._core.dtypes import dtype_kind
@@ -152,6 +152,91 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     N = math.prod(ns)
     stats = _new_stats(2, x.size // N if N else 0, x)
     return _layer_norm(x, weight, bias, ns, float(eps), stats)
+
+
+# ---------------------------------------------------------------- residual + layer norm
+
+def _add_layer_norm_grad(g, res, x, r, weight, bias, eps, stats, z):
+    need_w, need_b = _tracked(weight), _tracked(bias)
+    if _grad_on():
+        gz, gw, gb = _layer_norm_composite(g, x + r, weight, 1, eps)   # recorded: exact
+    else:                                                              # to any order
+        gz, gw, gb = _layer_norm_backward(_grad_dtype(g, z), z, _kparam(weight, z), stats,
+                                          True, need_w or need_b)
+    return gz, gz, gw if need_w else None, gb if need_b else None, None, None, None
+
+
+@defop("nn.functional.normalization._add_layer_norm", grad=_add_layer_norm_grad)
+def _add_layer_norm(x, r, weight, bias, eps, stats, z):
+    """layer_norm(z) over the last axis, z = x + r written into the buffer `z` (saved for
+    the backward), one kernel pass per row."""
+    return _k.add_layer_norm_forward(_k.contig(x), _k.contig(r), _kparam(weight, x),
+                                     _kparam(bias, x), eps, stats, z)[1]
+
+
+def add_layer_norm_applies(x, r, normalized_shape, weight, bias):
+    """Whether `add_layer_norm` runs its fused kernel on these arguments (host float32 /
+    float64 arrays of one shape and dtype, normalized over the last axis only, weight and
+    bias None or host arrays of that dtype and shape (n,)).
+
+    >>> import ember
+    >>> from ember.nn.functional.normalization import add_layer_norm_applies
+    >>> x = ember.ones((2, 4))
+    >>> add_layer_norm_applies(x, x, (4,), None, None), add_layer_norm_applies(x, x, (2, 4), None, None)
+    (True, False)
+    """
+    if type(x) is not ndarray or type(r) is not ndarray:
+        if not (isinstance(x, ndarray) and isinstance(r, ndarray)):
+            return False
+    dt = x.dtype
+    if r.dtype != dt or (dt != _F32 and dt != _F64) or x.is_cuda or r.is_cuda:
+        return False
+    shape = x.shape
+    if shape != r.shape or not shape or len(normalized_shape) != 1 \
+            or shape[-1] != normalized_shape[0]:
+        return False
+    for p in (weight, bias):
+        if p is not None and not (isinstance(p, ndarray) and p.dtype == dt and not p.is_cuda
+                                  and p.shape == normalized_shape):
+            return False
+    return True
+
+
+def fused_add_layer_norm(x, r, normalized_shape, weight, bias, eps):
+    """``layer_norm(x + r)`` as one op where `add_layer_norm_applies`, else None (for
+    callers that run their own fallback: the post-norm Transformer layers);
+    `normalized_shape` a tuple of one int.
+
+    >>> import ember
+    >>> from ember.nn.functional.normalization import fused_add_layer_norm
+    >>> fused_add_layer_norm(ember.ones((1, 2)), ember.asarray([[0.0, 2.0]]), (2,), None, None,
+    ...                      1e-5).tolist()
+    [[-0.9999949932098389, 0.9999949932098389]]
+    >>> fused_add_layer_norm(ember.ones((1, 2)), ember.ones(2), (2,), None, None, 1e-5) is None
+    True
+    """
+    if not add_layer_norm_applies(x, r, normalized_shape, weight, bias):
+        return None
+    n = normalized_shape[0]
+    stats = _new_stats(2, x.size // n if n else 0, x)
+    return _add_layer_norm(x, r, weight, bias, float(eps), stats, empty_raw(x.shape, x.dtype))
+
+
+def add_layer_norm(x, r, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """``layer_norm(x + r, normalized_shape, weight, bias, eps)``: the residual add and the
+    normalization of a post-norm Transformer layer in one pass (host float32/float64
+    arrays of one shape, one normalized axis; anything else runs the two ops).
+
+    >>> import ember
+    >>> from ember.nn.functional.normalization import add_layer_norm
+    >>> y = add_layer_norm(ember.asarray([[1.0, 2.0]]), ember.asarray([[0.0, 1.0]]), (2,))
+    >>> [round(v, 3) for v in y[0].tolist()]
+    [-1.0, 1.0]
+    """
+    ns = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) \
+        else tuple(int(d) for d in normalized_shape)
+    y = fused_add_layer_norm(x, r, ns, weight, bias, eps)
+    return layer_norm(x + r, ns, weight, bias, eps) if y is None else y
 
 
 # ---------------------------------------------------------------- batch norm

@@ -13,7 +13,7 @@ import ember as E
 from ember._core.array import ndarray
 from ember.nn.parameter import Parameter
 from ember.nn.modules.module import Module
-from ember.nn.modules.container import ModuleList, fuse_linear_relu
+from ember.nn.modules.container import ModuleList, fuse_linear_relu, _plain
 from ember.nn.modules.linear import Linear
 from ember._core.dtypes import dtype_kind
 
@@ -149,6 +149,29 @@ class MultiheadAttention(Module):
             self.out_proj.weight, self.out_proj.bias, **kw)
 
 
+fuse_add_norm = True      # post-norm layers: residual add + LayerNorm as one op (A/B switch)
+
+
+_LN = []                  # (LayerNorm, nn.functional.normalization), imported on first use
+
+
+def _add_norm(norm, x, r):
+    """``norm(x + r)``: one fused op (``add_layer_norm``) when `norm` is a plain LayerNorm
+    and the arrays are ones its kernel takes, else the two ops."""
+    if fuse_add_norm:
+        if not _LN:
+            from ember.nn.modules.normalization import LayerNorm
+            from ember.nn.functional import normalization
+            _LN[:] = (LayerNorm, normalization)
+        if type(norm) is _LN[0] and _plain(norm):
+            p = norm._parameters
+            y = _LN[1].fused_add_layer_norm(x, r, norm.normalized_shape, p.get("weight"),
+                                            p.get("bias"), norm.eps)
+            if y is not None:
+                return y
+    return norm(x + r)
+
+
 def _activation_fn(activation):
     F = _F()
     if activation == "relu":
@@ -207,8 +230,9 @@ class TransformerEncoderLayer(Module):
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
             x = x + self._ff_block(self.norm2(x))
         else:
-            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
-            x = self.norm2(x + self._ff_block(x))
+            x = _add_norm(self.norm1, x, self._sa_block(x, src_mask, src_key_padding_mask,
+                                                        is_causal))
+            x = _add_norm(self.norm2, x, self._ff_block(x))
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
@@ -353,11 +377,12 @@ class TransformerDecoderLayer(Module):
                                     memory_key_padding_mask, memory_is_causal)
             x = x + self._ff_block(self.norm3(x))
         else:
-            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask,
-                                              tgt_is_causal))
-            x = self.norm2(x + self._mha_block(x, memory, memory_mask,
-                                               memory_key_padding_mask, memory_is_causal))
-            x = self.norm3(x + self._ff_block(x))
+            x = _add_norm(self.norm1, x, self._sa_block(x, tgt_mask, tgt_key_padding_mask,
+                                                        tgt_is_causal))
+            x = _add_norm(self.norm2, x, self._mha_block(x, memory, memory_mask,
+                                                         memory_key_padding_mask,
+                                                         memory_is_causal))
+            x = _add_norm(self.norm3, x, self._ff_block(x))
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
