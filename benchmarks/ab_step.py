@@ -6,7 +6,8 @@ Switches: ``fastbwd`` (linear's and ReLU's kernel-direct backward, issue #25), `
 (``container.fuse_enabled``: Linear + ReLU), ``fuseconv`` (``container.fuse_conv_enabled``:
 Conv2d + ReLU, with ``fuse_enabled`` on), ``adam`` (the float32 Adam loops' division-free
 quotient, ``optim._set_adam_fast``), ``mlp3`` (``fuse`` and ``adam`` together), ``swap``
-(``container.swap_relu_pool``), ``none``.  The network is ``mlp``, ``lenet5`` or
+(``container.swap_relu_pool``), ``optpar`` (the optimizers' two-thread threshold at 16,384
+elements instead of 262,144, ``optim._set_parallel_threshold``), ``none``.  The network is ``mlp``, ``lenet5`` or
 ``transformer`` (bench_train.py's, batch 64).  By
 default both libraries run on ONE thread and the time is CPU time (a loaded machine
 disturbs it far less than wall time); ``--wall`` uses two threads and wall time.
@@ -40,6 +41,9 @@ def _switch(knob, on):
             container.fuse_enabled = on
     elif knob == "swap":
         container.swap_relu_pool = on
+    elif knob == "optpar":
+        from ember._kernels.cpu import optim
+        optim._set_parallel_threshold(16384 if on else 262144)
     elif knob == "od6":         # 6 x 4 weight-gradient tiles (LeNet's conv1; branch convs2)
         from ember._kernels.cpu import conv as ck
         ck._set_od_six(int(on))
