@@ -2,7 +2,8 @@
 alongside, interleaved in one process (medians), as benchmarks/ab_lenet.py does.
 
 Switches: ``fastbwd`` (linear's and ReLU's kernel-direct backward, issue #25), ``od6``
-(the convolution weight gradient's 6 x 4 tiles, ``conv._set_od_six``), ``fuse``
+(the convolution weight gradient's 6 x 4 tiles, ``conv._set_od_six``), ``batchdx``
+(small input gradients with 16 samples per vector, ``conv._set_batch_input``), ``fuse``
 (``container.fuse_enabled``), ``swap`` (``container.swap_relu_pool``), ``none``.  By
 default both libraries run on ONE thread and the time is CPU time (a loaded machine
 disturbs it far less than wall time); ``--wall`` uses two threads and wall time.
@@ -32,6 +33,9 @@ def _switch(knob, on):
     elif knob == "od6":         # 6 x 4 weight-gradient tiles (LeNet's conv1; branch convs2)
         from ember._kernels.cpu import conv as ck
         ck._set_od_six(int(on))
+    elif knob == "batchdx":     # conv2's input gradient over batch lanes (branch lenet4)
+        from ember._kernels.cpu import conv as ck
+        ck._set_batch_input(on)
     elif knob == "fastbwd":     # the rules take their fast path only when grad mode is off
         for name in _FAST_BWD_MODULES:
             sys.modules[name]._grad_on = _array._is_grad_enabled if on else (lambda: True)

@@ -244,6 +244,11 @@ cdef extern from "conv_simd.h" nogil:
                   int64_t sn, const int64_t* off, int T, int64_t Lr, int NB, float* dW,
                   int64_t ldw)
 
+cdef extern from "conv_batch.h" nogil:
+    void emb_dxb(int simd, const float* g, const float* w, float* dx, int64_t nb, int64_t O,
+                 int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh,
+                 int64_t kw, int64_t ph0, int64_t pw0, float* gT)
+
 import numpy as _np
 
 cdef int _SIMD = emb_conv_has_avx512()
@@ -689,6 +694,9 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
     cdef int64_t OH = gout.shape[2], OW = gout.shape[3], G = groups, Og = O // G
     if sh == 1 and sw == 1 and _INPUT_MODE >= 0 and (
             _INPUT_MODE == 1 or _scatter_pays(H, W, OH, OW, kh, kw, ph0, pw0, dh, dw)):
+        if _batch_pays(N, C, H, W, O, OH, OW, kh, kw, dh, dw, G):
+            _input_batch_f32(gout, w, dx, ph0, pw0)
+            return
         _input_scatter_f32(gout, w, dx, ph0, pw0, dh, dw, groups)
         return
     HG_, WG_, PT, PL, off_arr, pack_idx, ts_arr, nt_arr, geo_arr, Lmax_ = _input_tables(
@@ -800,6 +808,55 @@ cpdef bint _scatter_pays(int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t k
     cdef int64_t gather = _cdiv(H * WG, 16)
     cdef int64_t scatter = _cdiv(OH * Wp, 16)
     return scatter * 10 < gather * 8
+
+
+cdef bint _BATCH_INPUT = True
+
+
+def _set_batch_input(bint on):
+    """Whether a small stride-1 input gradient may run with the samples in the lanes
+    (``_input_batch_f32``; False: the scatter form, for A/B measurements and tests);
+    returns the previous setting."""
+    global _BATCH_INPUT
+    old = _BATCH_INPUT
+    _BATCH_INPUT = on
+    return old
+
+
+cpdef bint _batch_pays(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,
+                      int64_t OW, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t G):
+    """Whether a stride-1 input gradient that the scatter form would take runs over
+    batch lanes instead (``conv_batch.h``): AVX-512, one group, no dilation, a 3- or
+    5-wide kernel, rows of at most 16 outputs (the padded dx row stays in registers), at
+    least 16 samples (a tail block is masked) and indices that fit an int32."""
+    return (_SIMD != 0 and _BATCH_INPUT and G == 1 and dh == 1 and dw == 1 and
+            (kw == 3 or kw == 5) and 0 < OW <= 16 and OH > 0 and N >= 16 and
+            16 * O * OH * OW < 2 ** 31 and 16 * C * H * W < 2 ** 31)
+
+
+def _input_batch_f32(gout, w, dx, int64_t ph0, int64_t pw0):
+    """dx = the input gradient of a stride-1 conv2d with 16 samples per vector (see
+    conv_batch.h): blocks of 16 samples split over the threads."""
+    cdef int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3]
+    cdef int64_t O = w.shape[0], kh = w.shape[2], kw = w.shape[3]
+    cdef int64_t OH = gout.shape[2], OW = gout.shape[3]
+    cdef int64_t nblk = (N + 15) // 16, b, n0, nb
+    cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
+    cdef const float* wp = <const float*>cnp.PyArray_DATA(w)
+    cdef float* dxp = <float*>cnp.PyArray_DATA(dx)
+    cdef int nt = 1
+    if nblk > 1:
+        nt = num_threads()
+    cdef float* gT = NULL
+    cdef int simd = _SIMD
+    with nogil, parallel(num_threads=nt):
+        gT = <float*>malloc(16 * O * OH * OW * sizeof(float))
+        for b in prange(nblk, schedule="static"):
+            n0 = b * 16
+            nb = min(16, N - n0)
+            emb_dxb(simd, gp + n0 * O * OH * OW, wp, dxp + n0 * C * H * W, nb, O, C, H, W,
+                    OH, OW, kh, kw, ph0, pw0, gT)
+        free(gT)
 
 
 def _input_scatter_f32(gout, w, dx, int64_t ph0, int64_t pw0, int64_t dh, int64_t dw,

@@ -1,0 +1,101 @@
+/* The input gradient of a small stride-1 float32 convolution with 16 samples in the
+ * lanes of a zmm (used by conv.pyx, issue #25: LeNet-5's conv2, 6 -> 16 channels, 5x5,
+ * 14x14 -> 10x10).
+ *
+ * The pixel-vectorised kernels (emb_og_acc) lay a 10-wide gradient row out at dx's
+ * 14-float pitch and round the image to whole vectors: 100 useful outputs in 144 lanes.
+ * Here every lane is a sample, so every FMA is useful (bar a batch tail that is not a
+ * multiple of 16):
+ *
+ *   gT[((o*OH + oy)*OW + ox)*16 + l] = g[n0 + l, o, oy, ox]           (one gather each)
+ *   dx[n0 + l, c, y, x] = sum_{o, i, j} w[o, c, i, j] * gT[o, y + ph0 - i, x + pw0 - j]
+ *
+ * computed a padded dx row (Wp = OW + KW - 1 <= 20 pixels) at a time in registers: per
+ * (o, i) the KW weights are broadcast once, and each gradient vector feeds KW FMAs into
+ * the accumulators ox .. ox + KW - 1 (a scatter along the row).  The row goes back to dx
+ * with one masked scatter per pixel.  Loops over the row run to fixed bounds with a guard
+ * so that the compiler unrolls them and keeps the accumulators in registers.
+ *
+ * Only called when emb_conv_has_avx512() holds; KW is 3 or 5, OW <= 16, and
+ * 16 * O * OH * OW and 16 * C * H * W fit an int32 index. */
+#ifndef EMBER_CONV_BATCH_H
+#define EMBER_CONV_BATCH_H
+
+#include <stdint.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define EMB_DXB_MAXW 20
+
+__attribute__((always_inline, target("avx512f"))) static inline void emb_dxb_rows(
+    const float* gT, const float* w, float* dxn, __mmask16 m, __m512i dstep, int64_t O,
+    int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t ph0,
+    int64_t pw0, const int KW)
+{
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t y = 0; y < H; y++) {
+            const int64_t yp = y + ph0;
+            __m512 acc[EMB_DXB_MAXW];
+#pragma GCC unroll 20
+            for (int x = 0; x < EMB_DXB_MAXW; x++) acc[x] = _mm512_setzero_ps();
+            int64_t i0 = yp - (OH - 1) > 0 ? yp - (OH - 1) : 0;
+            int64_t i1 = yp < kh - 1 ? yp : kh - 1;
+            for (int64_t o = 0; o < O; o++)
+                for (int64_t i = i0; i <= i1; i++) {
+                    const float* wr = w + ((o * C + c) * kh + i) * KW;
+                    const float* gr = gT + ((o * OH + (yp - i)) * OW) * 16;
+                    __m512 wv[5];
+#pragma GCC unroll 5
+                    for (int j = 0; j < KW; j++) wv[j] = _mm512_set1_ps(wr[j]);
+#pragma GCC unroll 16
+                    for (int ox = 0; ox < 16; ox++) {
+                        if (ox < OW) {
+                            __m512 gv = _mm512_loadu_ps(gr + ox * 16);
+#pragma GCC unroll 5
+                            for (int j = 0; j < KW; j++)
+                                acc[ox + j] = _mm512_fmadd_ps(wv[j], gv, acc[ox + j]);
+                        }
+                    }
+                }
+            float* drow = dxn + (c * H + y) * W - pw0;
+#pragma GCC unroll 20
+            for (int x = 0; x < EMB_DXB_MAXW; x++)
+                if (x >= pw0 && x < pw0 + W)
+                    _mm512_mask_i32scatter_ps(drow + x, m, dstep, acc[x], 4);
+        }
+}
+
+/* One block of nb <= 16 samples starting at g (N, O, OH, OW) / dx (N, C, H, W) sample
+ * n0; w is (O, C, kh, KW); gT a buffer of 16 * O * OH * OW floats. */
+__attribute__((target("avx512f"))) static void emb_dxb_avx512(
+    const float* g, const float* w, float* dx, int64_t nb, int64_t O, int64_t C, int64_t H,
+    int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t kw, int64_t ph0, int64_t pw0,
+    float* gT)
+{
+    const __mmask16 m = (__mmask16)((1u << nb) - 1u);
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i gstep = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)(O * OH * OW)));
+    const __m512i dstep = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)(C * H * W)));
+    const int64_t P = O * OH * OW;
+    for (int64_t q = 0; q < P; q++)
+        _mm512_storeu_ps(gT + q * 16,
+                         _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, gstep, g + q, 4));
+    if (kw == 5)
+        emb_dxb_rows(gT, w, dx, m, dstep, O, C, H, W, OH, OW, kh, ph0, pw0, 5);
+    else
+        emb_dxb_rows(gT, w, dx, m, dstep, O, C, H, W, OH, OW, kh, ph0, pw0, 3);
+}
+#endif
+
+static inline void emb_dxb(int simd, const float* g, const float* w, float* dx, int64_t nb,
+                           int64_t O, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                           int64_t kh, int64_t kw, int64_t ph0, int64_t pw0, float* gT) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_dxb_avx512(g, w, dx, nb, O, C, H, W, OH, OW, kh, kw, ph0, pw0, gT); return; }
+#endif
+    (void)simd; (void)g; (void)w; (void)dx; (void)nb; (void)O; (void)C; (void)H; (void)W;
+    (void)OH; (void)OW; (void)kh; (void)kw; (void)ph0; (void)pw0; (void)gT;
+}
+
+#endif
