@@ -850,7 +850,7 @@ def _input_batch_f32(gout, w, dx, int64_t ph0, int64_t pw0):
     cdef float* gT = NULL
     cdef int simd = _SIMD
     with nogil, parallel(num_threads=nt):
-        gT = <float*>malloc(16 * O * OH * OW * sizeof(float))
+        gT = <float*>malloc(16 * (O * OH * OW + C * H * W) * sizeof(float))
         for b in prange(nblk, schedule="static"):
             n0 = b * 16
             nb = min(16, N - n0)

@@ -7,13 +7,14 @@
  * Here every lane is a sample, so every FMA is useful (bar a batch tail that is not a
  * multiple of 16):
  *
- *   gT[((o*OH + oy)*OW + ox)*16 + l] = g[n0 + l, o, oy, ox]           (one gather each)
+ *   gT[((o*OH + oy)*OW + ox)*16 + l] = g[n0 + l, o, oy, ox]  (16 x 16 register transposes)
  *   dx[n0 + l, c, y, x] = sum_{o, i, j} w[o, c, i, j] * gT[o, y + ph0 - i, x + pw0 - j]
  *
  * computed a padded dx row (Wp = OW + KW - 1 <= 20 pixels) at a time in registers: per
  * (o, i) the KW weights are broadcast once, and each gradient vector feeds KW FMAs into
- * the accumulators ox .. ox + KW - 1 (a scatter along the row).  The row goes back to dx
- * with one masked scatter per pixel.  Loops over the row run to fixed bounds with a guard
+ * the accumulators ox .. ox + KW - 1 (a scatter along the row).  The rows are stored
+ * sample-minor and go back to dx by the same transposes (a batch tail of under 16
+ * samples, and a last partial tile, by masked gathers and scatters).  Loops over the row run to fixed bounds with a guard
  * so that the compiler unrolls them and keeps the accumulators in registers.
  *
  * Only called when emb_conv_has_avx512() holds; KW is 3 or 5, OW <= 16, and
@@ -28,8 +29,37 @@
 
 #define EMB_DXB_MAXW 20
 
+/* r[k] <- (r[0][k], ..., r[15][k]): a 16 x 16 transpose in registers (unpacks at 32 and
+ * 64 bits, then 128-bit lane shuffles). */
+__attribute__((always_inline, target("avx512f"))) static inline void emb_tr16(__m512* r)
+{
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+        __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+        t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xdd);
+        t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+        t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xdd);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+        r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xdd);
+    }
+}
+
 __attribute__((always_inline, target("avx512f"))) static inline void emb_dxb_rows(
-    const float* gT, const float* w, float* dxn, __mmask16 m, __m512i dstep, int64_t O,
+    const float* gT, const float* w, float* dT, int64_t O,
     int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t ph0,
     int64_t pw0, const int KW)
 {
@@ -58,33 +88,54 @@ __attribute__((always_inline, target("avx512f"))) static inline void emb_dxb_row
                         }
                     }
                 }
-            float* drow = dxn + (c * H + y) * W - pw0;
+            float* drow = dT + ((c * H + y) * W - pw0) * 16;
 #pragma GCC unroll 20
             for (int x = 0; x < EMB_DXB_MAXW; x++)
                 if (x >= pw0 && x < pw0 + W)
-                    _mm512_mask_i32scatter_ps(drow + x, m, dstep, acc[x], 4);
+                    _mm512_storeu_ps(drow + x * 16, acc[x]);
         }
 }
 
 /* One block of nb <= 16 samples starting at g (N, O, OH, OW) / dx (N, C, H, W) sample
- * n0; w is (O, C, kh, KW); gT a buffer of 16 * O * OH * OW floats. */
+ * n0; w is (O, C, kh, KW); gT a buffer of 16 * (O * OH * OW + C * H * W) floats (the
+ * block's gradient and its dx, sample-minor). */
 __attribute__((target("avx512f"))) static void emb_dxb_avx512(
     const float* g, const float* w, float* dx, int64_t nb, int64_t O, int64_t C, int64_t H,
     int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t kw, int64_t ph0, int64_t pw0,
     float* gT)
 {
+    float* dT = gT + 16 * O * OH * OW;
     const __mmask16 m = (__mmask16)((1u << nb) - 1u);
     const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512i gstep = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)(O * OH * OW)));
     const __m512i dstep = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)(C * H * W)));
     const int64_t P = O * OH * OW;
-    for (int64_t q = 0; q < P; q++)
+    int64_t q = 0;
+    if (nb == 16)           /* whole 16 x 16 tiles by register transposes */
+        for (; q + 16 <= P; q += 16) {
+            __m512 r[16];
+            for (int l = 0; l < 16; l++) r[l] = _mm512_loadu_ps(g + l * P + q);
+            emb_tr16(r);
+            for (int k = 0; k < 16; k++) _mm512_storeu_ps(gT + (q + k) * 16, r[k]);
+        }
+    for (; q < P; q++)
         _mm512_storeu_ps(gT + q * 16,
                          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, gstep, g + q, 4));
     if (kw == 5)
-        emb_dxb_rows(gT, w, dx, m, dstep, O, C, H, W, OH, OW, kh, ph0, pw0, 5);
+        emb_dxb_rows(gT, w, dT, O, C, H, W, OH, OW, kh, ph0, pw0, 5);
     else
-        emb_dxb_rows(gT, w, dx, m, dstep, O, C, H, W, OH, OW, kh, ph0, pw0, 3);
+        emb_dxb_rows(gT, w, dT, O, C, H, W, OH, OW, kh, ph0, pw0, 3);
+    const int64_t Q = C * H * W;
+    q = 0;
+    if (nb == 16)
+        for (; q + 16 <= Q; q += 16) {
+            __m512 r[16];
+            for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_ps(dT + (q + k) * 16);
+            emb_tr16(r);
+            for (int l = 0; l < 16; l++) _mm512_storeu_ps(dx + l * Q + q, r[l]);
+        }
+    for (; q < Q; q++)
+        _mm512_mask_i32scatter_ps(dx + q, m, dstep, _mm512_loadu_ps(dT + q * 16), 4);
 }
 #endif
 
