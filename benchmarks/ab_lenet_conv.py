@@ -1,7 +1,8 @@
-"""LeNet-5's conv2 input gradient, issue #25 (branch ``lenet4``): the scatter form
-("before", ``conv._set_batch_input(False)``) against 16 samples per vector ("after",
-``conv_batch.h``), interleaved in one process (medians); PyTorch's input gradient of the
-same layer alongside.  Batch 64, 64x6x14x14 input, 16x6x5x5 weight, one thread, CPU time
+"""LeNet-5's conv2 input gradient and forward, issue #25 (branch ``lenet4``): the scatter
+form / the forward over output channels ("before", ``conv._set_batch_input(False)``,
+``conv._set_batch_forward(False)``) against 16 samples per vector ("after",
+``conv_batch.h``), interleaved in one process (medians); PyTorch's input gradient /
+forward of the same layer alongside.  Batch 64, 64x6x14x14 input, 16x6x5x5 weight, one thread, CPU time
 (``time.thread_time``), with useful GFLOP/s.
 
     python benchmarks/ab_lenet_conv.py [repetitions]
@@ -35,18 +36,32 @@ def main(argv):
     geo = ((1, 1), (0, 0, 0, 0), (1, 1), 1)
     flops = 2.0 * N * O * C * K * K * OH * OH
 
-    def ours(on):
+    xn = rng.standard_normal((N, C, H, H)).astype(np.float32)
+    bn = rng.standard_normal(O).astype(np.float32)
+    x, b = ember.asarray(xn), ember.asarray(bn)
+    xt, bt = torch.tensor(xn), torch.tensor(bn)
+
+    def dx(on):
         ck._set_batch_input(on)
         cv._conv_transpose(g, w, None, (H, H), *geo)
 
-    fns = {"before": lambda: ours(False), "after": lambda: ours(True),
-           "torch": lambda: torch.nn.grad.conv2d_input((N, C, H, H), wt, gt)}
-    ms = ab_common.round_robin(fns, time.thread_time, 3, repeat)
+    def fwd(on):
+        ck._set_batch_forward(on)
+        cv._conv(x, w, b, *geo)
+
+    cases = {"dx": (dx, lambda: torch.nn.grad.conv2d_input((N, C, H, H), wt, gt)),
+             "forward + bias": (fwd, lambda: torch.nn.functional.conv2d(xt, wt, bt))}
+    with torch.no_grad():
+        for name, (ours, theirs) in cases.items():
+            fns = {"before": lambda: ours(False), "after": lambda: ours(True), "torch": theirs}
+            ms = ab_common.round_robin(fns, time.thread_time, 3, repeat)
+            print(f"load average {os.getloadavg()[0]:.1f}; conv2 {name}, batch {N}, one "
+                  f"thread, CPU time, medians of {repeat}: " + ", ".join(
+                      f"{k} {v * 1e3:.0f} us ({flops / v / 1e6:.0f} GFLOP/s)"
+                      for k, v in ms.items())
+                  + f"; after/before {ms['after'] / ms['before']:.3f}")
     ck._set_batch_input(True)
-    print(f"load average {os.getloadavg()[0]:.1f}; conv2 dx, batch {N}, one thread, CPU "
-          f"time, medians of {repeat}: " + ", ".join(
-              f"{k} {v * 1e3:.0f} us ({flops / v / 1e6:.0f} GFLOP/s)" for k, v in ms.items())
-          + f"; after/before {ms['after'] / ms['before']:.3f}")
+    ck._set_batch_forward(True)
 
 
 if __name__ == "__main__":

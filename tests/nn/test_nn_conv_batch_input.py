@@ -1,6 +1,7 @@
-"""The float32 input gradient of small stride-1 convolutions with 16 samples per vector
-(``conv_batch.h``, ``conv._input_batch_f32``; issue #25, LeNet-5's conv2) against PyTorch
-in float64, with the path forced off for comparison, and where it must not be taken."""
+"""The float32 input gradient and the valid forward of small stride-1 convolutions with
+16 samples per vector
+(``conv_batch.h``, ``conv._input_batch_f32`` / ``_forward_batch_f32``; issue #25,
+LeNet-5's conv2) against PyTorch in float64, with the path forced off for comparison, and where it must not be taken."""
 import numpy as np
 import pytest
 
@@ -135,3 +136,81 @@ def test_conv2d_gradcheck_float64_lenet_like():
     x = ember.asarray(RNG.standard_normal((2, 2, 6, 6)), requires_grad=True)
     w = ember.asarray(RNG.standard_normal((3, 2, 5, 5)), requires_grad=True)
     assert gradcheck(lambda a, b: F.conv2d(a, b), (x, w))
+
+
+# ---------------------------------------------------------------- the forward over batch lanes
+
+FWD_CASES = [
+    ((64, 6, 14, 14), (16, 6, 5, 5)),        # LeNet-5's second conv
+    ((37, 3, 12, 14), (16, 3, 5, 5)),        # masked tail block, non-square
+    ((16, 2, 7, 6), (32, 2, 3, 3)),          # 3x3, 32 channels
+    ((20, 1, 9, 13), (16, 1, 5, 5)),         # one input channel, 9 output rows
+]
+
+
+def _fwd(x, w, b, on, relu=False):
+    old = ck._set_batch_forward(on)
+    try:
+        out = np.empty((x.shape[0], w.shape[0], x.shape[2] - w.shape[2] + 1,
+                        x.shape[3] - w.shape[3] + 1), np.float32)
+        ck.conv2d_forward_f32(x, w, b, out, 1, 1, 0, 0, 0, 0, 1, 1, 1, relu)
+        return out
+    finally:
+        ck._set_batch_forward(old)
+
+
+@pytest.mark.parametrize("xs,ws", FWD_CASES)
+@pytest.mark.parametrize("relu", [False, True])
+def test_batch_forward_matches_torch(xs, ws, relu):
+    out_hw = (xs[2] - ws[2] + 1, xs[3] - ws[3] + 1)
+    assert ck._fwd_batch_pays(*xs, ws[0], *out_hw, ws[2], ws[3], 1, 1, 1)
+    x = RNG.standard_normal(xs).astype(np.float32)
+    x[0, 0, 0, 0] = np.nan                                  # NaN goes through the ReLU
+    w = RNG.standard_normal(ws).astype(np.float32)
+    b = RNG.standard_normal(ws[0]).astype(np.float32)
+    ref = TF.conv2d(torch.tensor(x, dtype=torch.float64), torch.tensor(w, dtype=torch.float64),
+                    torch.tensor(b, dtype=torch.float64))
+    if relu:
+        ref = torch.where(torch.isnan(ref), ref, ref.clamp(min=0))
+    ref = ref.numpy()
+    for on in (True, False):
+        np.testing.assert_allclose(_fwd(x, w, b, on, relu), ref, rtol=1e-5, atol=1e-4)
+    if not relu:                                            # no bias
+        np.testing.assert_allclose(_fwd(x, w, None, True), ref - b[:, None, None],
+                                   rtol=1e-5, atol=1e-4)
+
+
+def test_batch_forward_through_conv2d_and_layouts():
+    """F.conv2d with the batch forward: non-contiguous and negative-stride inputs, and the
+    gradients (the batch input gradient) against PyTorch."""
+    base = RNG.standard_normal((32, 6, 14, 14)).astype(np.float32)
+    w = RNG.standard_normal((16, 6, 5, 5)).astype(np.float32)
+    ref = TF.conv2d(torch.tensor(base, dtype=torch.float64),
+                    torch.tensor(w, dtype=torch.float64)).numpy()
+    nc = ember.asarray(np.ascontiguousarray(base.swapaxes(-1, -2))).swapaxes(-1, -2)
+    neg = ember.asarray(base[:, :, ::-1].copy())[:, :, ::-1]
+    for e in (nc, neg):
+        np.testing.assert_allclose(np.asarray(F.conv2d(e, ember.asarray(w))), ref,
+                                   rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("args", [
+    (64, 6, 14, 14, 16, 10, 10, 5, 5, 1, 1, 2),      # groups
+    (64, 6, 14, 14, 8, 10, 10, 5, 5, 1, 1, 1),       # 8 output channels (no channel form)
+    (64, 16, 10, 10, 16, 10, 10, 3, 3, 1, 1, 1),     # same-padded 3x3 (pitch mostly outputs)
+    (64, 6, 24, 24, 16, 20, 20, 5, 5, 1, 1, 1),      # rows of 20 outputs
+    (8, 6, 14, 14, 16, 10, 10, 5, 5, 1, 1, 1),       # under 16 samples
+])
+def test_batch_forward_not_taken_where_it_does_not_apply(args):
+    assert not ck._fwd_batch_pays(*args)
+
+
+def test_batch_forward_switch_off_and_empty_batch():
+    old = ck._set_batch_forward(False)
+    try:
+        assert not ck._fwd_batch_pays(64, 6, 14, 14, 16, 10, 10, 5, 5, 1, 1, 1)
+    finally:
+        ck._set_batch_forward(old)
+    x = ember.zeros((0, 6, 14, 14), dtype=ember.float32)
+    y = F.conv2d(x, ember.ones((16, 6, 5, 5), dtype=ember.float32))
+    assert y.shape == (0, 16, 10, 10)

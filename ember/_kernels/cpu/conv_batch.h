@@ -58,6 +58,102 @@ __attribute__((always_inline, target("avx512f"))) static inline void emb_tr16(__
     }
 }
 
+/* xT[q*16 + l] = x[l*P + q] for the nb <= 16 samples of x (zeros in the other lanes). */
+__attribute__((target("avx512f"))) static void emb_bt_in(const float* x, int64_t P, int64_t nb,
+                                                         float* xT)
+{
+    const __mmask16 m = (__mmask16)((1u << nb) - 1u);
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i step = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)P));
+    int64_t q = 0;
+    if (nb == 16)           /* whole 16 x 16 tiles by register transposes */
+        for (; q + 16 <= P; q += 16) {
+            __m512 r[16];
+            for (int l = 0; l < 16; l++) r[l] = _mm512_loadu_ps(x + l * P + q);
+            emb_tr16(r);
+            for (int k = 0; k < 16; k++) _mm512_storeu_ps(xT + (q + k) * 16, r[k]);
+        }
+    for (; q < P; q++)
+        _mm512_storeu_ps(xT + q * 16,
+                         _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, step, x + q, 4));
+}
+
+/* y[l*Q + q] = yT[q*16 + l] for the nb <= 16 samples of y. */
+__attribute__((target("avx512f"))) static void emb_bt_out(const float* yT, int64_t Q,
+                                                          int64_t nb, float* y)
+{
+    const __mmask16 m = (__mmask16)((1u << nb) - 1u);
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i step = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)Q));
+    int64_t q = 0;
+    if (nb == 16)
+        for (; q + 16 <= Q; q += 16) {
+            __m512 r[16];
+            for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_ps(yT + (q + k) * 16);
+            emb_tr16(r);
+            for (int l = 0; l < 16; l++) _mm512_storeu_ps(y + l * Q + q, r[l]);
+        }
+    for (; q < Q; q++)
+        _mm512_mask_i32scatter_ps(y + q, m, step, _mm512_loadu_ps(yT + q * 16), 4);
+}
+
+/* The forward of a valid (unpadded) stride-1 convolution, the same way: per output
+ * channel and output row the OW <= 16 outputs in registers; per (input channel, kernel
+ * row) the KW weights broadcast once and each input vector of the row feeds the up to KW
+ * outputs it reaches.  Bias and ReLU (NaN kept) on the way out. */
+__attribute__((always_inline, target("avx512f"))) static inline void emb_fwb_rows(
+    const float* xT, const float* w, const float* bias, int relu, float* oT, int64_t O,
+    int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh, const int KW)
+{
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t oy = 0; oy < OH; oy++) {
+            __m512 acc[16];
+            const __m512 b0 = _mm512_set1_ps(bias ? bias[o] : 0.0f);
+#pragma GCC unroll 16
+            for (int x = 0; x < 16; x++) acc[x] = b0;
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t i = 0; i < kh; i++) {
+                    const float* wr = w + ((o * C + c) * kh + i) * KW;
+                    const float* xr = xT + ((c * H + oy + i) * W) * 16;
+                    __m512 wv[5];
+#pragma GCC unroll 5
+                    for (int j = 0; j < KW; j++) wv[j] = _mm512_set1_ps(wr[j]);
+#pragma GCC unroll 20
+                    for (int ix = 0; ix < EMB_DXB_MAXW; ix++) {
+                        if (ix < W) {
+                            __m512 xv = _mm512_loadu_ps(xr + ix * 16);
+#pragma GCC unroll 5
+                            for (int j = 0; j < KW; j++)
+                                if (ix - j >= 0 && ix - j < 16 && ix - j < OW)
+                                    acc[ix - j] = _mm512_fmadd_ps(wv[j], xv, acc[ix - j]);
+                        }
+                    }
+                }
+            float* orow = oT + (o * OH + oy) * OW * 16;
+#pragma GCC unroll 16
+            for (int x = 0; x < 16; x++)
+                if (x < OW)
+                    _mm512_storeu_ps(orow + x * 16, relu ? _mm512_max_ps(_mm512_setzero_ps(),
+                                                                         acc[x]) : acc[x]);
+        }
+}
+
+/* One block of nb <= 16 samples: x (N, C, H, W) and out (N, O, OH, OW) at sample n0; buf
+ * holds 16 * (C * H * W + O * OH * OW) floats. */
+__attribute__((target("avx512f"))) static void emb_fwb_avx512(
+    const float* x, const float* w, const float* bias, int relu, float* out, int64_t nb,
+    int64_t O, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh,
+    int64_t kw, float* buf)
+{
+    float* oT = buf + 16 * C * H * W;
+    emb_bt_in(x, C * H * W, nb, buf);
+    if (kw == 5)
+        emb_fwb_rows(buf, w, bias, relu, oT, O, C, H, W, OH, OW, kh, 5);
+    else
+        emb_fwb_rows(buf, w, bias, relu, oT, O, C, H, W, OH, OW, kh, 3);
+    emb_bt_out(oT, O * OH * OW, nb, out);
+}
+
 __attribute__((always_inline, target("avx512f"))) static inline void emb_dxb_rows(
     const float* gT, const float* w, float* dT, int64_t O,
     int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t ph0,
@@ -105,39 +201,25 @@ __attribute__((target("avx512f"))) static void emb_dxb_avx512(
     float* gT)
 {
     float* dT = gT + 16 * O * OH * OW;
-    const __mmask16 m = (__mmask16)((1u << nb) - 1u);
-    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    const __m512i gstep = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)(O * OH * OW)));
-    const __m512i dstep = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)(C * H * W)));
-    const int64_t P = O * OH * OW;
-    int64_t q = 0;
-    if (nb == 16)           /* whole 16 x 16 tiles by register transposes */
-        for (; q + 16 <= P; q += 16) {
-            __m512 r[16];
-            for (int l = 0; l < 16; l++) r[l] = _mm512_loadu_ps(g + l * P + q);
-            emb_tr16(r);
-            for (int k = 0; k < 16; k++) _mm512_storeu_ps(gT + (q + k) * 16, r[k]);
-        }
-    for (; q < P; q++)
-        _mm512_storeu_ps(gT + q * 16,
-                         _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, gstep, g + q, 4));
+    emb_bt_in(g, O * OH * OW, nb, gT);
     if (kw == 5)
         emb_dxb_rows(gT, w, dT, O, C, H, W, OH, OW, kh, ph0, pw0, 5);
     else
         emb_dxb_rows(gT, w, dT, O, C, H, W, OH, OW, kh, ph0, pw0, 3);
-    const int64_t Q = C * H * W;
-    q = 0;
-    if (nb == 16)
-        for (; q + 16 <= Q; q += 16) {
-            __m512 r[16];
-            for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_ps(dT + (q + k) * 16);
-            emb_tr16(r);
-            for (int l = 0; l < 16; l++) _mm512_storeu_ps(dx + l * Q + q, r[l]);
-        }
-    for (; q < Q; q++)
-        _mm512_mask_i32scatter_ps(dx + q, m, dstep, _mm512_loadu_ps(dT + q * 16), 4);
+    emb_bt_out(dT, C * H * W, nb, dx);
 }
 #endif
+
+static inline void emb_fwb(int simd, const float* x, const float* w, const float* bias,
+                           int relu, float* out, int64_t nb, int64_t O, int64_t C, int64_t H,
+                           int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t kw,
+                           float* buf) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_fwb_avx512(x, w, bias, relu, out, nb, O, C, H, W, OH, OW, kh, kw, buf); return; }
+#endif
+    (void)simd; (void)x; (void)w; (void)bias; (void)relu; (void)out; (void)nb; (void)O;
+    (void)C; (void)H; (void)W; (void)OH; (void)OW; (void)kh; (void)kw; (void)buf;
+}
 
 static inline void emb_dxb(int simd, const float* g, const float* w, float* dx, int64_t nb,
                            int64_t O, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW,
