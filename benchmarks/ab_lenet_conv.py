@@ -1,6 +1,6 @@
-"""LeNet-5's conv2 input gradient and forward, issue #25 (branch ``lenet4``): the scatter
+"""LeNet-5's conv2 input gradient, forward and weight gradient, issue #25 (branch ``lenet4``): the scatter
 form / the forward over output channels ("before", ``conv._set_batch_input(False)``,
-``conv._set_batch_forward(False)``) against 16 samples per vector ("after",
+``conv._set_batch_forward(False)``, ``conv._set_batch_weight(False)``) against 16 samples per vector ("after",
 ``conv_batch.h``), interleaved in one process (medians); PyTorch's input gradient /
 forward of the same layer alongside.  Batch 64, 64x6x14x14 input, 16x6x5x5 weight, one thread, CPU time
 (``time.thread_time``), with useful GFLOP/s.
@@ -49,8 +49,13 @@ def main(argv):
         ck._set_batch_forward(on)
         cv._conv(x, w, b, *geo)
 
+    def dw(on):
+        ck._set_batch_weight(on)
+        cv._conv_weight(x, g, (O, C, K, K), *geo)
+
     cases = {"dx": (dx, lambda: torch.nn.grad.conv2d_input((N, C, H, H), wt, gt)),
-             "forward + bias": (fwd, lambda: torch.nn.functional.conv2d(xt, wt, bt))}
+             "forward + bias": (fwd, lambda: torch.nn.functional.conv2d(xt, wt, bt)),
+             "dw": (dw, lambda: torch.nn.grad.conv2d_weight(xt, wt.shape, gt))}
     with torch.no_grad():
         for name, (ours, theirs) in cases.items():
             fns = {"before": lambda: ours(False), "after": lambda: ours(True), "torch": theirs}
@@ -62,6 +67,7 @@ def main(argv):
                   + f"; after/before {ms['after'] / ms['before']:.3f}")
     ck._set_batch_input(True)
     ck._set_batch_forward(True)
+    ck._set_batch_weight(True)
 
 
 if __name__ == "__main__":

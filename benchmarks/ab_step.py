@@ -4,7 +4,8 @@ alongside, interleaved in one process (medians), as benchmarks/ab_lenet.py does.
 Switches: ``fastbwd`` (linear's and ReLU's kernel-direct backward, issue #25), ``od6``
 (the convolution weight gradient's 6 x 4 tiles, ``conv._set_od_six``), ``batchdx``
 (small input gradients with 16 samples per vector, ``conv._set_batch_input``), ``batchfwd``
-(the same for small valid forwards, ``conv._set_batch_forward``), ``fuse``
+(the same for small valid forwards, ``conv._set_batch_forward``), ``batchdw`` (and
+their weight gradients, ``conv._set_batch_weight``), ``batchall`` (the three), ``fuse``
 (``container.fuse_enabled``), ``swap`` (``container.swap_relu_pool``), ``none``.  By
 default both libraries run on ONE thread and the time is CPU time (a loaded machine
 disturbs it far less than wall time); ``--wall`` uses two threads and wall time.
@@ -40,6 +41,14 @@ def _switch(knob, on):
     elif knob == "batchfwd":    # conv2's forward over batch lanes (branch lenet4)
         from ember._kernels.cpu import conv as ck
         ck._set_batch_forward(on)
+    elif knob == "batchdw":     # conv2's weight gradient over batch lanes (branch lenet4)
+        from ember._kernels.cpu import conv as ck
+        ck._set_batch_weight(on)
+    elif knob == "batchall":    # the three (branch lenet4)
+        from ember._kernels.cpu import conv as ck
+        ck._set_batch_input(on)
+        ck._set_batch_forward(on)
+        ck._set_batch_weight(on)
     elif knob == "fastbwd":     # the rules take their fast path only when grad mode is off
         for name in _FAST_BWD_MODULES:
             sys.modules[name]._grad_on = _array._is_grad_enabled if on else (lambda: True)

@@ -214,3 +214,45 @@ def test_batch_forward_switch_off_and_empty_batch():
     x = ember.zeros((0, 6, 14, 14), dtype=ember.float32)
     y = F.conv2d(x, ember.ones((16, 6, 5, 5), dtype=ember.float32))
     assert y.shape == (0, 16, 10, 10)
+
+
+# ---------------------------------------------------------------- the weight gradient
+
+@pytest.mark.parametrize("xs,ws", FWD_CASES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_weight_gradient_matches_torch(xs, ws, threads):
+    out_hw = (xs[2] - ws[2] + 1, xs[3] - ws[3] + 1)
+    x = RNG.standard_normal(xs).astype(np.float32)
+    g = RNG.standard_normal((xs[0], ws[0]) + out_hw).astype(np.float32)
+    ref = torch.nn.grad.conv2d_weight(torch.tensor(x, dtype=torch.float64), ws,
+                                      torch.tensor(g, dtype=torch.float64)).numpy()
+    scale = max(1.0, float(np.abs(ref).max()))
+    old_t = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for on in (True, False):
+            old = ck._set_batch_weight(on)
+            try:
+                dw = np.full(ws, np.nan, np.float32)          # every entry is written
+                ck.conv2d_weight_f32(x, g, dw, 1, 1, 0, 0, 0, 0, 1, 1, 1)
+            finally:
+                ck._set_batch_weight(old)
+            np.testing.assert_allclose(dw, ref, rtol=1e-5, atol=1e-5 * scale)
+    finally:
+        ember.set_num_threads(old_t)
+
+
+def test_batch_weight_gradient_through_autograd():
+    """conv2d's weight and bias gradients with the batch paths on, against PyTorch."""
+    x = RNG.standard_normal((40, 6, 14, 14)).astype(np.float32)
+    w = RNG.standard_normal((16, 6, 5, 5)).astype(np.float32)
+    b = RNG.standard_normal(16).astype(np.float32)
+    g = RNG.standard_normal((40, 16, 10, 10)).astype(np.float32)
+    xe, we, be = (ember.asarray(a, requires_grad=True) for a in (x, w, b))
+    F.conv2d(xe, we, be).backward(ember.asarray(g))
+    xt, wt, bt = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b))
+    TF.conv2d(xt, wt, bt).backward(torch.tensor(g, dtype=torch.float64))
+    for e, t in ((xe, xt), (we, wt), (be, bt)):
+        ref = t.grad.numpy()
+        np.testing.assert_allclose(np.asarray(e.grad), ref, rtol=1e-5,
+                                   atol=1e-5 * max(1.0, float(np.abs(ref).max())))

@@ -248,6 +248,9 @@ cdef extern from "conv_batch.h" nogil:
     void emb_dxb(int simd, const float* g, const float* w, float* dx, int64_t nb, int64_t O,
                  int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh,
                  int64_t kw, int64_t ph0, int64_t pw0, float* gT)
+    void emb_dwb(int simd, const float* x, const float* g, float* dW, int64_t nb, int64_t O,
+                 int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t kw,
+                 float* buf)
     void emb_fwb(int simd, const float* x, const float* w, const float* bias, int relu,
                  float* out, int64_t nb, int64_t O, int64_t C, int64_t H, int64_t W, int64_t OH,
                  int64_t OW, int64_t kh, int64_t kw, float* buf)
@@ -526,6 +529,12 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     gradient gout (N, O, OH, OW)."""
     _f32_check("conv2d_weight_f32", (x, gout, dwout))
     if _winograd_weight(x, gout, dwout, sh, sw, ph0, pw0, dh, dw, groups):
+        return
+    if sh == 1 and sw == 1 and ph0 == 0 and ph1 == 0 and pw0 == 0 and pw1 == 0 and \
+            _BATCH_WEIGHT and _fwd_batch_pays(x.shape[0], x.shape[1], x.shape[2], x.shape[3],
+                                              dwout.shape[0], gout.shape[2], gout.shape[3],
+                                              dwout.shape[2], dwout.shape[3], dh, dw, groups):
+        _weight_batch_f32(x, gout, dwout)
         return
     cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef int64_t O = dwout.shape[0], Cg = dwout.shape[1], kh = dwout.shape[2]
@@ -858,7 +867,8 @@ def _set_batch_forward(bint on):
 cpdef bint _fwd_batch_pays(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,
                           int64_t OW, int64_t kh, int64_t kw, int64_t dh, int64_t dw,
                           int64_t G):
-    """Whether an unpadded stride-1 forward runs over batch lanes (``conv_batch.h``): the
+    """Whether an unpadded stride-1 forward (and its weight gradient) runs over batch lanes
+    (``conv_batch.h``): the
     input-gradient conditions of ``_batch_pays``, input rows of at most 20, and only
     where the forward would otherwise run over 16k output channels because the pixel
     form wastes lanes (``_chan_pays``: LeNet-5's conv2)."""
@@ -895,6 +905,47 @@ def _forward_batch_f32(x, w, b, out, bint relu):
             emb_fwb(simd, xp + n0 * C * H * W, wp, bias, rl, op + n0 * O * OH * OW, nb, O, C,
                     H, W, OH, OW, kh, kw, buf)
         free(buf)
+
+
+cdef bint _BATCH_WEIGHT = True
+
+
+def _set_batch_weight(bint on):
+    """Whether the weight gradient of a convolution that ``_fwd_batch_pays`` accepts runs
+    with the samples in the lanes (``_weight_batch_f32``; False: over output channels);
+    returns the previous setting."""
+    global _BATCH_WEIGHT
+    old = _BATCH_WEIGHT
+    _BATCH_WEIGHT = on
+    return old
+
+
+def _weight_batch_f32(x, gout, dwout):
+    """dwout = the weight gradient of a valid stride-1 conv2d with 16 samples per vector
+    (see conv_batch.h): blocks of 16 samples over the threads, each thread summing into
+    its own copy, the copies added at the end."""
+    cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef int64_t O = dwout.shape[0], kh = dwout.shape[2], kw = dwout.shape[3]
+    cdef int64_t OH = gout.shape[2], OW = gout.shape[3], K = O * C * kh * kw
+    cdef int64_t nblk = (N + 15) // 16, blk, n0, nb
+    cdef int nt = 1
+    if nblk > 1:
+        nt = num_threads()
+    parts_arr = _np.zeros((nt, K), _np.float32)
+    cdef float* parts = <float*>cnp.PyArray_DATA(parts_arr)
+    cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
+    cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
+    cdef float* buf = NULL
+    cdef int simd = _SIMD
+    with nogil, parallel(num_threads=nt):
+        buf = <float*>malloc(16 * (O * OH * OW + C * H * W) * sizeof(float))
+        for blk in prange(nblk, schedule="static"):
+            n0 = blk * 16
+            nb = min(16, N - n0)
+            emb_dwb(simd, xp + n0 * C * H * W, gp + n0 * O * OH * OW,
+                    parts + threadid() * K, nb, O, C, H, W, OH, OW, kh, kw, buf)
+        free(buf)
+    _np.sum(parts_arr, axis=0, out=dwout.reshape(K))
 
 
 def _input_batch_f32(gout, w, dx, int64_t ph0, int64_t pw0):

@@ -154,6 +154,56 @@ __attribute__((target("avx512f"))) static void emb_fwb_avx512(
     emb_bt_out(oT, O * OH * OW, nb, out);
 }
 
+/* The weight gradient of a valid stride-1 convolution, the same way: per block of 4
+ * output channels, input channel and kernel row, 4 x KW accumulators of 16-lane partial
+ * sums over the output pixels (per pixel 4 gradient and KW input loads for 4*KW FMAs),
+ * reduced over the lanes into dW (added: dW holds a sum over blocks). */
+__attribute__((always_inline, target("avx512f"))) static inline void emb_dwb_rows(
+    const float* xT, const float* gT, float* dW, int64_t O, int64_t C, int64_t H, int64_t W,
+    int64_t OH, int64_t OW, int64_t kh, const int KW)
+{
+    for (int64_t o0 = 0; o0 < O; o0 += 4)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < kh; i++) {
+                __m512 acc[4][5];
+                for (int r = 0; r < 4; r++)
+                    for (int j = 0; j < KW; j++) acc[r][j] = _mm512_setzero_ps();
+                for (int64_t oy = 0; oy < OH; oy++) {
+                    const float* xr = xT + (c * H + oy + i) * W * 16;
+                    const float* gr = gT + (o0 * OH + oy) * OW * 16;
+                    for (int64_t ox = 0; ox < OW; ox++) {
+                        __m512 gv[4], xv[5];
+                        for (int r = 0; r < 4; r++)
+                            gv[r] = _mm512_loadu_ps(gr + (r * OH * OW + ox) * 16);
+                        for (int j = 0; j < KW; j++) xv[j] = _mm512_loadu_ps(xr + (ox + j) * 16);
+                        for (int r = 0; r < 4; r++)
+                            for (int j = 0; j < KW; j++)
+                                acc[r][j] = _mm512_fmadd_ps(gv[r], xv[j], acc[r][j]);
+                    }
+                }
+                for (int r = 0; r < 4; r++)
+                    for (int j = 0; j < KW; j++)
+                        dW[(((o0 + r) * C + c) * kh + i) * KW + j] +=
+                            _mm512_reduce_add_ps(acc[r][j]);
+            }
+}
+
+/* One block of nb <= 16 samples: x (N, C, H, W) and g (N, O, OH, OW) at sample n0, added
+ * into dW (O, C, kh, kw); O a multiple of 4; buf holds 16 * (C * H * W + O * OH * OW)
+ * floats. */
+__attribute__((target("avx512f"))) static void emb_dwb_avx512(
+    const float* x, const float* g, float* dW, int64_t nb, int64_t O, int64_t C, int64_t H,
+    int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t kw, float* buf)
+{
+    float* gT = buf + 16 * C * H * W;
+    emb_bt_in(x, C * H * W, nb, buf);
+    emb_bt_in(g, O * OH * OW, nb, gT);
+    if (kw == 5)
+        emb_dwb_rows(buf, gT, dW, O, C, H, W, OH, OW, kh, 5);
+    else
+        emb_dwb_rows(buf, gT, dW, O, C, H, W, OH, OW, kh, 3);
+}
+
 __attribute__((always_inline, target("avx512f"))) static inline void emb_dxb_rows(
     const float* gT, const float* w, float* dT, int64_t O,
     int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t ph0,
@@ -219,6 +269,16 @@ static inline void emb_fwb(int simd, const float* x, const float* w, const float
 #endif
     (void)simd; (void)x; (void)w; (void)bias; (void)relu; (void)out; (void)nb; (void)O;
     (void)C; (void)H; (void)W; (void)OH; (void)OW; (void)kh; (void)kw; (void)buf;
+}
+
+static inline void emb_dwb(int simd, const float* x, const float* g, float* dW, int64_t nb,
+                           int64_t O, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                           int64_t kh, int64_t kw, float* buf) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (simd) { emb_dwb_avx512(x, g, dW, nb, O, C, H, W, OH, OW, kh, kw, buf); return; }
+#endif
+    (void)simd; (void)x; (void)g; (void)dW; (void)nb; (void)O; (void)C; (void)H; (void)W;
+    (void)OH; (void)OW; (void)kh; (void)kw; (void)buf;
 }
 
 static inline void emb_dxb(int simd, const float* g, const float* w, float* dx, int64_t nb,
