@@ -2,13 +2,16 @@
 alongside, interleaved in one process (medians), as benchmarks/ab_lenet.py does.
 
 Switches: ``fastbwd`` (linear's and ReLU's kernel-direct backward, issue #25), ``od6``
-(the convolution weight gradient's 6 x 4 tiles, ``conv._set_od_six``), ``fuse``
+(the convolution weight gradient's 6 x 4 tiles, ``conv._set_od_six``), ``batchdx``
+(small input gradients with 16 samples per vector, ``conv._set_batch_input``), ``batchfwd``
+(the same for small valid forwards, ``conv._set_batch_forward``), ``batchdw`` (and
+their weight gradients, ``conv._set_batch_weight``), ``batchall`` (the three), ``fuse``
 (``container.fuse_enabled``: Linear + ReLU), ``fuseconv`` (``container.fuse_conv_enabled``:
 Conv2d + ReLU, with ``fuse_enabled`` on), ``adam`` (the float32 Adam loops' division-free
 quotient, ``optim._set_adam_fast``), ``mlp3`` (``fuse`` and ``adam`` together), ``swap``
 (``container.swap_relu_pool``), ``optpar`` (the optimizers' two-thread threshold at 16,384
-elements instead of 262,144, ``optim._set_parallel_threshold``), ``none``.  The network is ``mlp``, ``lenet5`` or
-``transformer`` (bench_train.py's, batch 64).  By
+elements instead of 262,144, ``optim._set_parallel_threshold``), ``none``.  The network is
+``mlp``, ``lenet5`` or ``transformer`` (bench_train.py's, batch 64).  By
 default both libraries run on ONE thread and the time is CPU time (a loaded machine
 disturbs it far less than wall time); ``--wall`` uses two threads and wall time.
 
@@ -47,6 +50,20 @@ def _switch(knob, on):
     elif knob == "od6":         # 6 x 4 weight-gradient tiles (LeNet's conv1; branch convs2)
         from ember._kernels.cpu import conv as ck
         ck._set_od_six(int(on))
+    elif knob == "batchdx":     # conv2's input gradient over batch lanes (branch lenet4)
+        from ember._kernels.cpu import conv as ck
+        ck._set_batch_input(on)
+    elif knob == "batchfwd":    # conv2's forward over batch lanes (branch lenet4)
+        from ember._kernels.cpu import conv as ck
+        ck._set_batch_forward(on)
+    elif knob == "batchdw":     # conv2's weight gradient over batch lanes (branch lenet4)
+        from ember._kernels.cpu import conv as ck
+        ck._set_batch_weight(on)
+    elif knob == "batchall":    # the three (branch lenet4)
+        from ember._kernels.cpu import conv as ck
+        ck._set_batch_input(on)
+        ck._set_batch_forward(on)
+        ck._set_batch_weight(on)
     elif knob == "fastbwd":     # the rules take their fast path only when grad mode is off
         for name in _FAST_BWD_MODULES:
             sys.modules[name]._grad_on = _array._is_grad_enabled if on else (lambda: True)

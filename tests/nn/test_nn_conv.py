@@ -512,6 +512,7 @@ def test_forward_over_output_channels(mode, xs, ws, kw):
     OW = (xs[3] + 2 * pw - dw * (ws[3] - 1) - 1) // sw + 1
     assert ck._chan_pays(ws[0], 1, OW, Wq)                         # the case takes the path
     old = ck._set_chan_mode(mode)
+    old_b = ck._set_batch_forward(False)     # not over batch lanes (test_nn_conv_batch_input)
     try:
         _compare(lambda x, w, b: F.conv2d(x, w, b, **kw),
                  lambda x, w, b: TF.conv2d(x, w, b, **kw), [xs, ws, (ws[0],)])
@@ -532,6 +533,7 @@ def test_forward_over_output_channels(mode, xs, ws, kw):
         np.testing.assert_array_equal(ye, yo)
     finally:
         ck._set_chan_mode(old)
+        ck._set_batch_forward(old_b)
 
 
 def test_forward_over_output_channels_is_chosen_for_lenet_not_resnet():

@@ -244,6 +244,17 @@ cdef extern from "conv_simd.h" nogil:
                   int64_t sn, const int64_t* off, int T, int64_t Lr, int NB, float* dW,
                   int64_t ldw)
 
+cdef extern from "conv_batch.h" nogil:
+    void emb_dxb(int simd, const float* g, const float* w, float* dx, int64_t nb, int64_t O,
+                 int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh,
+                 int64_t kw, int64_t ph0, int64_t pw0, float* gT)
+    void emb_dwb(int simd, const float* x, const float* g, float* dW, int64_t nb, int64_t O,
+                 int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t kh, int64_t kw,
+                 float* buf)
+    void emb_fwb(int simd, const float* x, const float* w, const float* bias, int relu,
+                 float* out, int64_t nb, int64_t O, int64_t C, int64_t H, int64_t W, int64_t OH,
+                 int64_t OW, int64_t kh, int64_t kw, float* buf)
+
 import numpy as _np
 
 cdef int _SIMD = emb_conv_has_avx512()
@@ -438,6 +449,11 @@ def conv2d_forward_f32(x, w, b, out, int sh, int sw, int ph0, int ph1, int pw0, 
     _f32_check("conv2d_forward_f32", (x, w, out))
     if _winograd_forward(x, w, b, out, sh, sw, ph0, pw0, dh, dw, groups, relu):
         return
+    if sh == 1 and sw == 1 and ph0 == 0 and ph1 == 0 and pw0 == 0 and pw1 == 0 and \
+            _fwd_batch_pays(x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0],
+                            out.shape[2], out.shape[3], w.shape[2], w.shape[3], dh, dw, groups):
+        _forward_batch_f32(x, w, b, out, relu)
+        return
     cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef int64_t O = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
     cdef int64_t OH = out.shape[2], OW = out.shape[3], G = groups
@@ -513,6 +529,12 @@ def conv2d_weight_f32(x, gout, dwout, int sh, int sw, int ph0, int ph1, int pw0,
     gradient gout (N, O, OH, OW)."""
     _f32_check("conv2d_weight_f32", (x, gout, dwout))
     if _winograd_weight(x, gout, dwout, sh, sw, ph0, pw0, dh, dw, groups):
+        return
+    if sh == 1 and sw == 1 and ph0 == 0 and ph1 == 0 and pw0 == 0 and pw1 == 0 and \
+            _BATCH_WEIGHT and _fwd_batch_pays(x.shape[0], x.shape[1], x.shape[2], x.shape[3],
+                                              dwout.shape[0], gout.shape[2], gout.shape[3],
+                                              dwout.shape[2], dwout.shape[3], dh, dw, groups):
+        _weight_batch_f32(x, gout, dwout)
         return
     cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef int64_t O = dwout.shape[0], Cg = dwout.shape[1], kh = dwout.shape[2]
@@ -689,6 +711,9 @@ def conv2d_input_f32(gout, w, dx, int sh, int sw, int ph0, int ph1, int pw0, int
     cdef int64_t OH = gout.shape[2], OW = gout.shape[3], G = groups, Og = O // G
     if sh == 1 and sw == 1 and _INPUT_MODE >= 0 and (
             _INPUT_MODE == 1 or _scatter_pays(H, W, OH, OW, kh, kw, ph0, pw0, dh, dw)):
+        if _batch_pays(N, C, H, W, O, OH, OW, kh, kw, dh, dw, G):
+            _input_batch_f32(gout, w, dx, ph0, pw0)
+            return
         _input_scatter_f32(gout, w, dx, ph0, pw0, dh, dw, groups)
         return
     HG_, WG_, PT, PL, off_arr, pack_idx, ts_arr, nt_arr, geo_arr, Lmax_ = _input_tables(
@@ -800,6 +825,152 @@ cpdef bint _scatter_pays(int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t k
     cdef int64_t gather = _cdiv(H * WG, 16)
     cdef int64_t scatter = _cdiv(OH * Wp, 16)
     return scatter * 10 < gather * 8
+
+
+cdef bint _BATCH_INPUT = True
+
+
+def _set_batch_input(bint on):
+    """Whether a small stride-1 input gradient may run with the samples in the lanes
+    (``_input_batch_f32``; False: the scatter form, for A/B measurements and tests);
+    returns the previous setting."""
+    global _BATCH_INPUT
+    old = _BATCH_INPUT
+    _BATCH_INPUT = on
+    return old
+
+
+cpdef bint _batch_pays(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,
+                      int64_t OW, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t G):
+    """Whether a stride-1 input gradient that the scatter form would take runs over
+    batch lanes instead (``conv_batch.h``): AVX-512, one group, no dilation, a 3- or
+    5-wide kernel, rows of at most 16 outputs (the padded dx row stays in registers), at
+    least 16 samples (a tail block is masked) and indices that fit an int32."""
+    return (_SIMD != 0 and _BATCH_INPUT and G == 1 and dh == 1 and dw == 1 and
+            (kw == 3 or kw == 5) and 0 < OW <= 16 and OH > 0 and N >= 16 and
+            16 * O * OH * OW < 2 ** 31 and 16 * C * H * W < 2 ** 31)
+
+
+cdef bint _BATCH_FORWARD = True
+
+
+def _set_batch_forward(bint on):
+    """Whether a small valid stride-1 forward may run with the samples in the lanes
+    (``_forward_batch_f32``; False: the kernels over output channels or pixels, for A/B
+    measurements and tests); returns the previous setting."""
+    global _BATCH_FORWARD
+    old = _BATCH_FORWARD
+    _BATCH_FORWARD = on
+    return old
+
+
+cpdef bint _fwd_batch_pays(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,
+                          int64_t OW, int64_t kh, int64_t kw, int64_t dh, int64_t dw,
+                          int64_t G):
+    """Whether an unpadded stride-1 forward (and its weight gradient) runs over batch lanes
+    (``conv_batch.h``): the
+    input-gradient conditions of ``_batch_pays``, input rows of at most 20, and only
+    where the forward would otherwise run over 16k output channels because the pixel
+    form wastes lanes (``_chan_pays``: LeNet-5's conv2)."""
+    return (_BATCH_FORWARD and W <= 20 and H >= kh and
+            _batch_pays(N, C, H, W, O, OH, OW, kh, kw, dh, dw, G) and
+            _chan_pays(O, G, OW, W))
+
+
+def _forward_batch_f32(x, w, b, out, bint relu):
+    """out = conv2d(x, w) + b (ReLU'd with ``relu``) for a valid stride-1 convolution with
+    16 samples per vector (see conv_batch.h): blocks of 16 samples over the threads."""
+    cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef int64_t O = w.shape[0], kh = w.shape[2], kw = w.shape[3]
+    cdef int64_t OH = out.shape[2], OW = out.shape[3]
+    cdef int64_t nblk = (N + 15) // 16, blk, n0, nb
+    bias_arr = None if b is None else _np.ascontiguousarray(b, dtype=_np.float32)
+    cdef const float* bias = NULL
+    if bias_arr is not None:
+        bias = <const float*>cnp.PyArray_DATA(bias_arr)
+    cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
+    cdef const float* wp = <const float*>cnp.PyArray_DATA(w)
+    cdef float* op = <float*>cnp.PyArray_DATA(out)
+    cdef int nt = 1
+    if nblk > 1:
+        nt = num_threads()
+    cdef float* buf = NULL
+    cdef int simd = _SIMD
+    cdef int rl = relu
+    with nogil, parallel(num_threads=nt):
+        buf = <float*>malloc(16 * (O * OH * OW + C * H * W) * sizeof(float))
+        for blk in prange(nblk, schedule="static"):
+            n0 = blk * 16
+            nb = min(16, N - n0)
+            emb_fwb(simd, xp + n0 * C * H * W, wp, bias, rl, op + n0 * O * OH * OW, nb, O, C,
+                    H, W, OH, OW, kh, kw, buf)
+        free(buf)
+
+
+cdef bint _BATCH_WEIGHT = True
+
+
+def _set_batch_weight(bint on):
+    """Whether the weight gradient of a convolution that ``_fwd_batch_pays`` accepts runs
+    with the samples in the lanes (``_weight_batch_f32``; False: over output channels);
+    returns the previous setting."""
+    global _BATCH_WEIGHT
+    old = _BATCH_WEIGHT
+    _BATCH_WEIGHT = on
+    return old
+
+
+def _weight_batch_f32(x, gout, dwout):
+    """dwout = the weight gradient of a valid stride-1 conv2d with 16 samples per vector
+    (see conv_batch.h): blocks of 16 samples over the threads, each thread summing into
+    its own copy, the copies added at the end."""
+    cdef int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef int64_t O = dwout.shape[0], kh = dwout.shape[2], kw = dwout.shape[3]
+    cdef int64_t OH = gout.shape[2], OW = gout.shape[3], K = O * C * kh * kw
+    cdef int64_t nblk = (N + 15) // 16, blk, n0, nb
+    cdef int nt = 1
+    if nblk > 1:
+        nt = num_threads()
+    parts_arr = _np.zeros((nt, K), _np.float32)
+    cdef float* parts = <float*>cnp.PyArray_DATA(parts_arr)
+    cdef const float* xp = <const float*>cnp.PyArray_DATA(x)
+    cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
+    cdef float* buf = NULL
+    cdef int simd = _SIMD
+    with nogil, parallel(num_threads=nt):
+        buf = <float*>malloc(16 * (O * OH * OW + C * H * W) * sizeof(float))
+        for blk in prange(nblk, schedule="static"):
+            n0 = blk * 16
+            nb = min(16, N - n0)
+            emb_dwb(simd, xp + n0 * C * H * W, gp + n0 * O * OH * OW,
+                    parts + threadid() * K, nb, O, C, H, W, OH, OW, kh, kw, buf)
+        free(buf)
+    _np.sum(parts_arr, axis=0, out=dwout.reshape(K))
+
+
+def _input_batch_f32(gout, w, dx, int64_t ph0, int64_t pw0):
+    """dx = the input gradient of a stride-1 conv2d with 16 samples per vector (see
+    conv_batch.h): blocks of 16 samples split over the threads."""
+    cdef int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3]
+    cdef int64_t O = w.shape[0], kh = w.shape[2], kw = w.shape[3]
+    cdef int64_t OH = gout.shape[2], OW = gout.shape[3]
+    cdef int64_t nblk = (N + 15) // 16, b, n0, nb
+    cdef const float* gp = <const float*>cnp.PyArray_DATA(gout)
+    cdef const float* wp = <const float*>cnp.PyArray_DATA(w)
+    cdef float* dxp = <float*>cnp.PyArray_DATA(dx)
+    cdef int nt = 1
+    if nblk > 1:
+        nt = num_threads()
+    cdef float* gT = NULL
+    cdef int simd = _SIMD
+    with nogil, parallel(num_threads=nt):
+        gT = <float*>malloc(16 * (O * OH * OW + C * H * W) * sizeof(float))
+        for b in prange(nblk, schedule="static"):
+            n0 = b * 16
+            nb = min(16, N - n0)
+            emb_dxb(simd, gp + n0 * O * OH * OW, wp, dxp + n0 * C * H * W, nb, O, C, H, W,
+                    OH, OW, kh, kw, ph0, pw0, gT)
+        free(gT)
 
 
 def _input_scatter_f32(gout, w, dx, int64_t ph0, int64_t pw0, int64_t dh, int64_t dw,
