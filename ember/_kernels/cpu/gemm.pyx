@@ -109,12 +109,13 @@ cdef int64_t PAR_MIN_MACS = 1 << 18
 
 # float32 blocks of at most this many multiply-adds run ember's kernel (f32_gemm.h)
 # instead of OpenBLAS sgemm, where the CPU has AVX-512F and EMBER_F32_GEMM=0 is not set.
-# Measured (benchmarks/README.md, "small float32 GEMM"): the kernel was faster up to
-# 128x512x512 on one and two threads and level at 512^3; it has no K blocking, so
-# larger blocks stay on OpenBLAS
+# Measured (benchmarks/README.md, "Packed float32 GEMM"): with the packed, K-blocked
+# driver the kernel was faster than or level with OpenBLAS on every product of the
+# Transformer step (up to 2^27 multiply-adds, K up to 2048, transposed A or B); larger
+# products were not measured and stay on OpenBLAS
 cdef bint _f32_on = em_f32_gemm_supported() != 0 and \
     _os.environ.get("EMBER_F32_GEMM", "1") != "0"
-cdef int64_t _f32_max_macs = int(_os.environ.get("EMBER_F32_GEMM_MAX_MACS", 1 << 25))
+cdef int64_t _f32_max_macs = int(_os.environ.get("EMBER_F32_GEMM_MAX_MACS", 1 << 28))
 # ... and more than this many columns and k (its 12 x 32 tile wastes lanes on narrower
 # products, and its per-tile cost shows on shorter sums: OpenBLAS measured faster there)
 cdef int64_t _f32_min_nk = 16
