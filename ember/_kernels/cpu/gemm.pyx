@@ -18,9 +18,12 @@ arrays with at least two dimensions; float32/float64 operands whose matrices
 BLAS can address (one unit stride) go through this path, everything else (other
 dtypes, exotic strides, no OpenBLAS found) goes to ``numpy.matmul`` itself.
 
-Small float32 blocks (up to 2^25 multiply-adds, N and K above 16) run ember's own AVX-512
-kernel where the CPU has it (``f32_gemm.h``: C written directly, no packing of A; faster
-than OpenBLAS there as measured in benchmarks/README.md; ``EMBER_F32_GEMM=0`` turns it off).
+float32 blocks with N and K above 16 run ember's own AVX-512 kernel where the CPU has it
+(``f32_gemm.h``: small products read their operands in place, larger ones are packed
+and K-blocked; C written directly; faster than OpenBLAS as measured in
+benchmarks/README.md; ``EMBER_F32_GEMM=0`` turns it off).  ``bias`` (one value per
+output column) is added as the kernel stores C, or after the BLAS call on the other
+paths.
 
 bfloat16 products run ember's own kernel where the CPU has AVX512-BF16
 (``bf16_gemm.h``: bfloat16 pair dot products, float32 accumulators, one rounding; any
@@ -63,7 +66,8 @@ cdef extern from "f32_gemm.h" nogil:
     int em_f32_gemm_supported()
     int em_f32_gemm(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const float* A, Py_ssize_t sam,
                     Py_ssize_t sak, const float* B, Py_ssize_t sbk, Py_ssize_t sbn, float* C,
-                    Py_ssize_t ldc, float alpha)
+                    Py_ssize_t ldc, float alpha, const float* bias)
+    void em_f32_gemm_tune(Py_ssize_t kc, Py_ssize_t mc, Py_ssize_t nc, int mode)
 
 cdef extern from *:
     """
@@ -105,12 +109,13 @@ cdef int64_t PAR_MIN_MACS = 1 << 18
 
 # float32 blocks of at most this many multiply-adds run ember's kernel (f32_gemm.h)
 # instead of OpenBLAS sgemm, where the CPU has AVX-512F and EMBER_F32_GEMM=0 is not set.
-# Measured (benchmarks/README.md, "small float32 GEMM"): the kernel was faster up to
-# 128x512x512 on one and two threads and level at 512^3; it has no K blocking, so
-# larger blocks stay on OpenBLAS
+# Measured (benchmarks/README.md, "Packed float32 GEMM"): with the packed, K-blocked
+# driver the kernel was faster than or level with OpenBLAS on every product of the
+# Transformer step (up to 2^27 multiply-adds, K up to 2048, transposed A or B); larger
+# products were not measured and stay on OpenBLAS
 cdef bint _f32_on = em_f32_gemm_supported() != 0 and \
     _os.environ.get("EMBER_F32_GEMM", "1") != "0"
-cdef int64_t _f32_max_macs = int(_os.environ.get("EMBER_F32_GEMM_MAX_MACS", 1 << 25))
+cdef int64_t _f32_max_macs = int(_os.environ.get("EMBER_F32_GEMM_MAX_MACS", 1 << 28))
 # ... and more than this many columns and k (its 12 x 32 tile wastes lanes on narrower
 # products, and its per-tile cost shows on shorter sums: OpenBLAS measured faster there)
 cdef int64_t _f32_min_nk = 16
@@ -287,10 +292,31 @@ cdef inline Py_ssize_t _batch_offsets(Py_ssize_t bi, Py_ssize_t nb, const Py_ssi
     return 0
 
 
+cdef void _add_bias(int dt, char* c, int64_t ldc, int64_t m, int64_t n,
+                    const char* bias) noexcept nogil:
+    """c[i, j] += bias[j] over an m x n block (row stride ldc elements): one rounding per
+    element, as a separate addition."""
+    cdef int64_t i, j
+    cdef float* cf
+    cdef const float* bf = <const float*>bias
+    cdef double* cd
+    cdef const double* bd = <const double*>bias
+    for i in range(m):
+        if dt == 0:
+            cf = <float*>c + i * ldc
+            for j in range(n):
+                cf[j] = cf[j] + bf[j]
+        else:
+            cd = <double*>c + i * ldc
+            for j in range(n):
+                cd[j] = cd[j] + bd[j]
+
+
 cdef void _block(int dt, Py_ssize_t item, Py_ssize_t t, Py_ssize_t nsplit, bint split_rows,
                  Py_ssize_t nb, const Py_ssize_t* bshape, const Py_ssize_t* sa,
                  const Py_ssize_t* sb, const Py_ssize_t* sc, Mat A, Mat B, Mat C,
-                 int64_t M, int64_t N, int64_t K, double alpha) noexcept nogil:
+                 int64_t M, int64_t N, int64_t K, double alpha,
+                 const char* bias) noexcept nogil:
     """Block t: batch entry t // nsplit, panel t % nsplit of its rows (or columns)."""
     cdef Py_ssize_t bi = t // nsplit, part = t - bi * nsplit
     cdef Py_ssize_t oa, ob, oc
@@ -311,20 +337,26 @@ cdef void _block(int dt, Py_ssize_t item, Py_ssize_t t, Py_ssize_t nsplit, bint 
     else:               # columns lo:hi of B and C
         pb += lo * (1 if B.trans == NO_TRANS else B.ld) * item
         pc += lo * item
+        if bias != NULL:
+            bias += lo * item
         n = hi - lo
     if dt == 0 and _f32_on and m * n * K <= _f32_max_macs and n > _f32_min_nk \
             and K > _f32_min_nk:
-        # small float32 products: ember's kernel (see _f32_max_macs)
+        # float32 products: ember's kernel (see _f32_max_macs)
         if em_f32_gemm(m, n, K, <const float*>pa, A.ld if A.trans == NO_TRANS else 1,
                        1 if A.trans == NO_TRANS else A.ld, <const float*>pb,
                        B.ld if B.trans == NO_TRANS else 1, 1 if B.trans == NO_TRANS else B.ld,
-                       <float*>pc, C.ld, <float>alpha) == 0:
+                       <float*>pc, C.ld, <float>alpha, <const float*>bias) == 0:
             return
     _call(dt, A.trans, B.trans, m, n, K, pa, A.ld, pb, B.ld, pc, C.ld, alpha)
+    if bias != NULL:
+        _add_bias(dt, pc, C.ld, m, n, bias)
 
 
-cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0) except -1:
-    """alpha times the product through BLAS, or False when this path cannot take it."""
+cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
+               const char* bias=NULL) except -1:
+    """alpha times the product (plus bias, a contiguous vector of c's dtype over its
+    columns, when not NULL) through BLAS, or False when this path cannot take it."""
     cdef int nda = a.ndim, ndb = b.ndim, ndc = c.ndim
     cdef int nb = ndc - 2, d
     cdef Py_ssize_t item = c.itemsize
@@ -370,11 +402,11 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0) ex
             if nt > 1 and total > 1:
                 for t in prange(total, schedule="static", num_threads=nt):
                     _block(dt, item, t, nsplit, split_rows, nb, bshape, sa, sb, sc, A, B, C,
-                           M, N, K, alpha)
+                           M, N, K, alpha, bias)
             else:
                 for t in range(total):
                     _block(dt, item, t, nsplit, split_rows, nb, bshape, sa, sb, sc, A, B, C,
-                           M, N, K, alpha)
+                           M, N, K, alpha, bias)
     finally:
         _leave()
     return True
@@ -425,10 +457,14 @@ def blas_threads_held():
     return _active > 0
 
 
-def matmul(a, b, out, alpha=1.0):
+def matmul(a, b, out, alpha=1.0, bias=None):
     """``numpy.matmul(a, b, out=out)`` with the work on ember's threads; with ``alpha``,
     ``out = alpha * (a @ b)`` (each product element rounded, then multiplied by alpha:
-    the same numbers as a separate multiplication, without its pass over ``out``).
+    the same numbers as a separate multiplication, without its pass over ``out``); with
+    ``bias`` (a 1-d NumPy array of ``out``'s dtype, one value per column),
+    ``out = alpha * (a @ b) + bias`` broadcast over the rows, the addition rounded after
+    the product as a separate addition would be (the float32 kernel adds it as it stores
+    C; the other paths add it after the product).
 
     ``a`` (..., M, K), ``b`` (..., K, N) and ``out`` (..., M, N) are NumPy arrays;
     batch axes broadcast as in ``numpy.matmul``.  Returns ``out``.
@@ -440,9 +476,16 @@ def matmul(a, b, out, alpha=1.0):
     [3.0, 3.0, 3.0, 3.0]
     >>> gemm.matmul(a, b, np.empty((2, 4), np.float32), alpha=0.5)[0].tolist()
     [1.5, 1.5, 1.5, 1.5]
+    >>> bias = np.arange(4, dtype=np.float32)
+    >>> gemm.matmul(a, b, np.empty((2, 4), np.float32), bias=bias)[1].tolist()
+    [3.0, 4.0, 5.0, 6.0]
     """
-    cdef cnp.ndarray na, nb_, nc
+    cdef cnp.ndarray na, nb_, nc, bv = None
     cdef double al = alpha
+    cdef const char* bp = NULL
+    if bias is not None:
+        bv = _checked_bias(a, b, out, bias)
+        bp = <const char*>cnp.PyArray_DATA(bv)
     if _available and type(a) is np.ndarray and type(b) is np.ndarray \
             and type(out) is np.ndarray:
         na, nb_, nc = a, b, out
@@ -452,22 +495,25 @@ def matmul(a, b, out, alpha=1.0):
             if (tn == cnp.NPY_FLOAT32 or tn == cnp.NPY_FLOAT64) and na.dtype.num == tn \
                     and nb_.dtype.num == tn and _shapes_ok(na, nb_, nc) \
                     and not _overlaps(na, nb_, nc):
-                if _run(na, nb_, nc, al):
+                if _run(na, nb_, nc, al, bp):
                     return out
                 if _run_constant_axis(na, nb_, nc):
-                    return _scaled(out, al)
+                    return _biased(_scaled(out, al), bv)
                 # operands BLAS cannot address (a stride-0 gradient from sum(), say):
                 # contiguous copies cost far less than the product and keep the work
                 # on ember's threads
-                if _run_copied(na, nb_, nc, al):
+                if _run_copied(na, nb_, nc, al, bp):
                     return out
             elif (tn == cnp.NPY_FLOAT32 or tn == cnp.NPY_FLOAT64) and na.dtype.num == tn \
                     and nb_.dtype.num == tn and _shapes_ok(na, nb_, nc):
                 # out overlaps an operand: the product goes to a fresh array first
                 wide = np.empty(out.shape, out.dtype)
-                if _run(na, nb_, wide, al) or _run_copied(na, nb_, wide, al):
+                if _run(na, nb_, wide, al, bp) or _run_copied(na, nb_, wide, al, bp):
                     out[...] = wide
                     return out
+    if bv is not None:
+        # the rarer paths below: the (scaled) product, then the bias added to it
+        return _biased(matmul(a, b, out, al), bv)
     if al != 1.0:
         # the rarer paths below compute the product, then scale it (after rounding to the
         # result's dtype, as a separate multiplication would)
@@ -490,6 +536,31 @@ def matmul(a, b, out, alpha=1.0):
         return out
     with one_blas_thread:       # complex, integer, empty or > 16 batch axes
         return np.matmul(a, b, out=out)
+
+
+cdef cnp.ndarray _checked_bias(object a, object b, object out, object bias):
+    """bias as a contiguous 1-d NumPy array of out's dtype with out's column count, or a
+    TypeError / ValueError naming the shapes and dtypes."""
+    if type(bias) is not np.ndarray:
+        raise TypeError(f"matmul: bias must be a NumPy array, got {type(bias).__name__} "
+                        f"(a {a.shape} @ b {b.shape} -> out {out.shape})")
+    n = out.shape[out.ndim - 1] if out.ndim else None      # (no wraparound here)
+    if bias.dtype != out.dtype:
+        raise TypeError(f"matmul: bias dtype {bias.dtype} differs from the result's "
+                        f"{out.dtype} (a {a.shape} @ b {b.shape} -> out {out.shape})")
+    if bias.ndim != 1 or n is None or bias.shape[0] != n:
+        raise ValueError(f"matmul: bias of shape {bias.shape} does not match the product's "
+                         f"columns (a {a.shape} @ b {b.shape} -> out {out.shape}; expected "
+                         f"bias ({n},))")
+    return np.ascontiguousarray(bias)
+
+
+cdef object _biased(object out, cnp.ndarray bias):
+    """out += bias over its last axis (a separate addition; nothing when bias is None);
+    returns out."""
+    if bias is not None:
+        np.add(out, bias, out=out)
+    return out
 
 
 cdef object _scaled(object out, double alpha):
@@ -552,14 +623,15 @@ cdef bint _constant_axis(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, Py_ssize_t
     return True
 
 
-cdef bint _run_copied(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0) except -1:
+cdef bint _run_copied(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
+                      const char* bias=NULL) except -1:
     """_run on C-contiguous copies of the operands (and a fresh result if c's
     layout is not addressable either), or False when even that cannot run."""
     cdef cnp.ndarray ca = np.ascontiguousarray(a), cb = np.ascontiguousarray(b)
     cdef cnp.ndarray cc = c if c.flags.c_contiguous else np.empty((<object>c).shape, c.dtype)
     if ca is a and cb is b and cc is c:
         return False                         # nothing to change: _run already said no
-    if not _run(ca, cb, cc, alpha):
+    if not _run(ca, cb, cc, alpha, bias):
         return False
     if cc is not c:
         c[...] = cc
@@ -678,6 +750,13 @@ def f32_kernel():
     True
     """
     return _f32_on
+
+
+def _f32_tune(kc=0, mc=0, nc=0, mode=-1):
+    """Tuning hook of the float32 kernel: the packed driver's K, row and column blocks
+    (elements; 0 keeps the current value) and the driver choice (0: by size, 1: always
+    packed, 2: always in place; -1 keeps it).  Only while no product runs."""
+    em_f32_gemm_tune(kc, mc, nc, mode)
 
 
 def _set_f32_kernel(bint on, max_macs=None, min_nk=None):

@@ -100,6 +100,11 @@ def linear(input, weight, bias=None):
             wt = numpy_view(weight).T
             if len(xs) == 2:
                 out = empty_raw((xs[0], n_out), dt)
+                if dt == _F32 and isinstance(bias, ndarray) and bias.dtype == dt \
+                        and bias.shape == (n_out,) and not (input.is_cuda or bias.is_cuda):
+                    # the bias added as the GEMM stores its result (the same numbers)
+                    _gemm(numpy_view(input), wt, numpy_view(out), bias=numpy_view(bias))
+                    return out
                 _gemm(numpy_view(input), wt, numpy_view(out))
             else:
                 out = empty_raw(xs[:-1] + (n_out,), dt)
