@@ -143,8 +143,12 @@ cdef enum:
 
 # Below this many elements in a group one thread does everything: the fused
 # updates run at a fraction of a ns per element, so smaller groups gain less
-# from a second thread than a fork/join (and a busy machine) can cost.
-cdef Py_ssize_t _par_total = 262144
+# from a second thread than a fork/join (and a busy machine) can cost.  16,384, not
+# 262,144: at two threads the MLP step (85,770 Adam parameters) took 0.27 instead of
+# 0.34 ms and LeNet-5's (61,706, SGD momentum) 1.35 instead of 1.61 ms
+# (benchmarks/ab_step.py NET --wall optpar, load 0.7): a single-threaded update leaves
+# the other OpenMP thread idle between the step's parallel GEMMs.
+cdef Py_ssize_t _par_total = 16384
 
 
 def _set_parallel_threshold(Py_ssize_t n):
