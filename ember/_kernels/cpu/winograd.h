@@ -773,6 +773,50 @@ static inline int64_t emb_wg_wscratch(int64_t C, int64_t O, int64_t Tp) {
            16 * C * Op;
 }
 
+/* The weight gradient's per-component products of one block, shared by the 2x2 (16
+ * components) and 4x4 (36) tiles: Wb[k] += V[k] (C x T) times GT[k] (T x Op) on the
+ * register tiles, then, with flush, the block's float sums added into the thread's
+ * double accumulators Wh and Wb cleared. */
+EMB_WG_T static void emb_wg_component_gemms(const float* V, int64_t VS, const float* GT,
+                                            int64_t TS, float* Wb, double* Wh, int64_t C,
+                                            int64_t Op, int64_t Tp, int64_t T, int ncomp,
+                                            int flush) {
+    for (int k = 0; k < ncomp; k++) {
+        const float* Vk = V + k * VS;
+        const float* GTk = GT + k * TS;
+        float* Whk = Wb + (int64_t)k * C * Op;
+        for (int64_t v0 = 0; v0 < Op / 16; v0 += 4) {
+            int nv = (int)(Op / 16 - v0 < 4 ? Op / 16 - v0 : 4);
+            const int RB = nv <= 2 ? 12 : nv == 3 ? 8 : 6;
+            int64_t ntile = (C + RB - 1) / RB, c0 = 0;
+            for (int64_t tt = 0; tt < ntile; tt++) {
+                int R = (int)((C - c0) / (ntile - tt));
+                if ((C - c0) % (ntile - tt)) R++;
+                const float* vk = Vk + c0 * Tp;
+                const float* gk = GTk + 16 * v0;
+                float* wk = Whk + c0 * Op + 16 * v0;
+                switch (nv) {
+                case 1: emb_wg_wtile_nv1(vk, gk, wk, Tp, Op, T, R); break;
+                case 2: emb_wg_wtile_nv2(vk, gk, wk, Tp, Op, T, R); break;
+                case 3: emb_wg_wtile_nv3(vk, gk, wk, Tp, Op, T, R); break;
+                default: emb_wg_wtile_nv4(vk, gk, wk, Tp, Op, T, R); break;
+                }
+                c0 += R;
+            }
+        }
+    }
+    if (!flush)
+        return;
+    for (int64_t i = 0; i < ncomp * C * Op; i += 16) {
+        __m512 f = _mm512_loadu_ps(Wb + i);
+        _mm512_storeu_ps(Wb + i, _mm512_setzero_ps());
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+        _mm512_storeu_pd(Wh + i, _mm512_add_pd(_mm512_loadu_pd(Wh + i), lo));
+        _mm512_storeu_pd(Wh + i + 8, _mm512_add_pd(_mm512_loadu_pd(Wh + i + 8), hi));
+    }
+}
+
 /* Block b (as in emb_wg_block) of the weight gradient: the block's products are summed
  * in float into this thread's partial sums (in S, zero at the start), which `flush` adds
  * into Wh (16 * C * Op doubles, this thread's) and zeroes: flushed every few blocks, a
@@ -830,40 +874,7 @@ EMB_WG_T static void emb_wg_wblock(const float* x, int64_t C, int64_t H, int64_t
         }
     }
     emb_wg_transpose(G, O, Op, Tp, GS, NV, GT, TS, 16);
-    for (int k = 0; k < 16; k++) {
-        const float* Vk = V + k * VS;
-        const float* GTk = GT + k * TS;
-        float* Whk = Wb + (int64_t)k * C * Op;
-        for (int64_t v0 = 0; v0 < Op / 16; v0 += 4) {
-            int nv = (int)(Op / 16 - v0 < 4 ? Op / 16 - v0 : 4);
-            const int RB = nv <= 2 ? 12 : nv == 3 ? 8 : 6;
-            int64_t ntile = (C + RB - 1) / RB, c0 = 0;
-            for (int64_t tt = 0; tt < ntile; tt++) {
-                int R = (int)((C - c0) / (ntile - tt));
-                if ((C - c0) % (ntile - tt)) R++;
-                const float* vk = Vk + c0 * Tp;
-                const float* gk = GTk + 16 * v0;
-                float* wk = Whk + c0 * Op + 16 * v0;
-                switch (nv) {
-                case 1: emb_wg_wtile_nv1(vk, gk, wk, Tp, Op, T, R); break;
-                case 2: emb_wg_wtile_nv2(vk, gk, wk, Tp, Op, T, R); break;
-                case 3: emb_wg_wtile_nv3(vk, gk, wk, Tp, Op, T, R); break;
-                default: emb_wg_wtile_nv4(vk, gk, wk, Tp, Op, T, R); break;
-                }
-                c0 += R;
-            }
-        }
-    }
-    if (!flush)
-        return;
-    for (int64_t i = 0; i < 16 * C * Op; i += 16) {
-        __m512 f = _mm512_loadu_ps(Wb + i);
-        _mm512_storeu_ps(Wb + i, _mm512_setzero_ps());
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
-        _mm512_storeu_pd(Wh + i, _mm512_add_pd(_mm512_loadu_pd(Wh + i), lo));
-        _mm512_storeu_pd(Wh + i + 8, _mm512_add_pd(_mm512_loadu_pd(Wh + i + 8), hi));
-    }
+    emb_wg_component_gemms(V, VS, GT, TS, Wb, Wh, C, Op, Tp, T, 16, flush);
 }
 
 /* U[(k*Ci + ci)*Co + co] = (G g G^T)[k], k < 36: as emb_wg_weights, for F(4x4, 3x3), in
@@ -1397,40 +1408,7 @@ EMB_WG_T static void emb_w4_wblock(const float* x, int64_t C, int64_t H, int64_t
     const int NV = (int)(u1 - u0);
     const int64_t T = 16 * NV;
     emb_wg_transpose(G, O, Op, Tp, GS, NV, GT, TS, 36);
-    for (int k = 0; k < 36; k++) {
-        const float* Vk = V + k * VS;
-        const float* GTk = GT + k * TS;
-        float* Whk = Wb + (int64_t)k * C * Op;
-        for (int64_t v0 = 0; v0 < Op / 16; v0 += 4) {
-            int nv = (int)(Op / 16 - v0 < 4 ? Op / 16 - v0 : 4);
-            const int RB = nv <= 2 ? 12 : nv == 3 ? 8 : 6;
-            int64_t ntile = (C + RB - 1) / RB, c0 = 0;
-            for (int64_t tt = 0; tt < ntile; tt++) {
-                int R = (int)((C - c0) / (ntile - tt));
-                if ((C - c0) % (ntile - tt)) R++;
-                const float* vk = Vk + c0 * Tp;
-                const float* gk = GTk + 16 * v0;
-                float* wk = Whk + c0 * Op + 16 * v0;
-                switch (nv) {
-                case 1: emb_wg_wtile_nv1(vk, gk, wk, Tp, Op, T, R); break;
-                case 2: emb_wg_wtile_nv2(vk, gk, wk, Tp, Op, T, R); break;
-                case 3: emb_wg_wtile_nv3(vk, gk, wk, Tp, Op, T, R); break;
-                default: emb_wg_wtile_nv4(vk, gk, wk, Tp, Op, T, R); break;
-                }
-                c0 += R;
-            }
-        }
-    }
-    if (!flush)
-        return;
-    for (int64_t i = 0; i < 36 * C * Op; i += 16) {
-        __m512 f = _mm512_loadu_ps(Wb + i);
-        _mm512_storeu_ps(Wb + i, _mm512_setzero_ps());
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
-        _mm512_storeu_pd(Wh + i, _mm512_add_pd(_mm512_loadu_pd(Wh + i), lo));
-        _mm512_storeu_pd(Wh + i + 8, _mm512_add_pd(_mm512_loadu_pd(Wh + i + 8), hi));
-    }
+    emb_wg_component_gemms(V, VS, GT, TS, Wb, Wh, C, Op, Tp, T, 36, flush);
 }
 
 #else  /* not x86-64 with GCC/Clang: never taken (emb_wg_simd() is 0) */
