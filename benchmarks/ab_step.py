@@ -10,7 +10,8 @@ their weight gradients, ``conv._set_batch_weight``), ``batchall`` (the three), `
 Conv2d + ReLU, with ``fuse_enabled`` on), ``adam`` (the float32 Adam loops' division-free
 quotient, ``optim._set_adam_fast``), ``mlp3`` (``fuse`` and ``adam`` together), ``swap``
 (``container.swap_relu_pool``), ``optpar`` (the optimizers' two-thread threshold at 16,384
-elements, the default, against the earlier 262,144, ``optim._set_parallel_threshold``), ``none``.  The network is
+elements, the default, against the earlier 262,144, ``optim._set_parallel_threshold``),
+``attn`` (the fused float32 attention kernel, ``attention._set_fused``), ``none``.  The network is
 ``mlp``, ``lenet5`` or ``transformer`` (bench_train.py's, batch 64).  By
 default both libraries run on ONE thread and the time is CPU time (a loaded machine
 disturbs it far less than wall time); ``--wall`` uses two threads and wall time.
@@ -64,6 +65,9 @@ def _switch(knob, on):
         ck._set_batch_input(on)
         ck._set_batch_forward(on)
         ck._set_batch_weight(on)
+    elif knob == "attn":        # fused float32 CPU attention (branch attn4)
+        from ember._kernels.cpu import attention as fa
+        fa._set_fused(on)
     elif knob == "fastbwd":     # the rules take their fast path only when grad mode is off
         for name in _FAST_BWD_MODULES:
             sys.modules[name]._grad_on = _array._is_grad_enabled if on else (lambda: True)
@@ -78,7 +82,8 @@ def main(argv):
     reps = int(args[1]) if len(args) > 2 else 21
     ms = ab_common.step_ab(net, 64, lambda on: _switch(knob, on), reps, wall,
                            number=20 if net == "mlp" else 3, labels=("off", "on"),
-                           restore=knob in ("fastbwd", "swap", "fuse", "adam", "mlp3", "optpar"))
+                           restore=knob in ("fastbwd", "swap", "fuse", "adam", "mlp3", "optpar",
+                                            "attn"))
     print(f"{net} {knob}: " + ab_common.describe(ms, wall, ("off", "on"), digits=4))
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ from ember._core.array import ndarray
 from ember._api._util import numpy_view, empty_raw
 from ember.autograd.registry import defop
 from ember._kernels.cpu.gemm import matmul as _gemm
+from ember._kernels.cpu import gemm as _gemm_mod
+from ember._kernels.cpu import attention as _fa
 from ember._core.dtypes import dtype_kind
 from ember.backends.cuda import flash_sdp_enabled as _flash_sdp_enabled
 from ember._core.nn_args import (qkv_views as _qkv_views, merged_view as _merged_view,
@@ -34,6 +36,8 @@ from ember._core.nn_args import (qkv_views as _qkv_views, merged_view as _merged
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 _CAUSAL = {}          # (L, S, dtype) -> float (L, S) bias, 0 on and below the diagonal
+_F32 = np.dtype(np.float32)
+_FUSED_PAR_MACS = 1 << 18       # below: the fused kernel runs on one thread anyway
 
 
 def _F():
@@ -97,12 +101,57 @@ def _attend(q, k, v, bias, dropout_p, scale, need_weights=False):
 # into their final layout.  With ``create_graph=True`` the rule recomputes the same
 # formulas with recorded ember ops, so higher-order gradients are exact.
 
+def _fused_shape(q, k, v, out):
+    """The batch shape when the fused float32 kernel (ember._kernels.cpu.attention) takes
+    this attention, else None: the kernel switched on (AVX-512F), ember's float32 GEMM
+    kernel on, float32 operands, non-empty matrices, the output's columns contiguous, at
+    most 2^20 scores per (batch, head) pair, and at least as many pairs as threads (the
+    kernel gives each pair to one thread; below that, or above the limit, the unfused
+    path's GEMMs split single pairs over the threads)."""
+    if not (_fa.fused_enabled() and _gemm_mod.f32_kernel()):
+        return None
+    if not (q.dtype == _F32 and k.dtype == _F32 and v.dtype == _F32 and out.dtype == _F32):
+        return None
+    L, S = q.shape[-2], k.shape[-2]
+    if not (L and S and q.shape[-1] and v.shape[-1]) or L * S > _fa.MAX_SCORES \
+            or out.strides[-1] != 4:
+        return None
+    bs = tuple(out.shape[:-2])
+    if len(bs) > _fa.MAX_BATCH_DIMS:
+        return None
+    pairs = math.prod(bs)
+    if pairs and pairs < E.get_num_threads() and pairs * L * S * (q.shape[-1] + v.shape[-1]) \
+            >= _FUSED_PAR_MACS:
+        return None
+    return bs
+
+
+def _batch_view(x, bs):
+    """x (NumPy, (..., m, n)) seen with batch shape `bs` (stride 0 where it broadcasts)."""
+    if tuple(x.shape[:-2]) == bs:
+        return x
+    return np.broadcast_to(x, bs + tuple(x.shape[-2:]))
+
+
 def _np_attention(q, k, v, bias, scale, out):
     """NumPy q (..., L, D), k (..., S, D), v (..., S, Dv) -> p (ember, (..., L, S));
     softmax(q k^T * scale + bias) @ v is written into `out` (a NumPy array/view).
-    The scale is applied by the GEMM as it stores the scores, and the softmax runs in
+    float32 attention runs the fused kernel where `_fused_shape` allows.  Otherwise the
+    scale is applied by the GEMM as it stores the scores, and the softmax runs in
     place over them: no pass and no array beyond the scores themselves."""
     from ember._kernels.cpu import softmax as _k
+    bs = _fused_shape(q, k, v, out)
+    bn = None if bias is None or bs is None else numpy_view(bias)
+    if bs is not None and (bn is None or bn.dtype == _F32):
+        p = empty_raw(bs + (q.shape[-2], k.shape[-2]), q.dtype)
+        try:
+            bn = None if bn is None else _batch_view(bn, bs)
+        except ValueError:              # a bias the unfused path reports on
+            bn = False
+        if bn is not False and _fa.forward(_batch_view(q, bs), _batch_view(k, bs),
+                                           _batch_view(v, bs), bn, scale, out,
+                                           numpy_view(p)):
+            return p
     s = empty_raw(tuple(out.shape[:-2]) + (q.shape[-2], k.shape[-2]), q.dtype)
     sn = numpy_view(s)
     _gemm(q, k.swapaxes(-1, -2), sn, scale)
@@ -117,9 +166,17 @@ def _np_attention_grad(go, g_p, p, q, k, v, scale, dq, dk, dv):
     """First-order backward of `_np_attention` (go: gradient of the output, g_p: of p;
     either may be None).  Writes dq, dk, dv (NumPy arrays/views); returns the gradient
     of the scores before scaling (the bias gradient), an ember array.  The softmax
-    backward runs in place over dp, and the GEMMs apply the scale as they store."""
+    backward runs in place over dp, and the GEMMs apply the scale as they store (the
+    fused float32 kernel where `_fused_shape` allows)."""
     from ember._kernels.cpu import softmax as _k
     pn = numpy_view(p)
+    bs = _fused_shape(q, k, v, dv)
+    if bs is not None and tuple(pn.shape[:-2]) == bs and (go is None or go.dtype == _F32) \
+            and (g_p is None or g_p.dtype == _F32):
+        ds = empty_raw(tuple(p.shape), p.dtype)
+        if _fa.backward(go, g_p, pn, _batch_view(q, bs), _batch_view(k, bs),
+                        _batch_view(v, bs), scale, dq, dk, dv, numpy_view(ds)):
+            return ds
     dp = empty_raw(tuple(p.shape), p.dtype)
     dpn = numpy_view(dp)
     if go is None:
