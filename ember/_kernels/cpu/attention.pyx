@@ -14,7 +14,8 @@ attention's (broadcast) batch shape, and return False, leaving the results incom
 when they cannot run (strides that are not whole elements, a GEMM without memory for its
 packing buffers): the caller then runs the unfused path.
 """
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
+from libc.stdlib cimport malloc, free
 
 cimport numpy as cnp
 import numpy as np
@@ -53,7 +54,7 @@ cdef extern from "attention_cpu.h" nogil:
         float scale
         em_att_mat m[12]
     int em_att_forward(const em_att_args* a, Py_ssize_t t)
-    int em_att_backward(const em_att_args* a, Py_ssize_t t)
+    int em_att_backward(const em_att_args* a, Py_ssize_t t, float* scratch)
 
 em_init_cpu()            # nn_simd.h's AVX2 paths, chosen once per module
 
@@ -124,6 +125,13 @@ cdef int _threads(Py_ssize_t pairs, Py_ssize_t macs) noexcept:
     return nt if nt < pairs else <int>pairs
 
 
+cdef inline float* _aligned(float* p) noexcept nogil:
+    """p rounded up to 64 bytes (NULL stays NULL)."""
+    if p == NULL:
+        return NULL
+    return <float*>((<size_t>p + 63) & ~(<size_t>63))
+
+
 def forward(cnp.ndarray q, cnp.ndarray k, cnp.ndarray v, object bias, double scale,
             cnp.ndarray out, cnp.ndarray p):
     """out = softmax(q k^T * scale + bias) @ v and p = the softmax, per pair of the batch
@@ -158,23 +166,25 @@ def forward(cnp.ndarray q, cnp.ndarray k, cnp.ndarray v, object bias, double sca
 
 def backward(object go, object gp, cnp.ndarray p, cnp.ndarray q, cnp.ndarray k,
              cnp.ndarray v, double scale, cnp.ndarray dq, cnp.ndarray dk, cnp.ndarray dv,
-             cnp.ndarray ds):
+             object ds):
     """The first-order backward of `forward` from go (gradient of out, any strides, or
     None) and gp (of p, C-contiguous, or None): writes dq, dk, dv (unit column strides) and
-    ds, the gradient of the scores before scaling (C-contiguous like p).  All arrays have
-    the same batch shape.  False when it could not run."""
+    ds, the gradient of the scores before scaling (C-contiguous like p; None: not wanted,
+    each thread keeps it in a scratch).  All arrays have the same batch shape.  False when
+    it could not run."""
     cdef em_att_args a
     cdef Py_ssize_t L = q.shape[q.ndim - 2], S = k.shape[k.ndim - 2]
     cdef Py_ssize_t D = q.shape[q.ndim - 1], Dv = v.shape[v.ndim - 1]
-    cdef Py_ssize_t pairs = 1, t
+    cdef Py_ssize_t pairs = 1, t, per
     cdef int nt, fail = 0
+    cdef float* scratch = NULL
     bshape = tuple((<object>p).shape[:-2])
     for t in bshape:
         pairs *= t
     if not _init(&a, bshape, L, S, D, Dv, scale):
         return False
     if not (_put(&a, EM_ATT_Q, q) and _put(&a, EM_ATT_K, k) and _put(&a, EM_ATT_V, v)
-            and _put(&a, EM_ATT_P, p, 2) and _put(&a, EM_ATT_DS, ds, 2)
+            and _put(&a, EM_ATT_P, p, 2) and (ds is None or _put(&a, EM_ATT_DS, ds, 2))
             and _put(&a, EM_ATT_DQ, dq, 1) and _put(&a, EM_ATT_DK, dk, 1)
             and _put(&a, EM_ATT_DV, dv, 1)):
         return False
@@ -183,11 +193,20 @@ def backward(object go, object gp, cnp.ndarray p, cnp.ndarray q, cnp.ndarray k,
     if gp is not None and not _put(&a, EM_ATT_GP, gp, 2):
         return False
     nt = _threads(pairs, pairs * L * S * (2 * D + 2 * Dv))
-    with nogil:
-        if nt > 1:
-            for t in prange(pairs, schedule="static", num_threads=nt):
-                fail += em_att_backward(&a, t) != 0
-        else:
-            for t in range(pairs):
-                fail += em_att_backward(&a, t) != 0
+    per = (L * S + 15) // 16 * 16             # floats per thread, 64-byte aligned blocks
+    if ds is None and pairs:
+        scratch = <float*>malloc(<size_t>(nt * per + 16) * sizeof(float))
+        if scratch == NULL:
+            return False
+    try:
+        with nogil:
+            if nt > 1:
+                for t in prange(pairs, schedule="static", num_threads=nt):
+                    fail += em_att_backward(&a, t, _aligned(scratch) + threadid() * per) != 0
+            else:
+                for t in range(pairs):
+                    fail += em_att_backward(&a, t, _aligned(scratch)) != 0
+    finally:
+        free(scratch)
     return fail == 0
+

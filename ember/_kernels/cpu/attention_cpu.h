@@ -12,7 +12,9 @@
  *
  * Operands are described by em_att_mat: a base pointer, byte strides over the batch axes
  * (0 where an operand broadcasts) and the element strides of its last two axes.  P, dS
- * and gP are C-contiguous (L, S) per pair; O, dQ, dK, dV have unit column strides.
+ * and gP are C-contiguous (L, S) per pair; O, dQ, dK, dV have unit column strides.  dS
+ * may be absent (not asked for: the bias needs no gradient); it then lives in a per-thread
+ * scratch, and the backward never writes the (L, S) gradients to memory.
  */
 #ifndef EM_ATTENTION_CPU_H
 #define EM_ATTENTION_CPU_H
@@ -87,8 +89,9 @@ static int em_att_forward(const em_att_args *a, ptrdiff_t t) {
     return em_f32_gemm(L, Dv, S, p, S, 1, v, mv->rs, mv->cs, o, mo->rs, 1.0f, NULL) ? -1 : 0;
 }
 
-/* backward of pair t; -1 when a GEMM found no memory */
-static int em_att_backward(const em_att_args *a, ptrdiff_t t) {
+/* backward of pair t; -1 when a GEMM found no memory.  Without a dS operand, dS lives in
+ * `scratch` (L * S floats, the calling thread's) and stays in the caches. */
+static int em_att_backward(const em_att_args *a, ptrdiff_t t, float *scratch) {
     const ptrdiff_t L = a->L, S = a->S, D = a->D, Dv = a->Dv;
     const em_att_mat *mq = &a->m[EM_ATT_Q], *mk = &a->m[EM_ATT_K], *mv = &a->m[EM_ATT_V];
     const em_att_mat *mg = &a->m[EM_ATT_GO], *mdq = &a->m[EM_ATT_DQ];
@@ -96,7 +99,8 @@ static int em_att_backward(const em_att_args *a, ptrdiff_t t) {
     const float *q = em_att_at(a, EM_ATT_Q, t), *k = em_att_at(a, EM_ATT_K, t);
     const float *v = em_att_at(a, EM_ATT_V, t), *p = em_att_at(a, EM_ATT_P, t);
     const float *go = em_att_at(a, EM_ATT_GO, t), *gp = em_att_at(a, EM_ATT_GP, t);
-    float *ds = em_att_at(a, EM_ATT_DS, t), *dq = em_att_at(a, EM_ATT_DQ, t);
+    float *ds = a->m[EM_ATT_DS].ptr != NULL ? em_att_at(a, EM_ATT_DS, t) : scratch;
+    float *dq = em_att_at(a, EM_ATT_DQ, t);
     float *dk = em_att_at(a, EM_ATT_DK, t), *dv = em_att_at(a, EM_ATT_DV, t);
     if (go == NULL) {
         for (ptrdiff_t j = 0; j < S; j++)

@@ -162,10 +162,11 @@ def _np_attention(q, k, v, bias, scale, out):
     return p
 
 
-def _np_attention_grad(go, g_p, p, q, k, v, scale, dq, dk, dv):
+def _np_attention_grad(go, g_p, p, q, k, v, scale, dq, dk, dv, need_ds=True):
     """First-order backward of `_np_attention` (go: gradient of the output, g_p: of p;
     either may be None).  Writes dq, dk, dv (NumPy arrays/views); returns the gradient
-    of the scores before scaling (the bias gradient), an ember array.  The softmax
+    of the scores before scaling (the bias gradient), an ember array, or None when
+    `need_ds` is False and the fused kernel ran (it then never stores it).  The softmax
     backward runs in place over dp, and the GEMMs apply the scale as they store (the
     fused float32 kernel where `_fused_shape` allows)."""
     from ember._kernels.cpu import softmax as _k
@@ -173,9 +174,10 @@ def _np_attention_grad(go, g_p, p, q, k, v, scale, dq, dk, dv):
     bs = _fused_shape(q, k, v, dv)
     if bs is not None and tuple(pn.shape[:-2]) == bs and (go is None or go.dtype == _F32) \
             and (g_p is None or g_p.dtype == _F32):
-        ds = empty_raw(tuple(p.shape), p.dtype)
+        ds = empty_raw(tuple(p.shape), p.dtype) if need_ds else None
         if _fa.backward(go, g_p, pn, _batch_view(q, bs), _batch_view(k, bs),
-                        _batch_view(v, bs), scale, dq, dk, dv, numpy_view(ds)):
+                        _batch_view(v, bs), scale, dq, dk, dv,
+                        None if ds is None else numpy_view(ds)):
             return ds
     dp = empty_raw(tuple(p.shape), p.dtype)
     dpn = numpy_view(dp)
@@ -234,13 +236,19 @@ def _sdpa_backward(g_out, g_p, p, query, key, value, scale):
     either may be None): (dq, dk, dv, ds) of the weights' broadcast batch shape, ds the
     gradient of the scores before scaling (the bias gradient).  The GPU one is
     ember.cuda.ops_attention's."""
+    return _sdpa_backward_host(g_out, g_p, p, query, key, value, scale)
+
+
+def _sdpa_backward_host(g_out, g_p, p, query, key, value, scale, need_ds=True):
+    """`_sdpa_backward` on host arrays (ds None when not `need_ds` and the fused kernel
+    ran)."""
     qn, kn, vn = numpy_view(query), numpy_view(key), numpy_view(value)
     bs = tuple(p.shape[:-2])
     dq = empty_raw(bs + tuple(query.shape[-2:]), query.dtype)
     dk = empty_raw(bs + tuple(key.shape[-2:]), key.dtype)
     dv = empty_raw(bs + tuple(value.shape[-2:]), value.dtype)
     ds = _np_attention_grad(_np_or_none(g_out), _np_or_none(g_p), p, qn, kn, vn, scale,
-                            numpy_view(dq), numpy_view(dk), numpy_view(dv))
+                            numpy_view(dq), numpy_view(dk), numpy_view(dv), need_ds)
     return dq, dk, dv, ds
 
 
@@ -250,8 +258,11 @@ def _sdpa_grad(g, res, query, key, value, bias, scale):
     if E.is_grad_enabled():
         out, p = _em_attention(query, key, value, bias, scale)
         dq, dk, dv, ds = _em_attention_grad(g_out, g_p, p, query, key, value, scale)
-    else:
+    elif bias_grad or query.is_cuda:
         dq, dk, dv, ds = _sdpa_backward(g_out, g_p, res[1], query, key, value, scale)
+    else:       # host arrays, no bias gradient: the fused kernel need not store ds
+        dq, dk, dv, ds = _sdpa_backward_host(g_out, g_p, res[1], query, key, value, scale,
+                                             False)
     return dq, dk, dv, (ds if bias_grad else None), None
 
 
@@ -290,7 +301,10 @@ def _core_grad(g, res, qkv, bias, num_heads, scale, bf):
         st = E.stack([dq, dk, dv], axis=0)                  # (3, N, H, L, D)
         dqkv = st.permute(1, 3, 0, 2, 4) if bf else st.permute(3, 1, 0, 2, 4)
         return dqkv.reshape(qkv.shape), (ds if bias_grad else None), None, None, None
-    dqkv, ds = _self_attention_core_backward(g_out, g_p, res[1], qkv, num_heads, scale, bf)
+    if bias_grad or qkv.is_cuda:
+        dqkv, ds = _self_attention_core_backward(g_out, g_p, res[1], qkv, num_heads, scale, bf)
+    else:       # host arrays, no bias gradient: the fused kernel need not store ds
+        dqkv, ds = _core_backward_host(g_out, g_p, res[1], qkv, num_heads, scale, bf, False)
     return dqkv, (ds if bias_grad else None), None, None, None
 
 
@@ -299,6 +313,12 @@ def _core_grad(g, res, qkv, bias, num_heads, scale, bf):
 def _self_attention_core_backward(g_out, g_p, p, qkv, num_heads, scale, bf):
     """First-order backward of `_self_attention_core`: (dqkv packed like qkv, ds).  The
     GPU one is ember.cuda.ops_attention's."""
+    return _core_backward_host(g_out, g_p, p, qkv, num_heads, scale, bf)
+
+
+def _core_backward_host(g_out, g_p, p, qkv, num_heads, scale, bf, need_ds=True):
+    """`_self_attention_core_backward` on host arrays (ds None when not `need_ds` and the
+    fused kernel ran)."""
     n, e, d = _core_dims(qkv, num_heads, bf)
     q, k, v = _qkv_views(numpy_view(qkv), n, num_heads, d, bf)
     dqkv = empty_raw(tuple(qkv.shape), qkv.dtype)
@@ -306,7 +326,7 @@ def _self_attention_core_backward(g_out, g_p, p, qkv, num_heads, scale, bf):
     go = _np_or_none(g_out)
     if go is not None:
         go = _merged_view(go, n, num_heads, d, bf)
-    ds = _np_attention_grad(go, _np_or_none(g_p), p, q, k, v, scale, dq, dk, dv)
+    ds = _np_attention_grad(go, _np_or_none(g_p), p, q, k, v, scale, dq, dk, dv, need_ds)
     return dqkv, ds
 
 
