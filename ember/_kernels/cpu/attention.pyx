@@ -125,11 +125,15 @@ cdef int _threads(Py_ssize_t pairs, Py_ssize_t macs) noexcept:
     return nt if nt < pairs else <int>pairs
 
 
-cdef inline float* _aligned(float* p) noexcept nogil:
-    """p rounded up to 64 bytes (NULL stays NULL)."""
+cdef Py_ssize_t SCRATCH_GAP = 1024
+
+
+cdef inline float* _slot(float* p, int i, Py_ssize_t per) noexcept nogil:
+    """Thread i's scratch in block p (NULL stays NULL): past the leading gap, 64-byte
+    aligned."""
     if p == NULL:
         return NULL
-    return <float*>((<size_t>p + 63) & ~(<size_t>63))
+    return <float*>((<size_t>(p + SCRATCH_GAP + i * per) + 63) & ~(<size_t>63))
 
 
 def forward(cnp.ndarray q, cnp.ndarray k, cnp.ndarray v, object bias, double scale,
@@ -193,19 +197,22 @@ def backward(object go, object gp, cnp.ndarray p, cnp.ndarray q, cnp.ndarray k,
     if gp is not None and not _put(&a, EM_ATT_GP, gp, 2):
         return False
     nt = _threads(pairs, pairs * L * S * (2 * D + 2 * Dv))
-    per = (L * S + 15) // 16 * 16             # floats per thread, 64-byte aligned blocks
+    # each thread's scratch: 64-byte aligned, with SCRATCH_GAP floats before, between and
+    # after the slots (measured: two threads' slots back to back, or next to other heap
+    # blocks, made the two-thread backward ~40% slower than slots 4 KiB apart)
+    per = (L * S + 15) // 16 * 16 + SCRATCH_GAP
     if ds is None and pairs:
-        scratch = <float*>malloc(<size_t>(nt * per + 16) * sizeof(float))
+        scratch = <float*>malloc(<size_t>(nt * per + SCRATCH_GAP + 16) * sizeof(float))
         if scratch == NULL:
             return False
     try:
         with nogil:
             if nt > 1:
                 for t in prange(pairs, schedule="static", num_threads=nt):
-                    fail += em_att_backward(&a, t, _aligned(scratch) + threadid() * per) != 0
+                    fail += em_att_backward(&a, t, _slot(scratch, threadid(), per)) != 0
             else:
                 for t in range(pairs):
-                    fail += em_att_backward(&a, t, _aligned(scratch)) != 0
+                    fail += em_att_backward(&a, t, _slot(scratch, 0, per)) != 0
     finally:
         free(scratch)
     return fail == 0
