@@ -107,7 +107,7 @@ SHAPES = [(2, 3, 7, 9, 5, 11), (1, 2, 1, 6, 17, 3), (2, 2, 5, 1, 8, 8), (2, 4, 6
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("mask", ["none", "bool", "float"])
+@pytest.mark.parametrize("mask", ["none", "bool", "float", "column"])
 def test_sdpa_matches_torch(path, threads, shape, mask):
     B, H, L, S, D, Dv = shape
     rng = np.random.default_rng(B * 100 + L + S + D)
@@ -123,6 +123,9 @@ def test_sdpa_matches_torch(path, threads, shape, mask):
     elif mask == "float":                     # (B, 1, L, S), differentiated
         tm, em = _pair(rng.standard_normal((B, 1, L, S)))
         tkw["attn_mask"], ekw["attn_mask"] = tm, em
+    elif mask == "column":                    # (L, 1): one value per query row (stride 0)
+        tm, em = _pair(rng.standard_normal((L, 1)))
+        tkw["attn_mask"], ekw["attn_mask"] = tm, em
     to = TF.scaled_dot_product_attention(tq, tk, tv, **tkw)
     eo = F.scaled_dot_product_attention(eq, ek, ev, **ekw)
     _close(eo, to, "output")
@@ -131,7 +134,7 @@ def test_sdpa_matches_torch(path, threads, shape, mask):
                                                             None else [])
     for t, e, n in pairs:
         if t.grad is None:                    # an empty batch: torch leaves no gradient
-            assert B == 0 and (e.grad is None or e.grad.size == 0)
+            assert B == 0 and (e.grad is None or not np.asarray(e.grad).any())
         else:
             _close(e.grad, t.grad, f"grad {n}")
     if B:
@@ -320,3 +323,22 @@ def test_float64_and_switch_leave_kernel_unused():
     finally:
         attn_mod._fa = old
     assert not spy.calls
+
+
+def test_mha_weights_only_loss(path):
+    """A loss on the attention weights alone (no gradient reaches the output: dV is zero
+    and dP comes from the weights' gradient only)."""
+    rng = np.random.default_rng(9)
+    N, L, Ein, H = 2, 6, 24, 3
+    tx, ex = _pair(rng.standard_normal((L, N, Ein)))
+    tw, ew = _pair(rng.standard_normal((3 * Ein, Ein)) * 0.3)
+    tow, eow = _pair(rng.standard_normal((Ein, Ein)) * 0.3, grad=False)
+    _, tw_ = TF.multi_head_attention_forward(tx, tx, tx, Ein, H, tw, None, None, None, False,
+                                             0.0, tow, None, average_attn_weights=False)
+    _, ew_ = F.multi_head_attention_forward(ex, ex, ex, Ein, H, ew, None, None, None, False,
+                                            0.0, eow, None, average_attn_weights=False)
+    _close(ew_, tw_, "weights")
+    _backward_both([tw_], [ew_], rng)
+    for t, e, n in ((tx, ex, "x"), (tw, ew, "in_proj_weight")):
+        _close(e.grad, t.grad, f"grad {n}")
+    _ran(path)
