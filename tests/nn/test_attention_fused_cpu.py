@@ -311,15 +311,24 @@ def test_mha_self_attention_matches_torch(path, threads, batch_first, need_weigh
     _ran(path)
 
 
-def test_float64_and_switch_leave_kernel_unused():
-    """float64 attention never reaches the float32 kernel."""
+def test_float64_and_openblas_leave_kernel_unused():
+    """float64 attention never reaches the float32 kernel, nor float32 attention while
+    ember's float32 GEMM kernel is switched off (gemm._set_f32_kernel(False))."""
+    from ember._kernels.cpu import gemm
     spy = _Spy(fa)
     old = attn_mod._fa
     attn_mod._fa = spy
+    x = np.random.default_rng(8).standard_normal((2, 2, 5, 20))
     try:
-        q = E.asarray(np.random.default_rng(8).standard_normal((2, 2, 5, 20)),
-                      requires_grad=True)
+        q = E.asarray(x, requires_grad=True)
         F.scaled_dot_product_attention(q, q, q).sum().backward()
+        was, limits = gemm.f32_kernel(), gemm._f32_limit()
+        gemm._set_f32_kernel(False)
+        try:
+            q32 = E.asarray(x.astype(np.float32), requires_grad=True)
+            F.scaled_dot_product_attention(q32, q32, q32).sum().backward()
+        finally:
+            gemm._set_f32_kernel(was, *limits)
     finally:
         attn_mod._fa = old
     assert not spy.calls
