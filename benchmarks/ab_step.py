@@ -11,7 +11,9 @@ Conv2d + ReLU, with ``fuse_enabled`` on), ``adam`` (the float32 Adam loops' divi
 quotient, ``optim._set_adam_fast``), ``mlp3`` (``fuse`` and ``adam`` together), ``swap``
 (``container.swap_relu_pool``), ``optpar`` (the optimizers' two-thread threshold at 16,384
 elements, the default, against the earlier 262,144, ``optim._set_parallel_threshold``),
-``attn`` (the fused float32 attention kernel, ``attention._set_fused``), ``none``.  The network is
+``prefetch`` (the packed float32 GEMM's prefetch of the blocks it packs next,
+``gemm._f32_tune`` modes 3 / 4), ``attn`` (the fused float32 attention kernel,
+``attention._set_fused``), ``none``.  The network is
 ``mlp``, ``lenet5`` or ``transformer`` (bench_train.py's, batch 64).  By
 default both libraries run on ONE thread and the time is CPU time (a loaded machine
 disturbs it far less than wall time); ``--wall`` uses two threads and wall time.
@@ -71,6 +73,9 @@ def _switch(knob, on):
     elif knob == "fastbwd":     # the rules take their fast path only when grad mode is off
         for name in _FAST_BWD_MODULES:
             sys.modules[name]._grad_on = _array._is_grad_enabled if on else (lambda: True)
+    elif knob == "prefetch":    # the packed float32 GEMM's prefetch of its next blocks
+        from ember._kernels.cpu import gemm
+        gemm._f32_tune(0, 0, 0, 4 if on else 3)
     elif knob != "none":
         raise SystemExit(f"ab_step: unknown switch {knob!r}")
 
