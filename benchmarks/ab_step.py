@@ -10,7 +10,9 @@ their weight gradients, ``conv._set_batch_weight``), ``batchall`` (the three), `
 Conv2d + ReLU, with ``fuse_enabled`` on), ``adam`` (the float32 Adam loops' division-free
 quotient, ``optim._set_adam_fast``), ``mlp3`` (``fuse`` and ``adam`` together), ``swap``
 (``container.swap_relu_pool``), ``optpar`` (the optimizers' two-thread threshold at 16,384
-elements, the default, against the earlier 262,144, ``optim._set_parallel_threshold``), ``none``.  The network is
+elements, the default, against the earlier 262,144, ``optim._set_parallel_threshold``),
+``ksplit`` (float32 GEMMs with a long K split over the threads by K ranges, and batched
+products with one right operand run as one product, ``gemm._set_ksplit``), ``none``.  The network is
 ``mlp``, ``lenet5`` or ``transformer`` (bench_train.py's, batch 64).  By
 default both libraries run on ONE thread and the time is CPU time (a loaded machine
 disturbs it far less than wall time); ``--wall`` uses two threads and wall time.
@@ -67,6 +69,9 @@ def _switch(knob, on):
     elif knob == "fastbwd":     # the rules take their fast path only when grad mode is off
         for name in _FAST_BWD_MODULES:
             sys.modules[name]._grad_on = _array._is_grad_enabled if on else (lambda: True)
+    elif knob == "ksplit":      # float32 GEMMs split over K / batch collapsed (branch ksplit)
+        from ember._kernels.cpu import gemm
+        gemm._set_ksplit(on)
     elif knob != "none":
         raise SystemExit(f"ab_step: unknown switch {knob!r}")
 

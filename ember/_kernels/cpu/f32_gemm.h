@@ -46,6 +46,9 @@ static void em_f32_gemm_tune(ptrdiff_t kc, ptrdiff_t mc, ptrdiff_t nc, int mode)
         em_fg_mode = mode;
 }
 
+/* the packed driver's K block (gemm.pyx splits K over the threads in multiples of it) */
+static ptrdiff_t em_f32_gemm_kc(void) { return em_fg_kc; }
+
 #if defined(__x86_64__) && defined(__GNUC__) && (defined(__clang__) || __GNUC__ >= 9)
 #define EM_FG_X86 1
 #endif
@@ -64,9 +67,11 @@ static int em_f32_gemm_supported(void) {
     return s;
 }
 
-/* per-thread packing buffer for B, grown on demand, freed when its thread exits */
+/* per-thread buffers, grown on demand, freed when their thread exits: slot 0 packs the
+ * operands (em_fg_buffer), slot 1 holds a thread's partial sums when gemm.pyx splits K
+ * over the threads (em_f32_gemm_scratch) */
 typedef struct { float *buf; size_t cap; } em_fg_buf;
-static pthread_key_t em_fg_key;
+static pthread_key_t em_fg_key[2];
 static pthread_once_t em_fg_once = PTHREAD_ONCE_INIT;
 static int em_fg_key_ok;
 
@@ -77,17 +82,18 @@ static void em_fg_free_buf(void *p) {
 }
 
 static void em_fg_make_key(void) {
-    em_fg_key_ok = pthread_key_create(&em_fg_key, em_fg_free_buf) == 0;
+    em_fg_key_ok = pthread_key_create(&em_fg_key[0], em_fg_free_buf) == 0 &&
+                   pthread_key_create(&em_fg_key[1], em_fg_free_buf) == 0;
 }
 
-static float *em_fg_buffer(size_t n) {
+static float *em_fg_slot(int slot, size_t n) {
     pthread_once(&em_fg_once, em_fg_make_key);
     if (!em_fg_key_ok)
         return NULL;
-    em_fg_buf *b = (em_fg_buf *)pthread_getspecific(em_fg_key);
+    em_fg_buf *b = (em_fg_buf *)pthread_getspecific(em_fg_key[slot]);
     if (b == NULL) {
         b = (em_fg_buf *)calloc(1, sizeof(em_fg_buf));
-        if (b == NULL || pthread_setspecific(em_fg_key, b) != 0) {
+        if (b == NULL || pthread_setspecific(em_fg_key[slot], b) != 0) {
             free(b);
             return NULL;
         }
@@ -100,6 +106,11 @@ static float *em_fg_buffer(size_t n) {
     }
     return b->buf;
 }
+
+static float *em_fg_buffer(size_t n) { return em_fg_slot(0, n); }
+
+/* the calling thread's buffer for n partial sums (64-byte aligned; NULL: no memory) */
+static float *em_f32_gemm_scratch(size_t n) { return em_fg_slot(1, n); }
 
 /* r[j] element q -> r[q] element j (a 16 x 16 transpose of 32-bit words) */
 EM_FG_TARGET static inline __attribute__((always_inline)) void em_fg_transpose16(__m512 *rf) {
@@ -431,6 +442,29 @@ EM_FG_TARGET static int em_f32_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
     return K > 0 ? em_fg_packed(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, alpha, bias) : -1;
 }
 
+/* the K-split product's last step, rows r0:r1 (N columns) of C (row stride ldc):
+ * C = alpha * (C + P[0] + ... + P[np - 1]) + bias, P[q] the other threads' partial sums
+ * (row stride ldp, 64-byte aligned rows when ldp is a multiple of 16); summed left to
+ * right, each addition rounded, then alpha and the bias as em_fg_epi applies them */
+EM_FG_TARGET static void em_f32_gemm_reduce(ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t N, float *C,
+                                            ptrdiff_t ldc, float *const *P, int np,
+                                            ptrdiff_t ldp, float alpha, const float *bias) {
+    const __m512 al = _mm512_set1_ps(alpha);
+    const int scale = alpha != 1.0f, add = bias != NULL;
+    for (ptrdiff_t i = r0; i < r1; i++) {
+        float *c = C + i * ldc;
+        for (ptrdiff_t j = 0; j < N; j += 16) {
+            __mmask16 m = N - j >= 16 ? (__mmask16)0xffff
+                                      : (__mmask16)(((uint32_t)1 << (N - j)) - 1);
+            __m512 s = _mm512_maskz_loadu_ps(m, c + j);
+            for (int q = 0; q < np; q++)
+                s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, P[q] + i * ldp + j));
+            __m512 bv = add ? _mm512_maskz_loadu_ps(m, bias + j) : _mm512_setzero_ps();
+            _mm512_mask_storeu_ps(c + j, m, em_fg_epi(s, al, bv, scale, add));
+        }
+    }
+}
+
 #else   /* no AVX-512 build: never selected */
 
 static int em_f32_gemm_supported(void) { return 0; }
@@ -441,6 +475,15 @@ static int em_f32_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float *A, pt
     (void)M; (void)N; (void)K; (void)A; (void)sam; (void)sak; (void)B; (void)sbk;
     (void)sbn; (void)C; (void)ldc; (void)alpha; (void)bias;
     return -1;
+}
+
+static float *em_f32_gemm_scratch(size_t n) { (void)n; return NULL; }
+
+static void em_f32_gemm_reduce(ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t N, float *C,
+                               ptrdiff_t ldc, float *const *P, int np, ptrdiff_t ldp,
+                               float alpha, const float *bias) {
+    (void)r0; (void)r1; (void)N; (void)C; (void)ldc; (void)P; (void)np; (void)ldp;
+    (void)alpha; (void)bias;
 }
 #endif
 

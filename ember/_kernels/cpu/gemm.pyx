@@ -68,6 +68,11 @@ cdef extern from "f32_gemm.h" nogil:
                     Py_ssize_t sak, const float* B, Py_ssize_t sbk, Py_ssize_t sbn, float* C,
                     Py_ssize_t ldc, float alpha, const float* bias)
     void em_f32_gemm_tune(Py_ssize_t kc, Py_ssize_t mc, Py_ssize_t nc, int mode)
+    Py_ssize_t em_f32_gemm_kc()
+    float* em_f32_gemm_scratch(size_t n)
+    void em_f32_gemm_reduce(Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t N, float* C,
+                            Py_ssize_t ldc, float* const* P, int nparts, Py_ssize_t ldp,
+                            float alpha, const float* bias)
 
 cdef extern from *:
     """
@@ -102,6 +107,7 @@ cdef enum:
     NO_TRANS = 111
     TRANS = 112
     MAX_BATCH_DIMS = 16
+    MAX_KPARTS = 16
 
 # Below this many multiply-adds a GEMM runs in the calling thread: waking the
 # other threads costs more than the product (64x64x64 takes ~10 us here).
@@ -119,6 +125,23 @@ cdef int64_t _f32_max_macs = int(_os.environ.get("EMBER_F32_GEMM_MAX_MACS", 1 <<
 # ... and more than this many columns and k (its 12 x 32 tile wastes lanes on narrower
 # products, and its per-tile cost shows on shorter sums: OpenBLAS measured faster there)
 cdef int64_t _f32_min_nk = 16
+
+# K split (_run_ksplit): a float32 product on ember's kernel whose K is at least
+# _ksplit_ratio times its longer side gives each thread a range of K instead of a panel
+# of rows or columns (a panel split makes every thread pack the whole of the other
+# operand: K x min(M, N) elements each; a K split packs each element once and adds
+# (threads - 1) x M x N partial sums at the end).  Measured in benchmarks/README.md
+# ("K split"); EMBER_GEMM_KSPLIT=0 turns it off, _set_ksplit is the testing switch
+cdef bint _ksplit_on = _os.environ.get("EMBER_GEMM_KSPLIT", "1") != "0"
+cdef double _ksplit_ratio = 4.0
+# ... each part at least this long (shorter sums do not pay for the reduction)
+cdef int64_t _ksplit_min_k = 64
+# batched float32 products on the kernel whose right operand is one matrix for the whole
+# batch (x @ W over a 3-d x) run as one product of batch x M rows (_collapse_rows): W is
+# packed once per thread instead of once per batch entry; the same numbers per element
+cdef bint _collapse_on = _os.environ.get("EMBER_GEMM_KSPLIT", "1") != "0"
+cdef int64_t _ksplit_count = 0         # K-split products run (testing: _ksplit_runs)
+cdef bint _ksplit_no_scratch = False    # testing: every scratch request fails
 
 cdef em_sgemm64_t _sgemm64 = NULL
 cdef em_dgemm64_t _dgemm64 = NULL
@@ -388,6 +411,13 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
     nt = num_threads()
     if macs < PAR_MIN_MACS or nt <= 1:
         nt = 1
+    if batch > 1 and dt == 0 and _f32_on and _collapse_on and A.trans == NO_TRANS \
+            and N > _f32_min_nk and K > _f32_min_nk \
+            and (batch * M + nt - 1) // nt * N * K <= _f32_max_macs \
+            and _collapse_rows(nb, bshape, sa, sb, sc, M, A.ld * item, C.ld * item):
+        M *= batch
+        batch = 1
+        nb = 0
     # one block per thread: whole batch entries first, else panels of the longer of
     # rows / columns (each block repacks the other operand whole, so keep blocks few)
     split_rows = M >= N
@@ -398,6 +428,9 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
     total = batch * nsplit
     _enter()
     try:
+        if dt == 0 and batch == 1 and nt > 1 and _ksplit_on and _f32_on \
+                and _run_ksplit(A, B, C, M, N, K, nt, alpha, <const float*>bias):
+            return True
         with nogil:
             if nt > 1 and total > 1:
                 for t in prange(total, schedule="static", num_threads=nt):
@@ -410,6 +443,128 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
     finally:
         _leave()
     return True
+
+
+cdef bint _collapse_rows(int nb, const Py_ssize_t* bshape, const Py_ssize_t* sa,
+                         const Py_ssize_t* sb, const Py_ssize_t* sc, Py_ssize_t M,
+                         Py_ssize_t lda, Py_ssize_t ldc) noexcept:
+    """Whether the batch is one product of batch x M rows: B the same matrix for every
+    entry (stride 0), A's and C's entries one after another at M rows of lda / ldc bytes
+    (A not transposed)."""
+    cdef Py_ssize_t ea = M * lda, ec = M * ldc
+    cdef int d
+    for d in range(nb - 1, -1, -1):
+        if bshape[d] == 1:
+            continue
+        if sb[d] != 0 or sa[d] != ea or sc[d] != ec:
+            return False
+        ea *= bshape[d]
+        ec *= bshape[d]
+    return True
+
+
+cdef inline Py_ssize_t _kbound(Py_ssize_t K, Py_ssize_t unit, Py_ssize_t part,
+                               Py_ssize_t parts) noexcept nogil:
+    """Where K range `part` of `parts` starts: a multiple of unit (K at the end)."""
+    cdef Py_ssize_t units = (K + unit - 1) // unit
+    cdef Py_ssize_t k = units * part // parts * unit
+    return k if k < K else K
+
+
+cdef void _kpart(Py_ssize_t p, Py_ssize_t parts, Py_ssize_t unit, Mat A, Mat B, Mat C,
+                 int64_t M, int64_t N, int64_t K, Py_ssize_t ldp, float** P,
+                 int* failed) noexcept nogil:
+    """K range p of the product: part 0 into C, the others into the thread's scratch
+    (P[p]; row stride ldp); raw sums (alpha 1, no bias).  failed[p] = 1 when the kernel
+    or the scratch had no memory."""
+    cdef Py_ssize_t k0 = _kbound(K, unit, p, parts), k1 = _kbound(K, unit, p + 1, parts)
+    cdef Py_ssize_t sam = A.ld if A.trans == NO_TRANS else 1
+    cdef Py_ssize_t sak = 1 if A.trans == NO_TRANS else A.ld
+    cdef Py_ssize_t sbk = B.ld if B.trans == NO_TRANS else 1
+    cdef Py_ssize_t sbn = 1 if B.trans == NO_TRANS else B.ld
+    cdef float* dst = <float*>C.base
+    cdef Py_ssize_t ldd = C.ld
+    failed[p] = 0
+    if p > 0:
+        dst = NULL if _ksplit_no_scratch else em_f32_gemm_scratch(<size_t>(M * ldp))
+        P[p] = dst
+        ldd = ldp
+        if dst == NULL:
+            failed[p] = 1
+            return
+    if em_f32_gemm(M, N, k1 - k0, <const float*>A.base + k0 * sak, sam, sak,
+                   <const float*>B.base + k0 * sbk, sbk, sbn, dst, ldd, 1.0, NULL) != 0:
+        failed[p] = 1
+
+
+cdef bint _run_ksplit(Mat A, Mat B, Mat C, int64_t M, int64_t N, int64_t K, int nt,
+                      double alpha, const float* bias) noexcept:
+    """A float32 product (one matrix, on ember's kernel) over nt threads by ranges of K,
+    when its K is long against its rows and columns (see _ksplit_ratio): each thread sums
+    its range (a multiple of the kernel's K block where they divide evenly, else of 16),
+    the first into C, the others into per-thread scratch, then the threads add the
+    partial sums into C by rows, left to right, and apply alpha and the bias once.
+    False (nothing written that the caller's split does not overwrite) when the rule
+    says no, or when a scratch buffer or the kernel had no memory."""
+    cdef Py_ssize_t parts = nt if nt < MAX_KPARTS else MAX_KPARTS
+    cdef Py_ssize_t longer = M if M >= N else N, unit, kc, p, r, chunks
+    cdef Py_ssize_t ldp = (N + 15) // 16 * 16
+    cdef float* P[MAX_KPARTS]
+    cdef int failed[MAX_KPARTS]
+    cdef int bad = 0
+    if K < _ksplit_ratio * longer or N <= _f32_min_nk:
+        return False
+    while parts > 1 and K < parts * _ksplit_min_k:
+        parts -= 1
+    if parts < 2 or K // parts <= _f32_min_nk \
+            or M * N * ((K + parts - 1) // parts) > _f32_max_macs:
+        return False
+    kc = em_f32_gemm_kc()
+    unit = kc if (K + kc - 1) // kc % parts == 0 else (16 if K >= 16 * parts else 1)
+    with nogil:
+        for p in prange(parts, schedule="static", num_threads=parts):
+            _kpart(p, parts, unit, A, B, C, M, N, K, ldp, P, failed)
+        for p in range(parts):
+            bad += failed[p]
+        if bad == 0:
+            chunks = nt if nt < M else M
+            for r in prange(chunks, schedule="static", num_threads=chunks):
+                em_f32_gemm_reduce(M * r // chunks, M * (r + 1) // chunks, N,
+                                   <float*>C.base, C.ld, <float* const*>(P + 1),
+                                   <int>parts - 1, ldp, <float>alpha, bias)
+    if bad:
+        return False
+    global _ksplit_count
+    _ksplit_count += 1
+    return True
+
+
+def _ksplit_runs():
+    """How many products the K split has run (testing hook)."""
+    return _ksplit_count
+
+
+def _ksplit_fail_scratch(bint on):
+    """Testing hook: every K split's scratch request fails (as with no memory)."""
+    global _ksplit_no_scratch
+    _ksplit_no_scratch = on
+
+
+def _set_ksplit(bint on, ratio=None, min_k=None, collapse=None):
+    """Testing / benchmarking switch: float32 products split K over the threads where
+    the rule allows (True, the default) or always split rows / columns (False), and the
+    batch-to-rows collapse with it (``collapse`` sets that one alone); ``ratio`` and
+    ``min_k`` set the rule (K at least ratio x the longer of M and N, at least min_k per
+    thread).  Returns the previous (on, ratio, min_k, collapse)."""
+    global _ksplit_on, _collapse_on, _ksplit_ratio, _ksplit_min_k
+    old = (_ksplit_on, _ksplit_ratio, _ksplit_min_k, _collapse_on)
+    _ksplit_on = on
+    _collapse_on = on if collapse is None else collapse
+    if ratio is not None:
+        _ksplit_ratio = ratio
+    if min_k is not None:
+        _ksplit_min_k = min_k
+    return old
 
 
 cdef inline void _enter() noexcept:
