@@ -16,7 +16,10 @@
  * C (unit column stride, row stride ldc) is written directly, never zeroed first; the
  * last K block stores alpha * sum (rounded sum, then the product rounded) and then adds
  * the bias (rounded again): the same numbers as a separate multiplication and addition.
- * Single-threaded: gemm.pyx splits the work.
+ * Single-threaded: gemm.pyx splits the work, by rows / columns, or by ranges of K for
+ * products with a long K: then each thread's partial sums go to its scratch
+ * (em_f32_gemm_scratch) and em_f32_gemm_reduce adds them into C, applying alpha and
+ * the bias once (the order of the sum then depends on the thread count).
  */
 #ifndef EM_F32_GEMM_H
 #define EM_F32_GEMM_H
@@ -442,29 +445,6 @@ EM_FG_TARGET static int em_f32_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
     return K > 0 ? em_fg_packed(M, N, K, A, sam, sak, B, sbk, sbn, C, ldc, alpha, bias) : -1;
 }
 
-/* the K-split product's last step, rows r0:r1 (N columns) of C (row stride ldc):
- * C = alpha * (C + P[0] + ... + P[np - 1]) + bias, P[q] the other threads' partial sums
- * (row stride ldp, 64-byte aligned rows when ldp is a multiple of 16); summed left to
- * right, each addition rounded, then alpha and the bias as em_fg_epi applies them */
-EM_FG_TARGET static void em_f32_gemm_reduce(ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t N, float *C,
-                                            ptrdiff_t ldc, float *const *P, int np,
-                                            ptrdiff_t ldp, float alpha, const float *bias) {
-    const __m512 al = _mm512_set1_ps(alpha);
-    const int scale = alpha != 1.0f, add = bias != NULL;
-    for (ptrdiff_t i = r0; i < r1; i++) {
-        float *c = C + i * ldc;
-        for (ptrdiff_t j = 0; j < N; j += 16) {
-            __mmask16 m = N - j >= 16 ? (__mmask16)0xffff
-                                      : (__mmask16)(((uint32_t)1 << (N - j)) - 1);
-            __m512 s = _mm512_maskz_loadu_ps(m, c + j);
-            for (int q = 0; q < np; q++)
-                s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, P[q] + i * ldp + j));
-            __m512 bv = add ? _mm512_maskz_loadu_ps(m, bias + j) : _mm512_setzero_ps();
-            _mm512_mask_storeu_ps(c + j, m, em_fg_epi(s, al, bv, scale, add));
-        }
-    }
-}
-
 #else   /* no AVX-512 build: never selected */
 
 static int em_f32_gemm_supported(void) { return 0; }
@@ -479,12 +459,6 @@ static int em_f32_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float *A, pt
 
 static float *em_f32_gemm_scratch(size_t n) { (void)n; return NULL; }
 
-static void em_f32_gemm_reduce(ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t N, float *C,
-                               ptrdiff_t ldc, float *const *P, int np, ptrdiff_t ldp,
-                               float alpha, const float *bias) {
-    (void)r0; (void)r1; (void)N; (void)C; (void)ldc; (void)P; (void)np; (void)ldp;
-    (void)alpha; (void)bias;
-}
 #endif
 
 #endif

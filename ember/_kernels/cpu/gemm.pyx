@@ -25,6 +25,19 @@ benchmarks/README.md; ``EMBER_F32_GEMM=0`` turns it off).  ``bias`` (one value p
 output column) is added as the kernel stores C, or after the BLAS call on the other
 paths.
 
+Thread split (``_run``): whole batch entries first, else one panel of rows or columns per
+thread; every block packs the whole of the other operand.  float32 products on ember's
+kernel whose K is long against both sides (K >= 4 x max(M, N): the weight gradients
+g^T @ x of linear layers, K = tokens) split K instead (``_run_ksplit``): each thread sums
+a range of K (the kernel's K blocks where they divide evenly), the first into C, the
+others into per-thread scratch, then the threads add the partial sums into C by rows and
+apply alpha and the bias once.  The summation order then depends on the thread count:
+such products are not bit-identical between 1 and 2 threads (each is still within the
+float32 rounding bound of a K-term dot product, and the same for the same thread count).
+Batched float32 products whose right operand is one matrix for the whole batch (a 3-d
+``x @ W``) run as one product of batch x M rows, W packed once per thread (the same
+numbers).  ``EMBER_GEMM_KSPLIT=0`` or ``_set_ksplit(False)`` turns both off.
+
 bfloat16 products run ember's own kernel where the CPU has AVX512-BF16
 (``bf16_gemm.h``: bfloat16 pair dot products, float32 accumulators, one rounding; any
 strides; the same thread split); elsewhere, and for float16, the operands are widened to
@@ -69,10 +82,15 @@ cdef extern from "f32_gemm.h" nogil:
                     Py_ssize_t ldc, float alpha, const float* bias)
     void em_f32_gemm_tune(Py_ssize_t kc, Py_ssize_t mc, Py_ssize_t nc, int mode)
     Py_ssize_t em_f32_gemm_kc()
-    float* em_f32_gemm_scratch(size_t n)
-    void em_f32_gemm_reduce(Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t N, float* C,
-                            Py_ssize_t ldc, float* const* P, int nparts, Py_ssize_t ldp,
-                            float alpha, const float* bias)
+
+cdef extern from "f32_ksplit.h" nogil:
+    # one float32 product over the threads by ranges of K (see the header)
+    int em_f32_gemm_ksplit(int parts, Py_ssize_t M, Py_ssize_t N, const Py_ssize_t* kb,
+                           const float* A, Py_ssize_t sam, Py_ssize_t sak, const float* B,
+                           Py_ssize_t sbk, Py_ssize_t sbn, float* C, Py_ssize_t ldc,
+                           float alpha, const float* bias, int no_scratch)
+    enum:
+        EM_KS_MAX_PARTS
 
 cdef extern from *:
     """
@@ -107,7 +125,6 @@ cdef enum:
     NO_TRANS = 111
     TRANS = 112
     MAX_BATCH_DIMS = 16
-    MAX_KPARTS = 16
 
 # Below this many multiply-adds a GEMM runs in the calling thread: waking the
 # other threads costs more than the product (64x64x64 takes ~10 us here).
@@ -471,47 +488,18 @@ cdef inline Py_ssize_t _kbound(Py_ssize_t K, Py_ssize_t unit, Py_ssize_t part,
     return k if k < K else K
 
 
-cdef void _kpart(Py_ssize_t p, Py_ssize_t parts, Py_ssize_t unit, Mat A, Mat B, Mat C,
-                 int64_t M, int64_t N, int64_t K, Py_ssize_t ldp, float** P,
-                 int* failed) noexcept nogil:
-    """K range p of the product: part 0 into C, the others into the thread's scratch
-    (P[p]; row stride ldp); raw sums (alpha 1, no bias).  failed[p] = 1 when the kernel
-    or the scratch had no memory."""
-    cdef Py_ssize_t k0 = _kbound(K, unit, p, parts), k1 = _kbound(K, unit, p + 1, parts)
-    cdef Py_ssize_t sam = A.ld if A.trans == NO_TRANS else 1
-    cdef Py_ssize_t sak = 1 if A.trans == NO_TRANS else A.ld
-    cdef Py_ssize_t sbk = B.ld if B.trans == NO_TRANS else 1
-    cdef Py_ssize_t sbn = 1 if B.trans == NO_TRANS else B.ld
-    cdef float* dst = <float*>C.base
-    cdef Py_ssize_t ldd = C.ld
-    failed[p] = 0
-    if p > 0:
-        dst = NULL if _ksplit_no_scratch else em_f32_gemm_scratch(<size_t>(M * ldp))
-        P[p] = dst
-        ldd = ldp
-        if dst == NULL:
-            failed[p] = 1
-            return
-    if em_f32_gemm(M, N, k1 - k0, <const float*>A.base + k0 * sak, sam, sak,
-                   <const float*>B.base + k0 * sbk, sbk, sbn, dst, ldd, 1.0, NULL) != 0:
-        failed[p] = 1
-
-
 cdef bint _run_ksplit(Mat A, Mat B, Mat C, int64_t M, int64_t N, int64_t K, int nt,
                       double alpha, const float* bias) noexcept:
-    """A float32 product (one matrix, on ember's kernel) over nt threads by ranges of K,
-    when its K is long against its rows and columns (see _ksplit_ratio): each thread sums
-    its range (a multiple of the kernel's K block where they divide evenly, else of 16),
-    the first into C, the others into per-thread scratch, then the threads add the
-    partial sums into C by rows, left to right, and apply alpha and the bias once.
-    False (nothing written that the caller's split does not overwrite) when the rule
-    says no, or when a scratch buffer or the kernel had no memory."""
-    cdef Py_ssize_t parts = nt if nt < MAX_KPARTS else MAX_KPARTS
-    cdef Py_ssize_t longer = M if M >= N else N, unit, kc, p, r, chunks
-    cdef Py_ssize_t ldp = (N + 15) // 16 * 16
-    cdef float* P[MAX_KPARTS]
-    cdef int failed[MAX_KPARTS]
-    cdef int bad = 0
+    """A float32 product (one matrix, on ember's kernel) over nt threads by ranges of K
+    (f32_ksplit.h), when its K is long against its rows and columns (_ksplit_ratio); the
+    ranges are multiples of the kernel's K block where those divide evenly, else of 16.
+    False (C then holds garbage that the caller's split overwrites) when the rule says
+    no, or when a scratch buffer or the kernel had no memory."""
+    cdef Py_ssize_t parts = nt if nt < EM_KS_MAX_PARTS else EM_KS_MAX_PARTS
+    cdef Py_ssize_t longer = M if M >= N else N, unit, kc, p
+    cdef Py_ssize_t kb[EM_KS_MAX_PARTS + 1]
+    cdef int r
+    global _ksplit_count
     if K < _ksplit_ratio * longer or N <= _f32_min_nk:
         return False
     while parts > 1 and K < parts * _ksplit_min_k:
@@ -521,20 +509,17 @@ cdef bint _run_ksplit(Mat A, Mat B, Mat C, int64_t M, int64_t N, int64_t K, int 
         return False
     kc = em_f32_gemm_kc()
     unit = kc if (K + kc - 1) // kc % parts == 0 else (16 if K >= 16 * parts else 1)
+    for p in range(parts + 1):
+        kb[p] = _kbound(K, unit, p, parts)
     with nogil:
-        for p in prange(parts, schedule="static", num_threads=parts):
-            _kpart(p, parts, unit, A, B, C, M, N, K, ldp, P, failed)
-        for p in range(parts):
-            bad += failed[p]
-        if bad == 0:
-            chunks = nt if nt < M else M
-            for r in prange(chunks, schedule="static", num_threads=chunks):
-                em_f32_gemm_reduce(M * r // chunks, M * (r + 1) // chunks, N,
-                                   <float*>C.base, C.ld, <float* const*>(P + 1),
-                                   <int>parts - 1, ldp, <float>alpha, bias)
-    if bad:
+        r = em_f32_gemm_ksplit(<int>parts, M, N, kb, <const float*>A.base,
+                               A.ld if A.trans == NO_TRANS else 1,
+                               1 if A.trans == NO_TRANS else A.ld, <const float*>B.base,
+                               B.ld if B.trans == NO_TRANS else 1,
+                               1 if B.trans == NO_TRANS else B.ld, <float*>C.base, C.ld,
+                               <float>alpha, bias, _ksplit_no_scratch)
+    if r != 0:
         return False
-    global _ksplit_count
     _ksplit_count += 1
     return True
 
