@@ -83,7 +83,8 @@ def main(argv):
     reps = int(args[1]) if len(args) > 2 else 21
     ms = ab_common.step_ab(net, 64, lambda on: _switch(knob, on), reps, wall,
                            number=20 if net == "mlp" else 3, labels=("off", "on"),
-                           restore=knob in ("fastbwd", "swap", "fuse", "adam", "mlp3", "optpar"))
+                           restore=knob in ("fastbwd", "swap", "fuse", "adam", "mlp3", "optpar",
+                                                  "ksplit"))
     print(f"{net} {knob}: " + ab_common.describe(ms, wall, ("off", "on"), digits=4))
 
 if __name__ == "__main__":

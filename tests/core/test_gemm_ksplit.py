@@ -186,9 +186,12 @@ def test_batch_collapse_same_bits(case):
     for nt in (1, 2, 3):
         ember.set_num_threads(nt)
         gemm._set_ksplit(False)
+        before = gemm._collapse_runs()
         off = _check(x, w, 0.5, bias)
+        assert gemm._collapse_runs() == before
         gemm._set_ksplit(True)
         on = _check(x, w, 0.5, bias)
+        assert gemm._collapse_runs() == before + (case != "not-collapsible")
         np.testing.assert_array_equal(on, off)
         np.testing.assert_array_equal(on, np.stack([_check(x[i], w, 0.5, bias)
                                                     for i in range(len(x))]))

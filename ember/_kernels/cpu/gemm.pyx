@@ -158,6 +158,7 @@ cdef int64_t _ksplit_min_k = 64
 # packed once per thread instead of once per batch entry; the same numbers per element
 cdef bint _collapse_on = _os.environ.get("EMBER_GEMM_KSPLIT", "1") != "0"
 cdef int64_t _ksplit_count = 0         # K-split products run (testing: _ksplit_runs)
+cdef int64_t _collapse_count = 0       # batches run as one product (testing: _collapse_runs)
 cdef bint _ksplit_no_scratch = False    # testing: every scratch request fails
 
 cdef em_sgemm64_t _sgemm64 = NULL
@@ -411,6 +412,7 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
     cdef int64_t macs
     cdef bint split_rows
     cdef int nt
+    global _collapse_count
     if nb > MAX_BATCH_DIMS or M == 0 or N == 0 or K == 0:
         return False
     if not _blas_layout(M, K, a.strides[nda - 2], a.strides[nda - 1], item, &A.trans, &A.ld):
@@ -435,6 +437,7 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
         M *= batch
         batch = 1
         nb = 0
+        _collapse_count += 1
     # one block per thread: whole batch entries first, else panels of the longer of
     # rows / columns (each block repacks the other operand whole, so keep blocks few)
     split_rows = M >= N
@@ -527,6 +530,11 @@ cdef bint _run_ksplit(Mat A, Mat B, Mat C, int64_t M, int64_t N, int64_t K, int 
 def _ksplit_runs():
     """How many products the K split has run (testing hook)."""
     return _ksplit_count
+
+
+def _collapse_runs():
+    """How many batched products have run as one product of batch x M rows (testing)."""
+    return _collapse_count
 
 
 def _ksplit_fail_scratch(bint on):
