@@ -97,7 +97,7 @@ def _runs(a, b, alpha, bias, out=None):
 def test_ksplit_layouts_alpha_bias(mnk, alpha, with_bias):
     rng = np.random.default_rng(sum(mnk))
     m, n, k = mnk
-    gemm._set_ksplit(True, ratio=4.0, min_k=64)
+    gemm._set_ksplit(True)          # the default rule: K >= 4 max(M, N), 256 per part
     bias = rng.standard_normal(n, dtype=np.float32) if with_bias else None
     for name, a, b in _layouts(rng, m, n, k):
         res = _runs(a, b, alpha, bias)

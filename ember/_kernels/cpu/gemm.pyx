@@ -151,8 +151,9 @@ cdef int64_t _f32_min_nk = 16
 # ("K split"); EMBER_GEMM_KSPLIT=0 turns it off, _set_ksplit is the testing switch
 cdef bint _ksplit_on = _os.environ.get("EMBER_GEMM_KSPLIT", "1") != "0"
 cdef double _ksplit_ratio = 4.0
-# ... each part at least this long (shorter sums do not pay for the reduction)
-cdef int64_t _ksplit_min_k = 64
+# ... each part at least this long: the kernel's K block (measured: 64 x 64 x 256 in two
+# parts of 128 took 1.2x the row split's time; parts of 256 and more were level or faster)
+cdef int64_t _ksplit_min_k = 256
 # batched float32 products on the kernel whose right operand is one matrix for the whole
 # batch (x @ W over a 3-d x) run as one product of batch x M rows (_collapse_rows): W is
 # packed once per thread instead of once per batch entry; the same numbers per element
