@@ -12,7 +12,9 @@ quotient, ``optim._set_adam_fast``), ``mlp3`` (``fuse`` and ``adam`` together), 
 (``container.swap_relu_pool``), ``optpar`` (the optimizers' two-thread threshold at 16,384
 elements, the default, against the earlier 262,144, ``optim._set_parallel_threshold``),
 ``ksplit`` (float32 GEMMs with a long K split over the threads by K ranges, and batched
-products with one right operand run as one product, ``gemm._set_ksplit``), ``none``.  The network is
+products with one right operand run as one product, ``gemm._set_ksplit``),
+``prefetch`` (the packed float32 GEMM's prefetch of the blocks it packs next,
+``gemm._f32_tune`` modes 3 / 4), ``none``.  The network is
 ``mlp``, ``lenet5`` or ``transformer`` (bench_train.py's, batch 64).  By
 default both libraries run on ONE thread and the time is CPU time (a loaded machine
 disturbs it far less than wall time); ``--wall`` uses two threads and wall time.
@@ -72,6 +74,9 @@ def _switch(knob, on):
     elif knob == "ksplit":      # float32 GEMMs split over K / batch collapsed (branch ksplit)
         from ember._kernels.cpu import gemm
         gemm._set_ksplit(on)
+    elif knob == "prefetch":    # the packed float32 GEMM's prefetch of its next blocks
+        from ember._kernels.cpu import gemm
+        gemm._f32_tune(0, 0, 0, 4 if on else 3)
     elif knob != "none":
         raise SystemExit(f"ab_step: unknown switch {knob!r}")
 

@@ -37,6 +37,9 @@ enum { EM_FG_MR = 12, EM_FG_NR = 32, EM_FG_MAX_PACK = 1 << 20 };
  * em_f32_gemm_tune (a testing / tuning hook) while no product runs. */
 static ptrdiff_t em_fg_kc = 256, em_fg_mc = 144, em_fg_nc = 1024;
 static int em_fg_mode = 0;
+/* the packed driver's prefetch of the next blocks (em_fg_pf_t); modes 3 / 4 of the tuning
+ * hook turn it off / on */
+static int em_fg_prefetch_on = 1;
 
 static void em_f32_gemm_tune(ptrdiff_t kc, ptrdiff_t mc, ptrdiff_t nc, int mode) {
     if (kc > 0)
@@ -47,6 +50,8 @@ static void em_f32_gemm_tune(ptrdiff_t kc, ptrdiff_t mc, ptrdiff_t nc, int mode)
         em_fg_nc = (nc + EM_FG_NR - 1) / EM_FG_NR * EM_FG_NR;
     if (mode >= 0 && mode <= 2)
         em_fg_mode = mode;
+    if (mode == 3 || mode == 4)
+        em_fg_prefetch_on = mode == 4;
 }
 
 /* the packed driver's K block (gemm.pyx splits K over the threads in multiples of it) */
@@ -376,6 +381,53 @@ EM_FG_TARGET static int em_fg_inplace(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, con
     return 0;
 }
 
+/* Prefetch of the operand block the packed driver packs next, spread over the micro-tiles
+ * of the current block: packing reads its source once, and an activation written by the
+ * previous op is often in L3 or memory by then; fetched into L2 while the FMAs run, the
+ * packing no longer waits for it.  A block of `outer` runs of `inner` cache lines, run r
+ * at base + r * stride floats (a run is a row of a row-major block, or a column of a
+ * transposed one); blocks with no unit stride are not prefetched. */
+typedef struct {
+    const char *base;
+    ptrdiff_t stride_bytes, inner, per_tile, left;    /* lines per run, per tile, to go */
+    ptrdiff_t run, line;                              /* the next line: run, line in run */
+} em_fg_pf_t;
+
+static inline void em_fg_pf_set(em_fg_pf_t *pf, const float *src, ptrdiff_t rows,
+                                ptrdiff_t cols, ptrdiff_t s_row, ptrdiff_t s_col,
+                                ptrdiff_t tiles) {
+    pf->left = 0;
+    if (!em_fg_prefetch_on || rows <= 0 || cols <= 0 || tiles <= 0)
+        return;
+    ptrdiff_t run, runs, stride;
+    if (s_col == 1) {
+        run = cols, runs = rows, stride = s_row;
+    } else if (s_row == 1) {
+        run = rows, runs = cols, stride = s_col;
+    } else {
+        return;
+    }
+    pf->base = (const char *)src;
+    pf->stride_bytes = stride * (ptrdiff_t)sizeof(float);
+    pf->inner = (run * (ptrdiff_t)sizeof(float) + 63) / 64 + 1;   /* +1: unaligned starts */
+    pf->left = runs * pf->inner;
+    pf->per_tile = (pf->left + tiles - 1) / tiles;
+    pf->run = pf->line = 0;
+}
+
+/* this tile's share of the prefetches */
+static inline void em_fg_pf_step(em_fg_pf_t *pf) {
+    ptrdiff_t n = pf->left < pf->per_tile ? pf->left : pf->per_tile;
+    pf->left -= n;
+    for (; n > 0; n--) {
+        _mm_prefetch(pf->base + pf->run * pf->stride_bytes + pf->line * 64, _MM_HINT_T1);
+        if (++pf->line == pf->inner) {
+            pf->line = 0;
+            pf->run++;
+        }
+    }
+}
+
 /* the packed driver (see the top of the file); -1 when there is no memory for the panels */
 EM_FG_TARGET static int em_fg_packed(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float *A,
                                      ptrdiff_t sam, ptrdiff_t sak, const float *B,
@@ -394,6 +446,7 @@ EM_FG_TARGET static int em_fg_packed(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, cons
     if (pb == NULL)
         return -1;
     float *pa = pb + kcmax * ncmax;
+    em_fg_pf_t pfa, pfb;
     for (ptrdiff_t jc = 0; jc < N; jc += NC) {
         ptrdiff_t nc = N - jc < NC ? N - jc : NC;
         for (ptrdiff_t pc = 0; pc < K; pc += KC) {
@@ -403,6 +456,26 @@ EM_FG_TARGET static int em_fg_packed(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, cons
             for (ptrdiff_t ic = 0; ic < M; ic += MC) {
                 ptrdiff_t mc = M - ic < MC ? M - ic : MC;
                 em_fg_pack_a(mc, kc, A + ic * sam + pc * sak, sam, sak, pa);
+                /* the blocks packed next: A's next row block, else (with B's next K or
+                 * column block) the first row block of the next K or column block */
+                ptrdiff_t ntiles = ((mc + EM_FG_MR - 1) / EM_FG_MR) *
+                                   ((nc + EM_FG_NR - 1) / EM_FG_NR);
+                pfb.left = 0;
+                if (ic + MC < M) {
+                    ptrdiff_t m2 = M - ic - MC < MC ? M - ic - MC : MC;
+                    em_fg_pf_set(&pfa, A + (ic + MC) * sam + pc * sak, m2, kc, sam, sak,
+                                 ntiles);
+                } else {
+                    ptrdiff_t p2 = pc + KC < K ? pc + KC : 0, j2 = pc + KC < K ? jc : jc + NC;
+                    ptrdiff_t k2 = K - p2 < KC ? K - p2 : KC, n2 = N - j2 < NC ? N - j2 : NC;
+                    pfa.left = 0;
+                    if (j2 < N) {
+                        em_fg_pf_set(&pfa, A + p2 * sak, M < MC ? M : MC, k2, sam, sak,
+                                     ntiles);
+                        em_fg_pf_set(&pfb, B + p2 * sbk + j2 * sbn, k2, n2, sbk, sbn,
+                                     ntiles);
+                    }
+                }
                 for (ptrdiff_t jr = 0; jr < nc; jr += EM_FG_NR) {
                     __mmask16 m0, m1;
                     em_fg_masks(nc - jr, &m0, &m1);
@@ -411,6 +484,8 @@ EM_FG_TARGET static int em_fg_packed(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, cons
                     float *cc = C + ic * ldc + jc + jr;
                     for (ptrdiff_t ir = 0; ir < mc; ir += EM_FG_MR) {
                         ptrdiff_t mr = mc - ir < EM_FG_MR ? mc - ir : EM_FG_MR;
+                        em_fg_pf_step(&pfa);
+                        em_fg_pf_step(&pfb);
                         tiles[mr](kc, pa + (ir / EM_FG_MR) * kc * EM_FG_MR, bp, m0, m1,
                                   cc + ir * ldc, ldc, first, last, alpha, bb);
                     }

@@ -904,7 +904,9 @@ def f32_kernel():
 def _f32_tune(kc=0, mc=0, nc=0, mode=-1):
     """Tuning hook of the float32 kernel: the packed driver's K, row and column blocks
     (elements; 0 keeps the current value) and the driver choice (0: by size, 1: always
-    packed, 2: always in place; -1 keeps it).  Only while no product runs."""
+    packed, 2: always in place; -1 keeps it), or with mode 3 / 4 the packed driver's
+    prefetch of its next blocks off / on (the driver choice kept).  Only while no product
+    runs."""
     em_f32_gemm_tune(kc, mc, nc, mode)
 
 

@@ -24,7 +24,7 @@ __all__ = ["linear", "bilinear"]
 
 
 def _linear_grad(g, res, input, weight, bias=None):
-    if input.ndim == 2 and not _grad_on():
+    if input.ndim >= 2 and not _grad_on():
         out = _linear_grad_host(g, input, weight, bias)
         if out is not None:
             return out
@@ -45,18 +45,22 @@ def _linear_grad(g, res, input, weight, bias=None):
 
 
 def _linear_grad_host(g, input, weight, bias):
-    """The three gradients of a 2-d host float32/float64 linear layer straight from the
+    """The three gradients of a host float32/float64 linear layer straight from the
     kernels (the GEMMs and the column sum that ``@`` and ``sum(axis=0)`` run, so the
-    numbers are the same) when the backward is not itself recorded; None otherwise."""
+    numbers are the same) when the backward is not itself recorded; None otherwise.
+    Inputs of more than 2 dimensions qualify when they and g are C-contiguous: their
+    rows are then one 2-d product (not one product per leading index)."""
     dt = input.dtype
-    if g.dtype != dt or weight.dtype != dt or (dt != _F32 and dt != _F64) or g.ndim != 2 \
-            or input.is_cuda or g.is_cuda or weight.is_cuda \
+    if g.dtype != dt or weight.dtype != dt or (dt != _F32 and dt != _F64) \
+            or g.ndim != input.ndim or input.is_cuda or g.is_cuda or weight.is_cuda \
             or (bias is not None and bias.is_cuda):
+        return None
+    if g.ndim > 2 and not (g.is_contiguous() and input.is_contiguous()):
         return None
     gi, gw = _host_gemm_grads(g, input, weight)
     gb = None
     if bias is not None and bias.requires_grad:
-        gb = _reduce(g, 0, (0,), _dtype_code(dt))
+        gb = _reduce(g, 0, tuple(range(g.ndim - 1)), _dtype_code(dt))
     return gi, gw, gb
 
 
@@ -98,21 +102,16 @@ def linear(input, weight, bias=None):
         if len(ws) == 2 and xs and xs[-1] == ws[1] and dt == weight.dtype and dtype_kind(dt) in "fc":
             n_out = ws[0]
             wt = numpy_view(weight).T
-            if len(xs) == 2:
-                out = empty_raw((xs[0], n_out), dt)
-                if dt == _F32 and isinstance(bias, ndarray) and bias.dtype == dt \
-                        and bias.shape == (n_out,) and not (input.is_cuda or bias.is_cuda):
-                    # the bias added as the GEMM stores its result (the same numbers)
-                    _gemm(numpy_view(input), wt, numpy_view(out), bias=numpy_view(bias))
-                    return out
-                _gemm(numpy_view(input), wt, numpy_view(out))
-            else:
-                out = empty_raw(xs[:-1] + (n_out,), dt)
-                xv, ov = numpy_view(input), numpy_view(out)
-                if len(xs) > 2 and input.is_contiguous():
-                    _gemm(xv.reshape(-1, xs[-1]), wt, ov.reshape(-1, n_out))
-                else:
-                    _gemm(xv, wt, ov)
+            out = empty_raw(xs[:-1] + (n_out,), dt)
+            xv, ov = numpy_view(input), numpy_view(out)
+            if len(xs) > 2 and input.is_contiguous():      # the rows as one 2-d product
+                xv, ov = xv.reshape(-1, xs[-1]), ov.reshape(-1, n_out)
+            if xv.ndim == 2 and dt == _F32 and isinstance(bias, ndarray) and bias.dtype == dt \
+                    and bias.shape == (n_out,) and not (input.is_cuda or bias.is_cuda):
+                # the bias added as the GEMM stores its result (the same numbers)
+                _gemm(xv, wt, ov, bias=numpy_view(bias))
+                return out
+            _gemm(xv, wt, ov)
             if bias is not None:
                 if not isinstance(bias, ndarray) or bias.dtype != dt or \
                         bias.shape not in ((n_out,), (), (1,)):
