@@ -35,7 +35,8 @@ def threads():
 
 @pytest.fixture
 def ksplit_rule():
-    """The kernel on for every size; the split's rule restored afterwards."""
+    """The split on with its default rule; the rule, the switch and the kernel's size
+    limits restored afterwards."""
     on, limit = gemm.f32_kernel(), gemm._f32_limit()
     old = gemm._set_ksplit(True)
     yield
@@ -75,8 +76,8 @@ def _layouts(rng, m, n, k):
 
 
 def _runs(a, b, alpha, bias, out=None):
-    """The product with the split on / off on 1, 2, 3 threads; the K split ran at least
-    once on 2 or 3 threads when it was on."""
+    """The product with the split on / off on 1, 2, 3 threads, each held to the oracle;
+    the K split ran (once) exactly when it was on and more than one thread ran."""
     res = {}
     oracle = _oracle(a, b, alpha, bias)
     for on in (True, False):
