@@ -11,6 +11,8 @@ Conv2d + ReLU, with ``fuse_enabled`` on), ``adam`` (the float32 Adam loops' divi
 quotient, ``optim._set_adam_fast``), ``mlp3`` (``fuse`` and ``adam`` together), ``swap``
 (``container.swap_relu_pool``), ``optpar`` (the optimizers' two-thread threshold at 16,384
 elements, the default, against the earlier 262,144, ``optim._set_parallel_threshold``),
+``ksplit`` (float32 GEMMs with a long K split over the threads by K ranges, and batched
+products with one right operand run as one product, ``gemm._set_ksplit``),
 ``prefetch`` (the packed float32 GEMM's prefetch of the blocks it packs next,
 ``gemm._f32_tune`` modes 3 / 4), ``attn`` (the fused float32 attention kernel,
 ``attention._set_fused``), ``none``.  The network is
@@ -73,6 +75,9 @@ def _switch(knob, on):
     elif knob == "fastbwd":     # the rules take their fast path only when grad mode is off
         for name in _FAST_BWD_MODULES:
             sys.modules[name]._grad_on = _array._is_grad_enabled if on else (lambda: True)
+    elif knob == "ksplit":      # float32 GEMMs split over K / batch collapsed (branch ksplit)
+        from ember._kernels.cpu import gemm
+        gemm._set_ksplit(on)
     elif knob == "prefetch":    # the packed float32 GEMM's prefetch of its next blocks
         from ember._kernels.cpu import gemm
         gemm._f32_tune(0, 0, 0, 4 if on else 3)
@@ -88,7 +93,7 @@ def main(argv):
     ms = ab_common.step_ab(net, 64, lambda on: _switch(knob, on), reps, wall,
                            number=20 if net == "mlp" else 3, labels=("off", "on"),
                            restore=knob in ("fastbwd", "swap", "fuse", "adam", "mlp3", "optpar",
-                                            "attn"))
+                                            "attn", "ksplit", "prefetch"))
     print(f"{net} {knob}: " + ab_common.describe(ms, wall, ("off", "on"), digits=4))
 
 if __name__ == "__main__":

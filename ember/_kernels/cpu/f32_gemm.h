@@ -16,7 +16,10 @@
  * C (unit column stride, row stride ldc) is written directly, never zeroed first; the
  * last K block stores alpha * sum (rounded sum, then the product rounded) and then adds
  * the bias (rounded again): the same numbers as a separate multiplication and addition.
- * Single-threaded: gemm.pyx splits the work.
+ * Single-threaded: gemm.pyx splits the work, by rows / columns, or by ranges of K for
+ * products with a long K: then each thread's partial sums go to its scratch
+ * (em_f32_gemm_scratch) and em_f32_gemm_reduce adds them into C, applying alpha and
+ * the bias once (the order of the sum then depends on the thread count).
  */
 #ifndef EM_F32_GEMM_H
 #define EM_F32_GEMM_H
@@ -51,6 +54,9 @@ static void em_f32_gemm_tune(ptrdiff_t kc, ptrdiff_t mc, ptrdiff_t nc, int mode)
         em_fg_prefetch_on = mode == 4;
 }
 
+/* the packed driver's K block (gemm.pyx splits K over the threads in multiples of it) */
+static ptrdiff_t em_f32_gemm_kc(void) { return em_fg_kc; }
+
 #if defined(__x86_64__) && defined(__GNUC__) && (defined(__clang__) || __GNUC__ >= 9)
 #define EM_FG_X86 1
 #endif
@@ -69,9 +75,11 @@ static int em_f32_gemm_supported(void) {
     return s;
 }
 
-/* per-thread packing buffer for B, grown on demand, freed when its thread exits */
+/* per-thread buffers, grown on demand, freed when their thread exits: slot 0 packs the
+ * operands (em_fg_buffer), slot 1 holds a thread's partial sums when gemm.pyx splits K
+ * over the threads (em_f32_gemm_scratch) */
 typedef struct { float *buf; size_t cap; } em_fg_buf;
-static pthread_key_t em_fg_key;
+static pthread_key_t em_fg_key[2];
 static pthread_once_t em_fg_once = PTHREAD_ONCE_INIT;
 static int em_fg_key_ok;
 
@@ -82,17 +90,18 @@ static void em_fg_free_buf(void *p) {
 }
 
 static void em_fg_make_key(void) {
-    em_fg_key_ok = pthread_key_create(&em_fg_key, em_fg_free_buf) == 0;
+    em_fg_key_ok = pthread_key_create(&em_fg_key[0], em_fg_free_buf) == 0 &&
+                   pthread_key_create(&em_fg_key[1], em_fg_free_buf) == 0;
 }
 
-static float *em_fg_buffer(size_t n) {
+static float *em_fg_slot(int slot, size_t n) {
     pthread_once(&em_fg_once, em_fg_make_key);
     if (!em_fg_key_ok)
         return NULL;
-    em_fg_buf *b = (em_fg_buf *)pthread_getspecific(em_fg_key);
+    em_fg_buf *b = (em_fg_buf *)pthread_getspecific(em_fg_key[slot]);
     if (b == NULL) {
         b = (em_fg_buf *)calloc(1, sizeof(em_fg_buf));
-        if (b == NULL || pthread_setspecific(em_fg_key, b) != 0) {
+        if (b == NULL || pthread_setspecific(em_fg_key[slot], b) != 0) {
             free(b);
             return NULL;
         }
@@ -105,6 +114,11 @@ static float *em_fg_buffer(size_t n) {
     }
     return b->buf;
 }
+
+static float *em_fg_buffer(size_t n) { return em_fg_slot(0, n); }
+
+/* the calling thread's buffer for n partial sums (64-byte aligned; NULL: no memory) */
+static float *em_f32_gemm_scratch(size_t n) { return em_fg_slot(1, n); }
 
 /* r[j] element q -> r[q] element j (a 16 x 16 transpose of 32-bit words) */
 EM_FG_TARGET static inline __attribute__((always_inline)) void em_fg_transpose16(__m512 *rf) {
@@ -517,6 +531,9 @@ static int em_f32_gemm(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float *A, pt
     (void)sbn; (void)C; (void)ldc; (void)alpha; (void)bias;
     return -1;
 }
+
+static float *em_f32_gemm_scratch(size_t n) { (void)n; return NULL; }
+
 #endif
 
 #endif

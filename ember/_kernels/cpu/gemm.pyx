@@ -25,6 +25,19 @@ benchmarks/README.md; ``EMBER_F32_GEMM=0`` turns it off).  ``bias`` (one value p
 output column) is added as the kernel stores C, or after the BLAS call on the other
 paths.
 
+Thread split (``_run``): whole batch entries first, else one panel of rows or columns per
+thread; every block packs the whole of the other operand.  float32 products on ember's
+kernel whose K is long against both sides (K >= 4 x max(M, N): the weight gradients
+g^T @ x of linear layers, K = tokens) split K instead (``_run_ksplit``): each thread sums
+a range of K (the kernel's K blocks where they divide evenly), the first into C, the
+others into per-thread scratch, then the threads add the partial sums into C by rows and
+apply alpha and the bias once.  The summation order then depends on the thread count:
+such products are not bit-identical between 1 and 2 threads (each is still within the
+float32 rounding bound of a K-term dot product, and the same for the same thread count).
+Batched float32 products whose right operand is one matrix for the whole batch (a 3-d
+``x @ W``) run as one product of batch x M rows, W packed once per thread (the same
+numbers).  ``EMBER_GEMM_KSPLIT=0`` or ``_set_ksplit(False)`` turns both off.
+
 bfloat16 products run ember's own kernel where the CPU has AVX512-BF16
 (``bf16_gemm.h``: bfloat16 pair dot products, float32 accumulators, one rounding; any
 strides; the same thread split); elsewhere, and for float16, the operands are widened to
@@ -68,6 +81,16 @@ cdef extern from "f32_gemm.h" nogil:
                     Py_ssize_t sak, const float* B, Py_ssize_t sbk, Py_ssize_t sbn, float* C,
                     Py_ssize_t ldc, float alpha, const float* bias)
     void em_f32_gemm_tune(Py_ssize_t kc, Py_ssize_t mc, Py_ssize_t nc, int mode)
+    Py_ssize_t em_f32_gemm_kc()
+
+cdef extern from "f32_ksplit.h" nogil:
+    # one float32 product over the threads by ranges of K (see the header)
+    int em_f32_gemm_ksplit(int parts, Py_ssize_t M, Py_ssize_t N, const Py_ssize_t* kb,
+                           const float* A, Py_ssize_t sam, Py_ssize_t sak, const float* B,
+                           Py_ssize_t sbk, Py_ssize_t sbn, float* C, Py_ssize_t ldc,
+                           float alpha, const float* bias, int no_scratch)
+    enum:
+        EM_KS_MAX_PARTS
 
 cdef extern from *:
     """
@@ -119,6 +142,25 @@ cdef int64_t _f32_max_macs = int(_os.environ.get("EMBER_F32_GEMM_MAX_MACS", 1 <<
 # ... and more than this many columns and k (its 12 x 32 tile wastes lanes on narrower
 # products, and its per-tile cost shows on shorter sums: OpenBLAS measured faster there)
 cdef int64_t _f32_min_nk = 16
+
+# K split (_run_ksplit): a float32 product on ember's kernel whose K is at least
+# _ksplit_ratio times its longer side gives each thread a range of K instead of a panel
+# of rows or columns (a panel split makes every thread pack the whole of the other
+# operand: K x min(M, N) elements each; a K split packs each element once and adds
+# (threads - 1) x M x N partial sums at the end).  Measured in benchmarks/README.md
+# ("K split"); EMBER_GEMM_KSPLIT=0 turns it off, _set_ksplit is the testing switch
+cdef bint _ksplit_on = _os.environ.get("EMBER_GEMM_KSPLIT", "1") != "0"
+cdef double _ksplit_ratio = 4.0
+# ... each part at least this long: the kernel's K block (measured: 64 x 64 x 256 in two
+# parts of 128 took 1.2x the row split's time; parts of 256 and more were level or faster)
+cdef int64_t _ksplit_min_k = 256
+# batched float32 products on the kernel whose right operand is one matrix for the whole
+# batch (x @ W over a 3-d x) run as one product of batch x M rows (_collapse_rows): W is
+# packed once per thread instead of once per batch entry; the same numbers per element
+cdef bint _collapse_on = _os.environ.get("EMBER_GEMM_KSPLIT", "1") != "0"
+cdef int64_t _ksplit_count = 0         # K-split products run (testing: _ksplit_runs)
+cdef int64_t _collapse_count = 0       # batches run as one product (testing: _collapse_runs)
+cdef bint _ksplit_no_scratch = False    # testing: every scratch request fails
 
 cdef em_sgemm64_t _sgemm64 = NULL
 cdef em_dgemm64_t _dgemm64 = NULL
@@ -371,6 +413,7 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
     cdef int64_t macs
     cdef bint split_rows
     cdef int nt
+    global _collapse_count
     if nb > MAX_BATCH_DIMS or M == 0 or N == 0 or K == 0:
         return False
     if not _blas_layout(M, K, a.strides[nda - 2], a.strides[nda - 1], item, &A.trans, &A.ld):
@@ -388,6 +431,14 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
     nt = num_threads()
     if macs < PAR_MIN_MACS or nt <= 1:
         nt = 1
+    if batch > 1 and dt == 0 and _f32_on and _collapse_on and A.trans == NO_TRANS \
+            and N > _f32_min_nk and K > _f32_min_nk \
+            and (batch * M + nt - 1) // nt * N * K <= _f32_max_macs \
+            and _collapse_rows(nb, bshape, sa, sb, sc, M, A.ld * item, C.ld * item):
+        M *= batch
+        batch = 1
+        nb = 0
+        _collapse_count += 1
     # one block per thread: whole batch entries first, else panels of the longer of
     # rows / columns (each block repacks the other operand whole, so keep blocks few)
     split_rows = M >= N
@@ -398,6 +449,9 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
     total = batch * nsplit
     _enter()
     try:
+        if dt == 0 and batch == 1 and nt > 1 and _ksplit_on and _f32_on \
+                and _run_ksplit(A, B, C, M, N, K, nt, alpha, <const float*>bias):
+            return True
         with nogil:
             if nt > 1 and total > 1:
                 for t in prange(total, schedule="static", num_threads=nt):
@@ -410,6 +464,101 @@ cdef bint _run(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, double alpha=1.0,
     finally:
         _leave()
     return True
+
+
+cdef bint _collapse_rows(int nb, const Py_ssize_t* bshape, const Py_ssize_t* sa,
+                         const Py_ssize_t* sb, const Py_ssize_t* sc, Py_ssize_t M,
+                         Py_ssize_t lda, Py_ssize_t ldc) noexcept:
+    """Whether the batch is one product of batch x M rows: B the same matrix for every
+    entry (stride 0), A's and C's entries one after another at M rows of lda / ldc bytes
+    (A not transposed)."""
+    cdef Py_ssize_t ea = M * lda, ec = M * ldc
+    cdef int d
+    for d in range(nb - 1, -1, -1):
+        if bshape[d] == 1:
+            continue
+        if sb[d] != 0 or sa[d] != ea or sc[d] != ec:
+            return False
+        ea *= bshape[d]
+        ec *= bshape[d]
+    return True
+
+
+cdef inline Py_ssize_t _kbound(Py_ssize_t K, Py_ssize_t unit, Py_ssize_t part,
+                               Py_ssize_t parts) noexcept nogil:
+    """Where K range `part` of `parts` starts: a multiple of unit (K at the end)."""
+    cdef Py_ssize_t units = (K + unit - 1) // unit
+    cdef Py_ssize_t k = units * part // parts * unit
+    return k if k < K else K
+
+
+cdef bint _run_ksplit(Mat A, Mat B, Mat C, int64_t M, int64_t N, int64_t K, int nt,
+                      double alpha, const float* bias) noexcept:
+    """A float32 product (one matrix, on ember's kernel) over nt threads by ranges of K
+    (f32_ksplit.h), when its K is long against its rows and columns (_ksplit_ratio); the
+    ranges are multiples of the kernel's K block where those divide evenly, else of 16.
+    False (C then holds garbage that the caller's split overwrites) when the rule says
+    no, or when a scratch buffer or the kernel had no memory."""
+    cdef Py_ssize_t parts = nt if nt < EM_KS_MAX_PARTS else EM_KS_MAX_PARTS
+    cdef Py_ssize_t longer = M if M >= N else N, unit, kc, p
+    cdef Py_ssize_t kb[EM_KS_MAX_PARTS + 1]
+    cdef int r
+    global _ksplit_count
+    if K < _ksplit_ratio * longer or N <= _f32_min_nk:
+        return False
+    while parts > 1 and K < parts * _ksplit_min_k:
+        parts -= 1
+    if parts < 2 or K // parts <= _f32_min_nk \
+            or M * N * ((K + parts - 1) // parts) > _f32_max_macs:
+        return False
+    kc = em_f32_gemm_kc()
+    unit = kc if (K + kc - 1) // kc % parts == 0 else (16 if K >= 16 * parts else 1)
+    for p in range(parts + 1):
+        kb[p] = _kbound(K, unit, p, parts)
+    with nogil:
+        r = em_f32_gemm_ksplit(<int>parts, M, N, kb, <const float*>A.base,
+                               A.ld if A.trans == NO_TRANS else 1,
+                               1 if A.trans == NO_TRANS else A.ld, <const float*>B.base,
+                               B.ld if B.trans == NO_TRANS else 1,
+                               1 if B.trans == NO_TRANS else B.ld, <float*>C.base, C.ld,
+                               <float>alpha, bias, _ksplit_no_scratch)
+    if r != 0:
+        return False
+    _ksplit_count += 1
+    return True
+
+
+def _ksplit_runs():
+    """How many products the K split has run (testing hook)."""
+    return _ksplit_count
+
+
+def _collapse_runs():
+    """How many batched products have run as one product of batch x M rows (testing)."""
+    return _collapse_count
+
+
+def _ksplit_fail_scratch(bint on):
+    """Testing hook: every K split's scratch request fails (as with no memory)."""
+    global _ksplit_no_scratch
+    _ksplit_no_scratch = on
+
+
+def _set_ksplit(bint on, ratio=None, min_k=None, collapse=None):
+    """Testing / benchmarking switch: float32 products split K over the threads where
+    the rule allows (True, the default) or always split rows / columns (False), and the
+    batch-to-rows collapse with it (``collapse`` sets that one alone); ``ratio`` and
+    ``min_k`` set the rule (K at least ratio x the longer of M and N, at least min_k per
+    thread).  Returns the previous (on, ratio, min_k, collapse)."""
+    global _ksplit_on, _collapse_on, _ksplit_ratio, _ksplit_min_k
+    old = (_ksplit_on, _ksplit_ratio, _ksplit_min_k, _collapse_on)
+    _ksplit_on = on
+    _collapse_on = on if collapse is None else collapse
+    if ratio is not None:
+        _ksplit_ratio = ratio
+    if min_k is not None:
+        _ksplit_min_k = min_k
+    return old
 
 
 cdef inline void _enter() noexcept:
