@@ -16,13 +16,24 @@ cimport cython
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel, threadid
 from libc.stdint cimport int64_t
-from libc.stdlib cimport malloc, calloc, free
 from ember._core.elementwise cimport num_threads
 
 import os as _os
 import numpy as _np
 
 cnp.import_array()
+
+
+cdef float* _scratch(int nt, int64_t n, int64_t* stride, list keep) except NULL:
+    """Zeroed scratch of n floats for each of nt threads (thread t's at the result plus
+    t * stride[0]), allocated here with the GIL: no memory raises MemoryError instead of
+    crashing inside the parallel region.  The NumPy array that owns it goes into keep.
+    Slots are 4 KiB apart plus a line (attention_cpu.h measured back-to-back per-thread
+    slots slower)."""
+    stride[0] = (n + 15) // 16 * 16 + 1040
+    arr = _np.zeros(nt * stride[0], dtype=_np.float32)
+    keep.append(arr)
+    return <float*>cnp.PyArray_DATA(arr)
 
 cdef extern from "winograd.h" nogil:
     int emb_wg_simd()
@@ -194,20 +205,21 @@ def conv3x3_f32(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu=False
     cdef float* op = <float*>cnp.PyArray_DATA(out)
     if nblocks < 2:
         nt = 1
-    cdef int64_t blk
+    cdef int64_t blk, vs
     cdef float* V
     cdef float* M
+    keep = []
+    cdef float* Vb = _scratch(nt, vlen + mlen, &vs, keep)
     # one parallel region (each fork/join costs a wake-up of the other thread, a whole
     # time slice on a loaded machine): the weight transform in slices, a barrier, the blocks
     with nogil, parallel(num_threads=nt):
-        V = <float*>calloc(vlen + mlen, sizeof(float))
+        V = Vb + threadid() * vs
         M = V + vlen
         for part in prange(nt, schedule="static"):
             emb_wg_weights(wp, wo, wc, flip, U, part * wo // nt, (part + 1) * wo // nt)
         for blk in prange(nblocks, schedule="static"):
             emb_wg_block(xp, C, H, W, pt, pl, U, O, op, OH, OW, TH, TW, NTR, Tp, rpb, blk,
                          bias, relu, V, M)
-        free(V)
 
 
 def _conv3x3_f4(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu, int nt):
@@ -241,21 +253,22 @@ def _conv3x3_f4(x, w, b, out, int64_t pt, int64_t pl, bint flip, bint relu, int 
     cdef float* op = <float*>cnp.PyArray_DATA(out)
     if nblocks < 2:
         nt = 1
-    cdef int64_t blk
+    cdef int64_t blk, vs
     cdef int part
     cdef float* V
     cdef float* M
     bad_arr = _np.zeros(nt, dtype=_np.int32)
     cdef int* bad = <int*>cnp.PyArray_DATA(bad_arr)
+    keep = []
+    cdef float* Vb = _scratch(nt, vlen + mlen, &vs, keep)
     with nogil, parallel(num_threads=nt):
-        V = <float*>calloc(vlen + mlen, sizeof(float))
+        V = Vb + threadid() * vs
         M = V + vlen
         for part in prange(nt, schedule="static"):
             emb_w4_weights(wp, wo, wc, flip, U, part * wo // nt, (part + 1) * wo // nt)
         for blk in prange(nblocks, schedule="static"):
             emb_w4_block(xp, C, H, W, pt, pl, U, O, op, OH, OW, TH, TW, NTR, NU, Tp, blk,
                          bias, relu, V, M, bad + threadid())
-        free(V)
     return not bad_arr.any()
 
 
@@ -306,17 +319,19 @@ def conv3x3_weight_f32(x, g, dw, int64_t pt, int64_t pl):
     cdef float* S
     cdef float* dwp = <float*>cnp.PyArray_DATA(dw)
     cdef int part, nbuf = nt
+    cdef int64_t ss
+    keep = []
+    cdef float* Sb = _scratch(nt, slen, &ss, keep)
     # one parallel region: the blocks (a contiguous run per thread, its float partial sums
     # added into double every 8 blocks and at its end), a barrier, the output transform
     with nogil, parallel(num_threads=nt):
-        S = <float*>calloc(slen, sizeof(float))
+        S = Sb + threadid() * ss
         for part in prange(nbuf, schedule="static"):
             b0 = part * nblocks // nbuf
             b1 = (part + 1) * nblocks // nbuf
             for blk in range(b0, b1):
                 emb_wg_wblock(xp, C, H, W, pt, pl, gp, O, OH, OW, TH, TW, NTR, Tp, rpb, blk,
                               Wh + part * whlen, S, (blk - b0) % 8 == 7 or blk == b1 - 1)
-        free(S)
         for part in prange(nbuf, schedule="static"):
             emb_wg_wout(Wh, nbuf, whlen, C, O, Op, dwp, part * O // nbuf,
                         (part + 1) * O // nbuf)
@@ -368,14 +383,16 @@ def _conv3x3_weight_f4(x, g, dw, int64_t pt, int64_t pl):
     cdef float* S
     cdef float* dwp = <float*>cnp.PyArray_DATA(dw)
     cdef int part, nbuf = nt
+    cdef int64_t ss
+    keep = []
+    cdef float* Sb = _scratch(nt, slen, &ss, keep)
     with nogil, parallel(num_threads=nt):
-        S = <float*>calloc(slen, sizeof(float))
+        S = Sb + threadid() * ss
         for part in prange(nbuf, schedule="static"):
             b0 = part * nblocks // nbuf
             b1 = (part + 1) * nblocks // nbuf
             for blk in range(b0, b1):
                 emb_w4_wblock(xp, C, H, W, pt, pl, gp, O, OH, OW, TH, TW, NTR, NU, Tp, blk,
                               Wh + part * whlen, S, (blk - b0) % 8 == 7 or blk == b1 - 1)
-        free(S)
         for part in prange(nbuf, schedule="static"):
             emb_w4_wout(Wh, nbuf, whlen, C, Op, dwp, part * O // nbuf, (part + 1) * O // nbuf)
