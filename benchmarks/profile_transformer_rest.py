@@ -2,10 +2,11 @@
 ONE thread, CPU time): every kernel call of the step is wrapped in a timer, by op, forward
 and backward; "Python and the rest" is the step's time minus the timed calls.
 
-    python benchmarks/profile_transformer_rest.py [steps] [--before]
+    python benchmarks/profile_transformer_rest.py [steps] [--before] [--threads=N]
 
 ``--before`` switches branch tfm3's fused LayerNorm rows and residual add + LayerNorm off
-(``ab_transformer_rest._switch``).
+(``ab_transformer_rest._switch``).  ``--threads=N`` runs ember on N threads and times with
+the wall clock instead (the step as run_all.py runs it, at N = 2).
 
 Prints ms per step for each group (medians over the steps are not taken: the sums over
 `steps` steps divided by `steps`).  The timers themselves cost about 1 us a call (a few
@@ -47,6 +48,7 @@ def _patch(module, name, label, phase_sensitive=True):
 def install():
     """Wrap the kernels the step calls (GEMMs first: the groups below exclude them)."""
     import ember.nn.functional  # noqa: F401  (the modules below, not its re-exported functions)
+    import ember.nn.functional.fused  # noqa: F401
     m = sys.modules
     attention, linear = m["ember.nn.functional.attention"], m["ember.nn.functional.linear"]
     normalization = m["ember.nn.functional.normalization"]
@@ -54,7 +56,8 @@ def install():
     from ember._api import linalg_ops
     from ember._kernels.cpu import softmax as ksm, norm as knorm, reduce as kred
     from ember._kernels.cpu import embedding as kact
-    for mod in (attention, linear, linalg_ops):
+    fused = m["ember.nn.functional.fused"]
+    for mod in (attention, linear, linalg_ops, fused):
         _patch(mod, "_gemm", "GEMM")
     _patch(ksm, "softmax_forward", "softmax")
     _patch(ksm, "softmax_backward", "softmax")
@@ -73,12 +76,17 @@ def install():
     _patch(m["ember.nn.modules.linear"], "linear", "[incl] F.linear")
     _patch(attention, "_self_attention_core", "[incl] attention core")
     _patch(attention, "_self_attention_core_backward", "[incl] attention core")
+    _patch(attention, "_core_backward_host", "[incl] attention core")
 
 
 def main(argv):
+    global CLOCK
     args = [a for a in argv[1:] if not a.startswith("--")]
     steps = int(args[0]) if args else 20
-    ember.set_num_threads(1)
+    threads = ([int(a.split("=")[1]) for a in argv if a.startswith("--threads=")] or [1])[0]
+    ember.set_num_threads(threads)
+    if threads > 1:
+        CLOCK = time.perf_counter
     if "--before" in argv:
         import ab_transformer_rest
         ab_transformer_rest._switch(False)
@@ -100,8 +108,9 @@ def main(argv):
             exec(code, env)
             phase_t[ph] += CLOCK() - t0
     total = sum(phase_t.values())
+    clock = "CPU time, one thread" if threads == 1 else f"wall time, {threads} threads"
     print(f"load average {os.getloadavg()[0]:.1f}; {steps} steps; ms per step "
-          f"(CPU time, one thread): total {1e3 * total / steps:.2f}")
+          f"({clock}): total {1e3 * total / steps:.2f}")
     for ph in ("fwd", "bwd", "opt"):
         timed = sum(v for k, v in TOTALS.items() if k.endswith(" " + ph)
                     and not k.startswith("[incl]"))
