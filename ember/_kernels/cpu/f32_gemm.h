@@ -18,7 +18,7 @@
  * the bias (rounded again): the same numbers as a separate multiplication and addition.
  * Single-threaded: gemm.pyx splits the work, by rows / columns, or by ranges of K for
  * products with a long K: then each thread's partial sums go to its scratch
- * (em_f32_gemm_scratch) and em_f32_gemm_reduce adds them into C, applying alpha and
+ * (em_f32_gemm_scratch) and em_ks_reduce (f32_ksplit.h) adds them into C, applying alpha and
  * the bias once (the order of the sum then depends on the thread count).
  */
 #ifndef EM_F32_GEMM_H
